@@ -1,0 +1,223 @@
+//! Identifier newtypes: the Evidence, manifest, occurrence and unknown ids, and code addresses.
+//!
+//! Each parses the forms agents send (any letter case, surrounding whitespace) into one canonical
+//! lowercase form, so that what is stored, compared and completed is always the same text.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest, Sha256};
+
+/// Why a text is not an identifier of the expected kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not {expected}")]
+pub struct IdError {
+    /// The text that was offered.
+    pub text: String,
+    /// What was expected, in words.
+    pub expected: &'static str,
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+macro_rules! digest_id {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $expected:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The id's prefix, including the underscore.
+            pub const PREFIX: &'static str = $prefix;
+
+            /// The id whose digest is the SHA-256 of `bytes`.
+            pub fn from_digest_of(bytes: &[u8]) -> Self {
+                Self(format!("{}{}", $prefix, sha256_hex(bytes)))
+            }
+
+            /// Parses an id in any letter case; the digest must be 64 hex digits.
+            pub fn parse(text: &str) -> Result<Self, IdError> {
+                let lower = text.trim().to_ascii_lowercase();
+                let digest = lower.strip_prefix($prefix);
+                match digest {
+                    Some(d) if d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                        Ok(Self(lower))
+                    }
+                    _ => Err(IdError { text: text.to_owned(), expected: $expected }),
+                }
+            }
+
+            /// The canonical text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                Self::parse(&text).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "pattern": concat!("^", $prefix, "[0-9a-fA-F]{64}$"),
+                    "description": $expected,
+                })
+            }
+        }
+    };
+}
+
+digest_id!(
+    /// `ev_` + SHA-256 of the Evidence record's canonical JSON.
+    EvidenceId, "ev_", "an Evidence id (ev_ followed by 64 hex digits)"
+);
+digest_id!(
+    /// `agm_` + SHA-256 of an artifact manifest's canonical JSON.
+    ManifestId, "agm_", "an artifact manifest id (agm_ followed by 64 hex digits)"
+);
+digest_id!(
+    /// `occ_` + SHA-256 of the manifest id, part and item of an artifact occurrence.
+    OccurrenceId, "occ_", "an artifact occurrence id (occ_ followed by 64 hex digits)"
+);
+
+/// A residual unknown's stable id: `unk_` followed by 16 to 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct UnknownId(#[schemars(regex(pattern = r"^unk_[0-9a-fA-F]{16,64}$"))] String);
+
+impl UnknownId {
+    /// Parses an unknown id in any letter case.
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        let lower = text.trim().to_ascii_lowercase();
+        match lower.strip_prefix("unk_") {
+            Some(d) if (16..=64).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Ok(Self(lower))
+            }
+            _ => Err(IdError {
+                text: text.to_owned(),
+                expected: "a residual unknown id (unk_ followed by hex digits)",
+            }),
+        }
+    }
+
+    /// A new id derived from the given seed bytes (the question and the time of recording).
+    pub fn derive(seed: &[u8]) -> Self {
+        Self(format!("unk_{}", &sha256_hex(seed)[..24]))
+    }
+
+    /// The canonical text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for UnknownId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for UnknownId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A virtual address in a document. Its canonical text is lowercase `0x` hex without padding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Address(pub u64);
+
+impl Address {
+    /// Parses `0x1F`, `0x1f` or bare hex `1f`.
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        let t = text.trim();
+        let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+        if digits.is_empty() || digits.len() > 16 {
+            return Err(IdError { text: text.to_owned(), expected: "a hex address such as 0x1f00" });
+        }
+        u64::from_str_radix(digits, 16)
+            .map(Address)
+            .map_err(|_| IdError { text: text.to_owned(), expected: "a hex address such as 0x1f00" })
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+impl Serialize for Address {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Address {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Address {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Address".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^(0[xX])?[0-9a-fA-F]{1,16}$",
+            "description": "a virtual address in hex, such as 0x1f00",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_id_parses_any_case_into_lowercase() {
+        let hex = "AB".repeat(32);
+        let id = EvidenceId::parse(&format!(" EV_{hex} ")).unwrap();
+        assert_eq!(id.as_str(), format!("ev_{}", hex.to_lowercase()));
+        assert!(EvidenceId::parse("ev_123").is_err());
+        assert!(EvidenceId::parse(&format!("agm_{hex}")).is_err());
+    }
+
+    #[test]
+    fn addresses_have_one_canonical_text() {
+        assert_eq!(Address::parse("0X1F").unwrap().to_string(), "0x1f");
+        assert_eq!(Address::parse("1f00").unwrap().to_string(), "0x1f00");
+        assert_eq!(Address(0).to_string(), "0x0");
+        assert!(Address::parse("0x").is_err());
+        assert!(Address::parse("0x1_0000_0000_0000_0000").is_err());
+        assert!(Address::parse("12345678901234567").is_err());
+    }
+}

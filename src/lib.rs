@@ -1,0 +1,15 @@
+//! rea: a reverse-engineering investigation server. An agent drives a long investigation of a
+//! shipped application over MCP; every observation is Evidence kept in a per-session SQLite
+//! database that a person can audit with the `rea` CLI or `sqlite3`.
+//!
+//! # Layout
+//! - [`ids`]: identifier newtypes (Evidence, manifest, occurrence and unknown ids; addresses).
+//! - [`evidence`]: the Evidence record, its canonical JSON and its id.
+//! - [`store`]: the session database: migrations, pragmas, the group-committing writer, queries.
+//! - [`session`]: a binary session's directory, lock, resume, export and close.
+//! - [`completion`]: the match key and the eight completion families over the live session.
+pub mod completion;
+pub mod evidence;
+pub mod ids;
+pub mod session;
+pub mod store;

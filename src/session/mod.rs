@@ -1,0 +1,289 @@
+//! Lifecycle of a binary session: its directory, lock, database, and how it ends.
+//!
+//! A session lives in `<state dir>/sessions/<id>/` holding `session.db` (with its `-wal`/`-shm`)
+//! and a `lock` file locked for the life of the owning process. A directory whose lock can be
+//! taken belongs to no live process: it can be listed as resumable and resumed. Closing closes
+//! every connection first, then deletes the whole directory; a `-wal` is never deleted or copied
+//! on its own.
+
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::store::{Store, StoreError, now_rfc3339};
+
+/// Name of the database file inside a session directory.
+pub const DATABASE_FILE: &str = "session.db";
+const LOCK_FILE: &str = "lock";
+
+/// Errors of session lifecycle.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A file-system operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// No session with this id exists under the state directory.
+    #[error("no session {id} under {state_dir}")]
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// Where it was looked for.
+        state_dir: PathBuf,
+    },
+    /// Another live process holds the session.
+    #[error("session {id} is in use by another live rea process")]
+    InUse {
+        /// The session id.
+        id: String,
+    },
+    /// The id is not a session id.
+    #[error("{id:?} is not a session id (ses_ followed by digits and hex)")]
+    BadId {
+        /// The text given.
+        id: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
+    move |source| SessionError::Io { path: path.to_owned(), source }
+}
+
+/// The state directory: `--state-dir`, else `$REA_STATE_DIR`, else `$XDG_STATE_HOME/rea`, else
+/// `~/.local/state/rea`.
+pub fn state_dir(explicit: Option<&Path>) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_owned();
+    }
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(p) = var("REA_STATE_DIR") {
+        return p;
+    }
+    if let Some(p) = var("XDG_STATE_HOME") {
+        return p.join("rea");
+    }
+    var("HOME").unwrap_or_else(|| PathBuf::from(".")).join(".local/state/rea")
+}
+
+fn sessions_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("sessions")
+}
+
+fn valid_id(id: &str) -> bool {
+    id.strip_prefix("ses_")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit() || b == b'_'))
+}
+
+fn new_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut random = [0u8; 6];
+    if let Ok(mut f) = File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut random);
+    }
+    let seed = format!("{nanos}:{}:{}", std::process::id(), hex::encode(random));
+    format!("ses_{:x}_{}", nanos / 1_000_000, &crate::ids::sha256_hex(seed.as_bytes())[..8])
+}
+
+/// A binary session owned by this process.
+#[derive(Debug)]
+pub struct Session {
+    id: String,
+    dir: PathBuf,
+    store: Arc<Store>,
+    /// Held (locked) for the life of the session; dropping it releases the lock.
+    _lock: File,
+}
+
+/// A session found on disk.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SessionInfo {
+    /// Session id.
+    pub id: String,
+    /// Its directory.
+    pub dir: String,
+    /// Whether a live process holds it.
+    pub live: bool,
+    /// When it was created.
+    pub created_at: Option<String>,
+    /// When it was last exported, if ever.
+    pub exported_at: Option<String>,
+    /// Number of Evidence rows.
+    pub evidence: Option<u64>,
+    /// Path of the active target.
+    pub active_target: Option<String>,
+    /// Size of the database and its WAL in bytes.
+    pub bytes: u64,
+}
+
+fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io(&path))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::InUse { id: id.to_owned() }),
+        Err(std::fs::TryLockError::Error(source)) => Err(SessionError::Io { path, source }),
+    }
+}
+
+impl Session {
+    /// Creates a new session under `state_dir`.
+    pub fn create(state_dir: &Path) -> Result<Session, SessionError> {
+        let id = new_id();
+        let dir = sessions_dir(state_dir).join(&id);
+        fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let lock = lock(&dir, &id)?;
+        let store = Store::open(&dir.join(DATABASE_FILE))?;
+        store.set_meta_blocking("session_id", &id)?;
+        store.set_meta_blocking("created_at", &now_rfc3339())?;
+        store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))?;
+        Ok(Session { id, dir, store, _lock: lock })
+    }
+
+    /// Resumes a session that no live process holds.
+    pub fn resume(state_dir: &Path, id: &str) -> Result<Session, SessionError> {
+        if !valid_id(id) {
+            return Err(SessionError::BadId { id: id.to_owned() });
+        }
+        let dir = sessions_dir(state_dir).join(id);
+        if !dir.join(DATABASE_FILE).is_file() {
+            return Err(SessionError::NotFound { id: id.to_owned(), state_dir: state_dir.to_owned() });
+        }
+        let lock = lock(&dir, id)?;
+        let store = Store::open(&dir.join(DATABASE_FILE))?;
+        Ok(Session { id: id.to_owned(), dir, store, _lock: lock })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The session's store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Writes a consistent copy of the database to `dest` and notes the export in the session.
+    pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), SessionError> {
+        self.store.export(dest, overwrite)?;
+        self.store.set_meta_blocking("exported_at", &now_rfc3339())?;
+        Ok(())
+    }
+
+    /// Ends the session: closes every connection, then deletes its directory.
+    pub fn close(self) -> Result<(), SessionError> {
+        self.store.close();
+        let Session { dir, _lock, store, .. } = self;
+        drop(store);
+        drop(_lock);
+        fs::remove_dir_all(&dir).map_err(io(&dir))
+    }
+}
+
+/// Every session under `state_dir`, newest id last.
+pub fn list(state_dir: &Path) -> Result<Vec<SessionInfo>, SessionError> {
+    let root = sessions_dir(state_dir);
+    let entries = match fs::read_dir(&root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(SessionError::Io { path: root, source: e }),
+    };
+    let mut out = vec![];
+    for entry in entries.flatten() {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        let dir = entry.path();
+        if !valid_id(&id) || !dir.join(DATABASE_FILE).is_file() {
+            continue;
+        }
+        out.push(describe(&dir, &id));
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+/// Facts about one session directory, read without disturbing a live owner.
+fn describe(dir: &Path, id: &str) -> SessionInfo {
+    let live = match lock(dir, id) {
+        Ok(file) => {
+            drop(file);
+            false
+        }
+        Err(_) => true,
+    };
+    let bytes = [DATABASE_FILE, "session.db-wal"]
+        .iter()
+        .filter_map(|f| fs::metadata(dir.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    let mut info = SessionInfo {
+        id: id.to_owned(),
+        dir: dir.display().to_string(),
+        live,
+        created_at: None,
+        exported_at: None,
+        evidence: None,
+        active_target: None,
+        bytes,
+    };
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if let Ok(conn) = rusqlite::Connection::open_with_flags(dir.join(DATABASE_FILE), flags) {
+        let meta = |name: &str| -> Option<String> {
+            conn.query_row("select value from meta where name = ?1", [name], |r| r.get(0)).ok()
+        };
+        info.created_at = meta("created_at");
+        info.exported_at = meta("exported_at");
+        info.evidence = conn.query_row("select count(*) from evidence", [], |r| r.get::<_, i64>(0)).ok().map(|n| n as u64);
+        info.active_target = conn.query_row("select path from targets where active = 1", [], |r| r.get(0)).ok();
+    }
+    info
+}
+
+/// Describes one session by id.
+pub fn show(state_dir: &Path, id: &str) -> Result<SessionInfo, SessionError> {
+    if !valid_id(id) {
+        return Err(SessionError::BadId { id: id.to_owned() });
+    }
+    let dir = sessions_dir(state_dir).join(id);
+    if !dir.join(DATABASE_FILE).is_file() {
+        return Err(SessionError::NotFound { id: id.to_owned(), state_dir: state_dir.to_owned() });
+    }
+    Ok(describe(&dir, id))
+}
+
+/// Deletes a session that no live process holds. Refuses when a live process holds it.
+pub fn delete(state_dir: &Path, id: &str) -> Result<(), SessionError> {
+    let session = Session::resume(state_dir, id)?;
+    session.close()
+}
+
+/// The path of a session's database, for read-only tools (`rea evidence`, `rea complete`).
+pub fn database_path(state_dir: &Path, id: &str) -> Result<PathBuf, SessionError> {
+    if !valid_id(id) {
+        return Err(SessionError::BadId { id: id.to_owned() });
+    }
+    let path = sessions_dir(state_dir).join(id).join(DATABASE_FILE);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(SessionError::NotFound { id: id.to_owned(), state_dir: state_dir.to_owned() })
+    }
+}

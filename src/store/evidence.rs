@@ -1,0 +1,218 @@
+//! Ledger rows: recording Evidence (idempotently, with links checked) and reading it back.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError, now_rfc3339};
+use crate::evidence::{EvidenceRecord, StoredEvidence};
+use crate::ids::EvidenceId;
+
+/// What recording a record did.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RecordOutcome {
+    /// The record's id.
+    pub id: EvidenceId,
+    /// Its sequence number in the ledger.
+    pub seq: i64,
+    /// When the ledger first stored it.
+    pub created_at: String,
+    /// False when an identical record was already in the ledger (the row was kept as it was).
+    pub new: bool,
+}
+
+/// One line of a ledger listing.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EvidenceSummary {
+    /// The record's id.
+    pub id: EvidenceId,
+    /// Its sequence number.
+    pub seq: i64,
+    /// The operation that produced it.
+    pub operation: String,
+    /// Provider id.
+    pub provider_id: String,
+    /// Confidence.
+    pub confidence: String,
+    /// Authority.
+    pub authority: String,
+    /// When it was stored.
+    pub created_at: String,
+}
+
+/// Which rows a listing includes.
+#[derive(Debug, Clone, Default)]
+pub struct EvidenceFilter {
+    /// Only this operation.
+    pub operation: Option<String>,
+    /// Rows to skip.
+    pub offset: u64,
+    /// Rows to return.
+    pub limit: u64,
+}
+
+/// Inserts `record` unless an identical one is present, with its links. Runs inside the caller's
+/// transaction.
+pub fn insert_evidence(conn: &Connection, record: &EvidenceRecord) -> Result<RecordOutcome, StoreError> {
+    let canonical = record.canonical_json()?;
+    let id = EvidenceId::from_digest_of(canonical.as_bytes());
+    if let Some((seq, created_at)) = conn
+        .prepare_cached("select seq, created_at from evidence where id = ?1")?
+        .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+    {
+        return Ok(RecordOutcome { id, seq, created_at, new: false });
+    }
+    for link in &record.links {
+        let present: Option<i64> = conn
+            .prepare_cached("select seq from evidence where id = ?1")?
+            .query_row([link.as_str()], |r| r.get(0))
+            .optional()?;
+        if present.is_none() {
+            return Err(StoreError::EvidenceNotInLedger { id: link.to_string() });
+        }
+    }
+    let created_at = now_rfc3339();
+    conn.prepare_cached(
+        "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
+         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        id.as_str(),
+        record.operation,
+        record.subject.as_ref().map(|s| s.sha256.as_str()),
+        record.provider.id,
+        record.provider.version,
+        record.confidence.as_str(),
+        record.authority.as_str(),
+        created_at,
+        canonical,
+    ])?;
+    let seq = conn.last_insert_rowid();
+    let mut link_stmt =
+        conn.prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
+    for link in &record.links {
+        link_stmt.execute([id.as_str(), link.as_str()])?;
+    }
+    Ok(RecordOutcome { id, seq, created_at, new: true })
+}
+
+/// Reads one record by id.
+pub fn get_evidence(conn: &Connection, id: &EvidenceId) -> Result<Option<StoredEvidence>, StoreError> {
+    let row: Option<(i64, String, String)> = conn
+        .prepare_cached("select seq, created_at, record from evidence where id = ?1")?
+        .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    row.map(|(seq, created_at, record)| {
+        let record = serde_json::from_str(&record)
+            .map_err(|source| StoreError::CorruptRecord { id: id.to_string(), source })?;
+        Ok(StoredEvidence { id: id.clone(), seq, created_at, record })
+    })
+    .transpose()
+}
+
+impl Store {
+    /// Records `record` in the ledger and returns once it is durable (committed).
+    pub async fn record(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
+        self.write(move |conn| insert_evidence(conn, &record)).await
+    }
+
+    /// [`Store::record`] for callers outside an async runtime.
+    pub fn record_blocking(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
+        self.write_blocking(move |conn| insert_evidence(conn, &record))
+    }
+
+    /// One record by id, or `None` when this ledger does not hold it.
+    pub fn evidence(&self, id: &EvidenceId) -> Result<Option<StoredEvidence>, StoreError> {
+        self.read(|conn| get_evidence(conn, id))
+    }
+
+    /// Whether this ledger holds `id`.
+    pub fn has_evidence(&self, id: &EvidenceId) -> Result<bool, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("select 1 from evidence where id = ?1")?
+                .query_row([id.as_str()], |_| Ok(()))
+                .optional()?
+                .is_some())
+        })
+    }
+
+    /// A page of the ledger in recording order, and the total number of rows the filter selects.
+    pub fn list_evidence(&self, filter: &EvidenceFilter) -> Result<(Vec<EvidenceSummary>, u64), StoreError> {
+        self.read(|conn| {
+            let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, EvidenceSummary)> {
+                let id: String = r.get(0)?;
+                Ok((
+                    id.clone(),
+                    EvidenceSummary {
+                        id: EvidenceId::parse(&id).map_err(|e| {
+                            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+                        })?,
+                        seq: r.get(1)?,
+                        operation: r.get(2)?,
+                        provider_id: r.get(3)?,
+                        confidence: r.get(4)?,
+                        authority: r.get(5)?,
+                        created_at: r.get(6)?,
+                    },
+                ))
+            };
+            let limit = i64::try_from(filter.limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(filter.offset).unwrap_or(i64::MAX);
+            let (rows, total): (Vec<_>, i64) = match &filter.operation {
+                Some(op) => (
+                    conn.prepare_cached(
+                        "select id, seq, operation, provider_id, confidence, authority, created_at from evidence
+                         where operation = ?1 order by seq limit ?2 offset ?3",
+                    )?
+                    .query_map(params![op, limit, offset], map)?
+                    .collect::<Result<_, _>>()?,
+                    conn.prepare_cached("select count(*) from evidence where operation = ?1")?
+                        .query_row([op], |r| r.get(0))?,
+                ),
+                None => (
+                    conn.prepare_cached(
+                        "select id, seq, operation, provider_id, confidence, authority, created_at from evidence
+                         order by seq limit ?1 offset ?2",
+                    )?
+                    .query_map(params![limit, offset], map)?
+                    .collect::<Result<_, _>>()?,
+                    conn.prepare_cached("select count(*) from evidence")?.query_row([], |r| r.get(0))?,
+                ),
+            };
+            Ok((rows.into_iter().map(|(_, s)| s).collect(), total.max(0) as u64))
+        })
+    }
+
+    /// Every record in recording order, for export and verification.
+    pub fn all_evidence(&self, mut each: impl FnMut(StoredEvidence) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare("select id, seq, created_at, record from evidence order by seq")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let id: String = r.get(0)?;
+                let record: String = r.get(3)?;
+                let record = serde_json::from_str(&record)
+                    .map_err(|source| StoreError::CorruptRecord { id: id.clone(), source })?;
+                let id = EvidenceId::parse(&id).map_err(|e| StoreError::CorruptRecord {
+                    id: id.clone(),
+                    source: serde::de::Error::custom(e),
+                })?;
+                each(StoredEvidence { id, seq: r.get(1)?, created_at: r.get(2)?, record })?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Marks `id` as a validated process capture, so Process capture completion offers it.
+    pub async fn mark_process_capture(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
+        self.write(move |conn| {
+            let outcome = insert_evidence(conn, &record)?;
+            conn.prepare_cached("insert or ignore into process_captures (evidence_id) values (?1)")?
+                .execute([outcome.id.as_str()])?;
+            Ok(outcome)
+        })
+        .await
+    }
+}

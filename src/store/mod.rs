@@ -1,0 +1,434 @@
+//! The session database: one SQLite file per binary session, owned by one [`Store`].
+//!
+//! Sharing: rusqlite's `Connection` is `Send` but not `Sync`, so the store never shares one. A
+//! single writer thread owns the read-write connection and commits queued writes together (group
+//! commit): a caller's [`Store::write`] returns only after the COMMIT that holds its write. Reads
+//! take a read-only connection from a small pool; in WAL mode they never wait for the writer.
+//! `ANALYZE` and `PRAGMA optimize` are never run: with the bundled SQLite's STAT4 they would make
+//! every cached statement re-prepare.
+
+mod completion;
+mod evidence;
+mod targets;
+mod unknowns;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+pub use completion::{CompletionPage, ProcedureScope};
+pub use evidence::{EvidenceFilter, EvidenceSummary, RecordOutcome};
+pub use targets::{
+    DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRow, TargetRow,
+};
+pub use unknowns::{
+    NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus, UnknownUpdate,
+};
+
+use crate::completion::key::{KEY_ALGORITHM, match_key};
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// `PRAGMA application_id` of every rea session database ("REA1"), so `file` and rea itself can
+/// tell a session database from any other SQLite file.
+pub const APPLICATION_ID: i32 = 0x5245_4131;
+
+/// How long a connection waits on a lock before reporting it busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// At most this many writes share one transaction.
+const MAX_GROUP: usize = 1024;
+
+/// Idle read-only connections kept for reuse.
+const MAX_IDLE_READERS: usize = 4;
+
+/// Errors of the session store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused an operation.
+    #[error("session database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The schema could not be brought up to date.
+    #[error("session database migration failed: {0}")]
+    Migration(#[from] refinery::Error),
+    /// The file is a SQLite database of some other application.
+    #[error("{path} is not a rea session database (application_id {found:#x})")]
+    NotASessionDatabase {
+        /// The file.
+        path: PathBuf,
+        /// Its application id.
+        found: i32,
+    },
+    /// The writer thread has stopped; the store is closed.
+    #[error("the session store is closed")]
+    Closed,
+    /// The database refused to start the transaction for this write; nothing of it was kept.
+    #[error("the write was not performed: the session database could not start a transaction")]
+    NotPerformed,
+    /// A write's COMMIT failed, so nothing of it was kept.
+    #[error("commit failed, nothing was kept: {0}")]
+    Commit(String),
+    /// A write panicked; its changes were rolled back.
+    #[error("a write failed unexpectedly and was rolled back")]
+    WritePanicked,
+    /// A record could not be put into canonical JSON.
+    #[error(transparent)]
+    Canonical(#[from] crate::evidence::CanonicalError),
+    /// Stored JSON did not parse.
+    #[error("stored record {id} does not parse: {source}")]
+    CorruptRecord {
+        /// The record's id.
+        id: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// An Evidence id named by a write is not in this ledger.
+    #[error("Evidence {id} is not in this session's ledger")]
+    EvidenceNotInLedger {
+        /// The id.
+        id: String,
+    },
+    /// No residual unknown has this id.
+    #[error("no residual unknown {id} in this session")]
+    UnknownNotFound {
+        /// The id.
+        id: String,
+    },
+    /// An update named a revision that is no longer the head.
+    #[error("unknown {id} is at revision {actual}, not {expected}: read it again and retry")]
+    RevisionConflict {
+        /// The unknown.
+        id: String,
+        /// The revision the update expected.
+        expected: i64,
+        /// The head revision.
+        actual: i64,
+    },
+    /// A resolution lacked what SPEC requires of it.
+    #[error("{0}")]
+    InvalidResolution(String),
+    /// There is no active target.
+    #[error("no target is open")]
+    NoActiveTarget,
+    /// An export destination exists already.
+    #[error("{path} exists; choose another file or allow overwriting")]
+    ExportExists {
+        /// The destination.
+        path: PathBuf,
+    },
+    /// File-system failure around the database.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// A queued write: runs inside the group transaction and returns what to do once the outcome of
+/// the COMMIT is known.
+type Job = Box<dyn FnOnce(&Connection) -> Finisher + Send>;
+/// Delivers a write's answer: `None` when its transaction committed, else the commit error.
+type Finisher = Box<dyn FnOnce(Option<&str>) + Send>;
+
+/// The session database. See the module documentation for how it is shared.
+pub struct Store {
+    path: PathBuf,
+    /// Queue into the writer thread; `None` once the store is closed.
+    writer: Mutex<Option<mpsc::Sender<Job>>>,
+    /// The writer thread, joined on close so every queued write has finished first.
+    writer_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Idle read-only connections. Each is used by one caller at a time.
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// Which side of the store a connection serves; decides its pragmas.
+#[derive(Clone, Copy)]
+enum Role {
+    Writer,
+    Reader,
+}
+
+/// Every pragma of every connection, in one place.
+fn configure(conn: &Connection, role: Role) -> Result<(), StoreError> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    // The cached-statement capacity must hold every hot statement so none is ever re-prepared.
+    conn.set_prepared_statement_cache_capacity(64);
+    match role {
+        Role::Writer => {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+        }
+        Role::Reader => {
+            conn.pragma_update(None, "query_only", "ON")?;
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, brings its schema up to date, recomputes
+    /// match keys written by another key algorithm, and starts the writer thread.
+    pub fn open(path: &Path) -> Result<Arc<Store>, StoreError> {
+        let mut conn = Connection::open(path)?;
+        let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+        if found != 0 && found != APPLICATION_ID {
+            return Err(StoreError::NotASessionDatabase { path: path.to_owned(), found });
+        }
+        configure(&conn, Role::Writer)?;
+        embedded::migrations::runner().set_grouped(true).run(&mut conn)?;
+        rekey_if_needed(&mut conn)?;
+
+        let (tx, rx) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("rea-store-writer".into())
+            .spawn(move || writer_loop(conn, rx))
+            .map_err(|source| StoreError::Io { path: path.to_owned(), source })?;
+        Ok(Arc::new(Store {
+            path: path.to_owned(),
+            writer: Mutex::new(Some(tx)),
+            writer_thread: Mutex::new(Some(thread)),
+            readers: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn enqueue<R, F>(&self, f: F) -> Result<tokio::sync::oneshot::Receiver<Result<R, StoreError>>, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            if let Err(e) = conn.execute_batch("savepoint job") {
+                return Box::new(move |_| drop(reply.send(Err(e.into()))));
+            }
+            let outcome = catch_unwind(AssertUnwindSafe(|| f(conn)))
+                .unwrap_or(Err(StoreError::WritePanicked));
+            match outcome {
+                Ok(value) => {
+                    if let Err(e) = conn.execute_batch("release job") {
+                        return Box::new(move |_| drop(reply.send(Err(e.into()))));
+                    }
+                    Box::new(move |commit_error| {
+                        let answer = match commit_error {
+                            None => Ok(value),
+                            Some(msg) => Err(StoreError::Commit(msg.to_owned())),
+                        };
+                        let _ = reply.send(answer);
+                    })
+                }
+                Err(e) => {
+                    let _ = conn.execute_batch("rollback to job; release job");
+                    Box::new(move |_| drop(reply.send(Err(e))))
+                }
+            }
+        });
+        let guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let sender = guard.as_ref().ok_or(StoreError::Closed)?;
+        sender.send(job).map_err(|_| StoreError::Closed)?;
+        Ok(answer)
+    }
+
+    /// Runs `f` in the writer's transaction and returns its value once that transaction has
+    /// committed. An error from `f` rolls back only `f`'s own changes.
+    pub async fn write<R, F>(&self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        self.enqueue(f)?.await.map_err(|_| StoreError::NotPerformed)?
+    }
+
+    /// [`Store::write`] for callers outside an async runtime.
+    pub fn write_blocking<R, F>(&self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        self.enqueue(f)?.blocking_recv().map_err(|_| StoreError::NotPerformed)?
+    }
+
+    /// Runs `f` on a read-only connection. Never waits for the writer (WAL).
+    pub fn read<R>(&self, f: impl FnOnce(&Connection) -> Result<R, StoreError>) -> Result<R, StoreError> {
+        let conn = self.take_reader()?;
+        let result = f(&conn);
+        let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(conn);
+        }
+        result
+    }
+
+    fn take_reader(&self) -> Result<Connection, StoreError> {
+        if let Some(conn) = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(conn);
+        }
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        configure(&conn, Role::Reader)?;
+        Ok(conn)
+    }
+
+    /// Writes a consistent copy of the database to `dest` with `VACUUM INTO`. Refuses to replace
+    /// an existing file unless `overwrite` is set.
+    pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
+        if dest.exists() {
+            if !overwrite {
+                return Err(StoreError::ExportExists { path: dest.to_owned() });
+            }
+            std::fs::remove_file(dest).map_err(|source| StoreError::Io { path: dest.to_owned(), source })?;
+        }
+        let dest_text = dest.to_string_lossy().into_owned();
+        self.read(|conn| {
+            conn.execute("vacuum into ?1", [dest_text])?;
+            Ok(())
+        })
+    }
+
+    /// Stops the writer after every queued write has finished and closes every connection.
+    /// Idempotent.
+    pub fn close(&self) {
+        drop(self.writer.lock().unwrap_or_else(|p| p.into_inner()).take());
+        if let Some(thread) = self.writer_thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = thread.join();
+        }
+        self.readers.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// A value from the `meta` table.
+    pub fn meta(&self, name: &str) -> Result<Option<String>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("select value from meta where name = ?1")?
+                .query_row([name], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
+    /// Sets a value in the `meta` table.
+    pub fn set_meta_blocking(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        let (name, value) = (name.to_owned(), value.to_owned());
+        self.write_blocking(move |conn| {
+            conn.prepare_cached("insert into meta (name, value) values (?1, ?2) on conflict (name) do update set value = excluded.value")?
+                .execute([name, value])?;
+            Ok(())
+        })
+    }
+
+    /// `PRAGMA integrity_check` on a read-only connection: `"ok"` when sound.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        self.read(|conn| Ok(conn.query_row("pragma integrity_check", [], |r| r.get(0))?))
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = conn.execute_batch("begin immediate") {
+            // Dropping the jobs drops their reply channels: each caller learns that its write
+            // was not performed, and nothing of it reached the database.
+            tracing::error!(error = %e, writes = batch.len(), "session database refused to begin a transaction");
+            drop(batch);
+            continue;
+        }
+        let finishers: Vec<Finisher> = batch.into_iter().map(|job| job(&conn)).collect();
+        let commit = conn.execute_batch("commit").map_err(|e| e.to_string());
+        if commit.is_err() {
+            let _ = conn.execute_batch("rollback");
+        }
+        let error = commit.err();
+        for finish in finishers {
+            finish(error.as_deref());
+        }
+    }
+}
+
+/// Recomputes every stored match key when the database was written by another key algorithm.
+fn rekey_if_needed(conn: &mut Connection) -> Result<(), StoreError> {
+    let stored: Option<String> = conn
+        .query_row("select value from meta where name = 'key_algorithm'", [], |r| r.get(0))
+        .optional()?;
+    if stored.as_deref() == Some(KEY_ALGORITHM) {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    {
+        let docs: Vec<(i64, String)> = tx
+            .prepare("select id, name from documents")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut update = tx.prepare("update documents set key = ?2 where id = ?1")?;
+        for (id, name) in docs {
+            update.execute(rusqlite::params![id, match_key(&name)])?;
+        }
+        let procs: Vec<(i64, i64, String)> = tx
+            .prepare("select document_id, address, name from procedures where name is not null")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut update =
+            tx.prepare("update procedures set name_key = ?3 where document_id = ?1 and address = ?2")?;
+        for (doc, address, name) in procs {
+            update.execute(rusqlite::params![doc, address, match_key(&name)])?;
+        }
+        let values: Vec<(i64, i64, String)> = tx
+            .prepare("select target_id, document_id, value from procedure_completions")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        tx.execute("delete from procedure_completions", [])?;
+        let mut insert = tx.prepare(
+            "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
+        )?;
+        for (target, doc, value) in values {
+            insert.execute(rusqlite::params![target, doc, match_key(&value), value])?;
+        }
+        tx.execute(
+            "insert into meta (name, value) values ('key_algorithm', ?1) on conflict (name) do update set value = excluded.value",
+            [KEY_ALGORITHM],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// The current time as RFC 3339 UTC with millisecond precision.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&fmt).unwrap_or_else(|_| now.unix_timestamp().to_string())
+}

@@ -1,0 +1,401 @@
+//! Targets, their documents and procedure inventories, and which target is active.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError, now_rfc3339};
+use crate::completion::key::match_key;
+use crate::ids::Address;
+
+/// A target to record when it is opened.
+#[derive(Debug, Clone)]
+pub struct NewTarget {
+    /// Canonical path.
+    pub path: String,
+    /// File or bundle name.
+    pub name: String,
+    /// SHA-256 of the target.
+    pub sha256: String,
+    /// Container format.
+    pub format: String,
+    /// Architecture.
+    pub architecture: String,
+    /// Its documents, each with its complete procedure inventory.
+    pub documents: Vec<NewDocument>,
+}
+
+/// A document to record with its target.
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    /// Unique name within the target.
+    pub name: String,
+    /// Format of the document.
+    pub format: String,
+    /// Architecture.
+    pub architecture: String,
+    /// Role: file, slice, main-executable, framework, helper, plug-in, xpc-service, …
+    pub role: String,
+    /// File holding the document.
+    pub file: String,
+    /// Offset of the document in `file`.
+    pub file_offset: u64,
+    /// Size of the document in bytes.
+    pub file_size: u64,
+    /// The complete procedure inventory.
+    pub procedures: Vec<NewProcedure>,
+}
+
+/// One procedure of an inventory.
+#[derive(Debug, Clone)]
+pub struct NewProcedure {
+    /// Virtual address.
+    pub address: u64,
+    /// Name, demangled where possible.
+    pub name: Option<String>,
+    /// The name as stored in the binary, when it differs.
+    pub raw_name: Option<String>,
+    /// Size in bytes, when known.
+    pub size: Option<u64>,
+}
+
+/// A target the session opened.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TargetRow {
+    /// Row id within this session.
+    pub id: i64,
+    /// Canonical path.
+    pub path: String,
+    /// File or bundle name.
+    pub name: String,
+    /// SHA-256 of the target.
+    pub sha256: String,
+    /// Container format.
+    pub format: String,
+    /// Architecture.
+    pub architecture: String,
+    /// Whether it is the active target.
+    pub active: bool,
+}
+
+/// A document of a target.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DocumentRow {
+    /// Row id within this session.
+    #[serde(skip)]
+    pub id: i64,
+    /// Unique name within the target.
+    pub name: String,
+    /// Format.
+    pub format: String,
+    /// Architecture.
+    pub architecture: String,
+    /// Role within the target.
+    pub role: String,
+    /// File that holds it.
+    pub file: String,
+    /// Offset in that file.
+    pub file_offset: u64,
+    /// Size in bytes.
+    pub file_size: u64,
+    /// Number of procedures in its inventory.
+    pub procedures: u64,
+}
+
+/// A procedure as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ProcedureRow {
+    /// Document the procedure belongs to.
+    pub document: String,
+    /// Canonical address.
+    pub address: Address,
+    /// Name, when the binary gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The name as stored in the binary, when it differs from `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_name: Option<String>,
+    /// Size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+fn to_i64(v: u64) -> i64 {
+    // SQLite integers are signed; addresses above i63 keep their bits.
+    v as i64
+}
+
+fn from_i64(v: i64) -> u64 {
+    v as u64
+}
+
+/// Inserts (or re-activates) a target with its documents, procedures and procedure completion
+/// values, and makes it the active target. Returns the target's row id.
+pub fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64, StoreError> {
+    conn.prepare_cached("update targets set active = 0 where active = 1")?.execute([])?;
+    let existing: Option<i64> = conn
+        .prepare_cached("select id from targets where path = ?1 and sha256 = ?2")?
+        .query_row([&target.path, &target.sha256], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = existing {
+        conn.prepare_cached("update targets set active = 1 where id = ?1")?.execute([id])?;
+        return Ok(id);
+    }
+    conn.prepare_cached(
+        "insert into targets (path, name, sha256, format, architecture, active, opened_at) values (?1, ?2, ?3, ?4, ?5, 1, ?6)",
+    )?
+    .execute(params![target.path, target.name, target.sha256, target.format, target.architecture, now_rfc3339()])?;
+    let target_id = conn.last_insert_rowid();
+
+    let mut insert_doc = conn.prepare_cached(
+        "insert into documents (target_id, name, key, format, architecture, role, file, file_offset, file_size)
+         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    let mut insert_proc = conn.prepare_cached(
+        "insert or ignore into procedures (document_id, address, name, raw_name, name_key, size) values (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut insert_value = conn.prepare_cached(
+        "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
+    )?;
+    // Name → distinct addresses over the whole target, for the target-wide scope.
+    let mut target_names: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+    let mut target_addresses: BTreeSet<u64> = BTreeSet::new();
+    for doc in &target.documents {
+        insert_doc.execute(params![
+            target_id,
+            doc.name,
+            match_key(&doc.name),
+            doc.format,
+            doc.architecture,
+            doc.role,
+            doc.file,
+            to_i64(doc.file_offset),
+            to_i64(doc.file_size),
+        ])?;
+        let doc_id = conn.last_insert_rowid();
+        let mut names: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+        for p in &doc.procedures {
+            let key = p.name.as_deref().map(match_key);
+            insert_proc.execute(params![
+                doc_id,
+                to_i64(p.address),
+                p.name,
+                p.raw_name,
+                key,
+                p.size.map(to_i64),
+            ])?;
+            let text = Address(p.address).to_string();
+            insert_value.execute(params![target_id, doc_id, text, text])?;
+            target_addresses.insert(p.address);
+            if let Some(name) = p.name.as_deref() {
+                names.entry(name).or_default().insert(p.address);
+                target_names.entry(name).or_default().insert(p.address);
+            }
+        }
+        for (name, addresses) in names {
+            if addresses.len() == 1 {
+                insert_value.execute(params![target_id, doc_id, match_key(name), name])?;
+            }
+        }
+    }
+    for address in target_addresses {
+        let text = Address(address).to_string();
+        insert_value.execute(params![target_id, 0, text, text])?;
+    }
+    for (name, addresses) in target_names {
+        if addresses.len() == 1 {
+            insert_value.execute(params![target_id, 0, match_key(name), name])?;
+        }
+    }
+    Ok(target_id)
+}
+
+fn target_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TargetRow> {
+    Ok(TargetRow {
+        id: r.get(0)?,
+        path: r.get(1)?,
+        name: r.get(2)?,
+        sha256: r.get(3)?,
+        format: r.get(4)?,
+        architecture: r.get(5)?,
+        active: r.get::<_, i64>(6)? == 1,
+    })
+}
+
+fn document_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DocumentRow> {
+    Ok(DocumentRow {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        format: r.get(2)?,
+        architecture: r.get(3)?,
+        role: r.get(4)?,
+        file: r.get(5)?,
+        file_offset: from_i64(r.get(6)?),
+        file_size: from_i64(r.get(7)?),
+        procedures: from_i64(r.get(8)?),
+    })
+}
+
+fn procedure_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProcedureRow> {
+    Ok(ProcedureRow {
+        document: r.get(0)?,
+        address: Address(from_i64(r.get(1)?)),
+        name: r.get(2)?,
+        raw_name: r.get(3)?,
+        size: r.get::<_, Option<i64>>(4)?.map(from_i64),
+    })
+}
+
+const DOCUMENT_COLUMNS: &str = "d.id, d.name, d.format, d.architecture, d.role, d.file, d.file_offset, d.file_size,
+     (select count(*) from procedures p where p.document_id = d.id)";
+
+impl Store {
+    /// Records a target (or re-activates one seen before) and makes it active.
+    pub async fn open_target(&self, target: NewTarget) -> Result<i64, StoreError> {
+        self.write(move |conn| insert_target(conn, &target)).await
+    }
+
+    /// [`Store::open_target`] for callers outside an async runtime.
+    pub fn open_target_blocking(&self, target: NewTarget) -> Result<i64, StoreError> {
+        self.write_blocking(move |conn| insert_target(conn, &target))
+    }
+
+    /// Makes the target with this row id active.
+    pub async fn activate_target(&self, id: i64) -> Result<(), StoreError> {
+        self.write(move |conn| {
+            conn.prepare_cached("update targets set active = 0 where active = 1")?.execute([])?;
+            conn.prepare_cached("update targets set active = 1 where id = ?1")?.execute([id])?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The active target, if any.
+    pub fn active_target(&self) -> Result<Option<TargetRow>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(
+                    "select id, path, name, sha256, format, architecture, active from targets where active = 1",
+                )?
+                .query_row([], target_row)
+                .optional()?)
+        })
+    }
+
+    /// Every target the session opened, in the order opened.
+    pub fn targets(&self) -> Result<Vec<TargetRow>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("select id, path, name, sha256, format, architecture, active from targets order by id")?
+                .query_map([], target_row)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// The documents of a target, by name.
+    pub fn documents(&self, target_id: i64) -> Result<Vec<DocumentRow>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(&format!(
+                    "select {DOCUMENT_COLUMNS} from documents d where d.target_id = ?1 order by d.name"
+                ))?
+                .query_map([target_id], document_row)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// A page of procedures by address, from one document or every document of the target, with
+    /// the total.
+    pub fn procedures(
+        &self,
+        target_id: i64,
+        document: Option<&str>,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(Vec<ProcedureRow>, u64), StoreError> {
+        self.read(|conn| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+            let rows = conn
+                .prepare_cached(
+                    "select d.name, p.address, p.name, p.raw_name, p.size from procedures p join documents d on d.id = p.document_id
+                     where d.target_id = ?1 and (?2 is null or d.name = ?2)
+                     order by d.name, p.address limit ?3 offset ?4",
+                )?
+                .query_map(params![target_id, document, limit, offset], procedure_row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            let total: i64 = conn
+                .prepare_cached(
+                    "select count(*) from procedures p join documents d on d.id = p.document_id
+                     where d.target_id = ?1 and (?2 is null or d.name = ?2)",
+                )?
+                .query_row(params![target_id, document], |r| r.get(0))?;
+            Ok((rows, total.max(0) as u64))
+        })
+    }
+
+    /// Procedures whose name contains `needle` (compared on match keys), by document and address.
+    pub fn search_procedures(
+        &self,
+        target_id: i64,
+        document: Option<&str>,
+        needle: &str,
+        prefix_only: bool,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(Vec<ProcedureRow>, u64), StoreError> {
+        let key = match_key(needle);
+        self.read(|conn| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+            let cond = if prefix_only {
+                "substr(p.name_key, 1, length(?3)) = ?3"
+            } else {
+                "instr(p.name_key, ?3) > 0"
+            };
+            let rows = conn
+                .prepare_cached(&format!(
+                    "select d.name, p.address, p.name, p.raw_name, p.size from procedures p join documents d on d.id = p.document_id
+                     where d.target_id = ?1 and (?2 is null or d.name = ?2) and p.name_key is not null and {cond}
+                     order by d.name, p.address limit ?4 offset ?5"
+                ))?
+                .query_map(params![target_id, document, key, limit, offset], procedure_row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            let total: i64 = conn
+                .prepare_cached(&format!(
+                    "select count(*) from procedures p join documents d on d.id = p.document_id
+                     where d.target_id = ?1 and (?2 is null or d.name = ?2) and p.name_key is not null and {cond}"
+                ))?
+                .query_row(params![target_id, document, key], |r| r.get(0))?;
+            Ok((rows, total.max(0) as u64))
+        })
+    }
+
+    /// Procedures of the target (or one document) at `address`, or whose name is exactly `name`.
+    pub fn find_procedures(
+        &self,
+        target_id: i64,
+        document: Option<&str>,
+        address: Option<u64>,
+        name: Option<&str>,
+    ) -> Result<Vec<ProcedureRow>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(
+                    "select d.name, p.address, p.name, p.raw_name, p.size from procedures p join documents d on d.id = p.document_id
+                     where d.target_id = ?1 and (?2 is null or d.name = ?2)
+                       and ((?3 is not null and p.address = ?3) or (?4 is not null and (p.name = ?4 or p.raw_name = ?4)))
+                     order by d.name, p.address limit 1000",
+                )?
+                .query_map(params![target_id, document, address.map(to_i64), name], procedure_row)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Every procedure of a document, by address (for providers that need the whole inventory).
+    pub fn document_procedures(&self, target_id: i64, document: &str) -> Result<Vec<ProcedureRow>, StoreError> {
+        self.procedures(target_id, Some(document), 0, u64::MAX >> 1).map(|(rows, _)| rows)
+    }
+}
