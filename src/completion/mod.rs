@@ -1,2 +1,134 @@
-//! Completion: the normalized match key and the families of prompt arguments it serves.
+//! Completion: the normalized match key and the eight families of prompt arguments it serves.
+//!
+//! Every answer is a live projection of the current session: nothing is cached, so opening,
+//! switching or closing a target changes the next answer. A family whose source fails (provider
+//! error, unsupported operation, malformed output) answers with an empty list, never with an
+//! identifier that was not verified.
+
 pub mod key;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{CompletionPage, ProcedureScope, Store};
+
+/// The protocol's limit on values in one completion answer.
+pub const MAX_VALUES: usize = 100;
+
+/// Where an argument's suggestions come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// Documents of the active target (the provider's list_documents).
+    Document,
+    /// Procedure addresses and uniquely naming names of the active target's inventory.
+    Procedure,
+    /// `auto` and the deep provider candidates for the active target.
+    Provider,
+    /// Evidence ids retained in the ledger.
+    Evidence,
+    /// Evidence ids of validated process captures.
+    ProcessCapture,
+    /// Manifest ids of schema-valid artifact inventories.
+    ArtifactManifest,
+    /// Occurrence ids of schema-valid artifact inventory pages.
+    ArtifactOccurrence,
+    /// Ids of residual unknowns whose head is not resolved.
+    ResidualUnknown,
+}
+
+impl Family {
+    /// Every family, in the order of `mcp-prompts.md`.
+    pub const ALL: [Family; 8] = [
+        Family::Document,
+        Family::Procedure,
+        Family::Provider,
+        Family::Evidence,
+        Family::ProcessCapture,
+        Family::ArtifactManifest,
+        Family::ArtifactOccurrence,
+        Family::ResidualUnknown,
+    ];
+
+    /// The family's name as written in prompt files and documentation.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Document => "document",
+            Family::Procedure => "procedure",
+            Family::Provider => "provider",
+            Family::Evidence => "evidence",
+            Family::ProcessCapture => "process-capture",
+            Family::ArtifactManifest => "artifact-manifest",
+            Family::ArtifactOccurrence => "artifact-occurrence",
+            Family::ResidualUnknown => "residual-unknown",
+        }
+    }
+}
+
+/// Filters and orders a small in-memory list the same way the store's range scans do: match-key
+/// prefix, duplicates removed, code-point order, first `limit` values with the exact total.
+pub fn complete_in_memory<I: IntoIterator<Item = String>>(candidates: I, typed: &str, limit: usize) -> CompletionPage {
+    if typed.chars().count() > key::MAX_PREFIX_CHARS {
+        return CompletionPage::default();
+    }
+    let prefix = key::match_key(typed);
+    let mut matches: Vec<String> =
+        candidates.into_iter().filter(|c| key::match_key(c).starts_with(&prefix)).collect();
+    matches.sort();
+    matches.dedup();
+    let total = matches.len() as u64;
+    matches.truncate(limit);
+    CompletionPage { has_more: total > matches.len() as u64, values: matches, total }
+}
+
+/// Answers one completion request for `family` from the live session's store (or from no
+/// session).
+///
+/// `document` is the `document` argument of the request's context, forwarded to Procedure
+/// completion. Errors of any source become an empty answer.
+pub fn complete(
+    session: Option<&Store>,
+    family: Family,
+    typed: &str,
+    document: Option<&str>,
+    limit: usize,
+) -> CompletionPage {
+    let limit = limit.min(MAX_VALUES);
+    let answer = match (family, session) {
+        (Family::Provider, _) => Ok(complete_providers(session, typed, limit)),
+        (_, None) => Ok(CompletionPage::default()),
+        (Family::Document, Some(s)) => s.complete_documents(typed, limit),
+        (Family::Procedure, Some(s)) => {
+            let scope = match document {
+                Some(d) if !d.is_empty() => ProcedureScope::Document(d),
+                _ => ProcedureScope::Target,
+            };
+            s.complete_procedures(scope, typed, limit)
+        }
+        (Family::Evidence, Some(s)) => s.complete_evidence(typed, limit),
+        (Family::ProcessCapture, Some(s)) => s.complete_process_captures(typed, limit),
+        (Family::ArtifactManifest, Some(s)) => s.complete_manifests(typed, limit),
+        (Family::ArtifactOccurrence, Some(s)) => s.complete_occurrences(typed, limit),
+        (Family::ResidualUnknown, Some(s)) => s.complete_unknowns(typed, limit),
+    };
+    answer.unwrap_or_else(|error| {
+        tracing::warn!(%error, family = family.name(), "completion source failed; answering with no values");
+        CompletionPage::default()
+    })
+}
+
+/// `auto`, plus the deep candidates for the active target's format when a target is open. Looking
+/// for candidates reads PATH; it never starts them, and without a target it does not even look.
+fn complete_providers(session: Option<&Store>, typed: &str, limit: usize) -> CompletionPage {
+    let mut candidates = vec![crate::providers::native::PROVIDER_ID.to_owned()];
+    match session.map(Store::active_target) {
+        Some(Ok(Some(target))) => {
+            candidates.extend(crate::providers::deep::candidates(&target.format, None).into_iter().map(|c| c.id));
+        }
+        Some(Err(error)) => {
+            tracing::warn!(%error, "provider completion could not read the active target; answering with no values");
+            return CompletionPage::default();
+        }
+        _ => {}
+    }
+    complete_in_memory(candidates, typed, limit)
+}

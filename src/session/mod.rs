@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::{Store, StoreError, now_rfc3339};
 
+mod binary;
+pub use binary::{BinarySession, new_target};
+
 /// Name of the database file inside a session directory.
 pub const DATABASE_FILE: &str = "session.db";
 const LOCK_FILE: &str = "lock";

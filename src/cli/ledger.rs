@@ -1,0 +1,130 @@
+//! `rea evidence`: list, show, verify and export a session's ledger.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+
+use crate::ids::EvidenceId;
+use crate::server::Settings;
+use crate::store::EvidenceFilter;
+
+/// Evidence subcommands.
+#[derive(Debug, Subcommand)]
+pub enum EvidenceAction {
+    /// List the ledger in recording order.
+    List {
+        /// Session id (default: the only session).
+        #[arg(long)]
+        session: Option<String>,
+        /// Only this operation.
+        #[arg(long)]
+        operation: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one record.
+    Show {
+        /// Evidence id.
+        id: String,
+        /// Session id (default: the only session).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Recompute every record's id from its canonical JSON, check links, and run SQLite's
+    /// integrity check. Exits 1 when anything is wrong.
+    Verify {
+        /// Session id (default: the only session).
+        #[arg(long)]
+        session: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export the ledger: a SQLite copy (default) or JSON lines.
+    Export {
+        /// Destination file.
+        dest: std::path::PathBuf,
+        /// Session id (default: the only session).
+        #[arg(long)]
+        session: Option<String>,
+        /// Write JSON lines instead of a SQLite copy.
+        #[arg(long)]
+        jsonl: bool,
+        /// Replace the destination if it exists.
+        #[arg(long)]
+        overwrite: bool,
+    },
+}
+
+/// Runs an evidence subcommand.
+pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCode> {
+    let open = |session: Option<&str>| -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
+        super::open_session_store(settings, session)?.context("no session exists under the state directory")
+    };
+    match action {
+        EvidenceAction::List { session, operation, json } => {
+            let store = open(session.as_deref())?;
+            let (rows, total) = store.list_evidence(&EvidenceFilter { operation, offset: 0, limit: u64::MAX >> 1 })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                for r in &rows {
+                    println!("{:>6} {} {:<24} {:<10} {}", r.seq, r.id, r.operation, r.confidence, r.created_at);
+                }
+                eprintln!("{total} records");
+            }
+        }
+        EvidenceAction::Show { id, session } => {
+            let store = open(session.as_deref())?;
+            let id = EvidenceId::parse(&id)?;
+            let Some(e) = store.evidence(&id)? else { bail!("{id} is not in this session's ledger") };
+            println!("{}", serde_json::to_string_pretty(&e)?);
+        }
+        EvidenceAction::Verify { session, json } => {
+            let store = open(session.as_deref())?;
+            let mut checked = 0u64;
+            let mut problems = vec![];
+            store.all_evidence(|e| {
+                checked += 1;
+                match e.record.id() {
+                    Ok(id) if id == e.id => {}
+                    Ok(id) => problems.push(format!("{}: record hashes to {id}", e.id)),
+                    Err(err) => problems.push(format!("{}: {err}", e.id)),
+                }
+                for link in &e.record.links {
+                    if !store.has_evidence(link)? {
+                        problems.push(format!("{}: link {link} is not in the ledger", e.id));
+                    }
+                }
+                Ok(())
+            })?;
+            let integrity = store.integrity_check()?;
+            if integrity != "ok" {
+                problems.push(format!("integrity_check: {integrity}"));
+            }
+            if json {
+                println!("{}", serde_json::json!({ "records": checked, "integrity_check": integrity, "problems": problems }));
+            } else {
+                println!("{checked} records checked, integrity_check {integrity}, {} problems", problems.len());
+                for p in &problems {
+                    println!("  {p}");
+                }
+            }
+            return Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        }
+        EvidenceAction::Export { dest, session, jsonl, overwrite } => {
+            let store = open(session.as_deref())?;
+            if jsonl {
+                let n = crate::tools::ledger::export_jsonl(&store, &dest, overwrite).map_err(|e| anyhow::anyhow!(e.0))?;
+                println!("exported {n} records to {}", dest.display());
+            } else {
+                store.export(&dest, overwrite)?;
+                store.set_meta_blocking("exported_at", &crate::store::now_rfc3339())?;
+                println!("exported the session database to {}", dest.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

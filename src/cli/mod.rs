@@ -1,0 +1,345 @@
+//! The command line: `rea serve`, `doctor`, `sessions`, `evidence`, `complete`, `documents`,
+//! `procedures`. Every command runs over the same library the server uses.
+
+mod ledger;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+use crate::completion::{self, Family};
+use crate::providers::native;
+use crate::server::{ReaServer, Settings, Shared};
+use crate::session;
+use crate::store::Store;
+
+/// rea: investigate shipped software over MCP, keeping every observation as auditable Evidence.
+#[derive(Debug, Parser)]
+#[command(name = "rea", version, about)]
+pub struct Cli {
+    /// State directory holding session databases (else $REA_STATE_DIR, $XDG_STATE_HOME/rea,
+    /// ~/.local/state/rea).
+    #[arg(long, global = true)]
+    pub state_dir: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (stdout carries only MCP frames; logs go to stderr).
+    Serve,
+    /// Check the host, and whether TARGET would open as a target.
+    Doctor {
+        /// A file or .app bundle to check.
+        target: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List, show or prune sessions on disk.
+    Sessions {
+        #[command(subcommand)]
+        action: Option<SessionsAction>,
+        /// Print JSON.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Read a session's Evidence ledger: list, show, verify, export.
+    Evidence {
+        #[command(subcommand)]
+        action: ledger::EvidenceAction,
+    },
+    /// Complete a guided-prompt argument exactly as the server would, for a session.
+    Complete {
+        /// Prompt name, for example investigate_feature.
+        prompt: String,
+        /// Argument name, for example procedure.
+        argument: String,
+        /// What has been typed so far.
+        #[arg(default_value = "")]
+        prefix: String,
+        /// Session to complete from (default: the only session on disk, if there is one).
+        #[arg(long)]
+        session: Option<String>,
+        /// The `document` context argument, forwarded to procedure completion.
+        #[arg(long)]
+        document: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the documents of TARGET, without a server.
+    Documents {
+        /// A file or .app bundle.
+        target: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the procedure inventory of TARGET, without a server (one JSON object per procedure
+    /// with --json).
+    Procedures {
+        /// A file or .app bundle.
+        target: PathBuf,
+        /// Only this document.
+        #[arg(long)]
+        document: Option<String>,
+        /// Print one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Session subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// List sessions (the default).
+    List,
+    /// Show one session.
+    Show {
+        /// Session id.
+        id: String,
+    },
+    /// Delete sessions no live process holds. Sessions never exported are kept unless --force.
+    Prune {
+        /// Also delete sessions that were never exported.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let settings = Settings::from_env(cli.state_dir.as_deref());
+    match cli.command {
+        Command::Serve => serve(settings),
+        Command::Doctor { target, json } => doctor(&settings, target.as_deref(), json),
+        Command::Sessions { action, json } => sessions(&settings, action.unwrap_or(SessionsAction::List), json),
+        Command::Evidence { action } => ledger::run(&settings, action),
+        Command::Complete { prompt, argument, prefix, session, document, json } => {
+            complete(&settings, &prompt, &argument, &prefix, session.as_deref(), document.as_deref(), json)
+        }
+        Command::Documents { target, json } => documents(&target, json),
+        Command::Procedures { target, document, json } => procedures(&target, document.as_deref(), json),
+    }
+}
+
+fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        use rmcp::ServiceExt;
+        let shared = Shared::new(settings);
+        let _watcher = crate::server::watch_config(shared.clone());
+        let service = ReaServer::new(shared).serve(rmcp::transport::stdio()).await.context("starting the MCP service")?;
+        service.waiting().await.context("serving MCP over stdio")?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn doctor(settings: &Settings, target: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+    let check = target.map(crate::tools::session::check_target);
+    let candidates = crate::providers::deep::candidates("any", None);
+    if json {
+        print_json(&serde_json::json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "state_dir": settings.state_dir,
+            "config_dir": settings.config_dir,
+            "deep_candidates": candidates,
+            "target": check,
+        }))?;
+    } else {
+        println!("rea {}", env!("CARGO_PKG_VERSION"));
+        println!("state directory: {}", settings.state_dir.display());
+        match &settings.config_dir {
+            Some(d) => println!("config directory: {}", d.display()),
+            None => println!("config directory: not set (REA_CONFIG_DIR)"),
+        }
+        let ids: Vec<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
+        println!("deep provider candidates: {}", if ids.is_empty() { "none".into() } else { ids.join(", ") });
+        if let Some(c) = &check {
+            if c.admitted {
+                println!(
+                    "target {}: opens as {} ({}), documents: {}",
+                    c.path,
+                    c.format.as_deref().unwrap_or("?"),
+                    c.architecture.as_deref().unwrap_or("?"),
+                    c.documents.join(", ")
+                );
+            } else {
+                println!("target {}: not admitted: {}", c.path, c.refusal.as_deref().unwrap_or(""));
+                if let Some(a) = &c.available_action {
+                    println!("available analysis: {a}");
+                }
+            }
+        }
+    }
+    Ok(match check {
+        Some(c) if !c.admitted => ExitCode::from(2),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::Result<ExitCode> {
+    let dir = &settings.state_dir;
+    match action {
+        SessionsAction::List => {
+            let list = session::list(dir)?;
+            if json {
+                print_json(&list)?;
+            } else if list.is_empty() {
+                println!("no sessions under {}", dir.display());
+            } else {
+                println!("{:<32} {:<9} {:>9} {:<24} active target", "session", "state", "evidence", "created");
+                for s in list {
+                    println!(
+                        "{:<32} {:<9} {:>9} {:<24} {}",
+                        s.id,
+                        if s.live { "live" } else { "resumable" },
+                        s.evidence.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+                        s.created_at.unwrap_or_default(),
+                        s.active_target.unwrap_or_default()
+                    );
+                }
+            }
+        }
+        SessionsAction::Show { id } => {
+            let info = session::show(dir, &id)?;
+            if json {
+                print_json(&info)?;
+            } else {
+                println!("session {}\n  directory: {}\n  state: {}\n  created: {}\n  exported: {}\n  evidence rows: {}\n  active target: {}\n  bytes: {}",
+                    info.id, info.dir, if info.live { "live" } else { "resumable" },
+                    info.created_at.unwrap_or_default(), info.exported_at.unwrap_or_else(|| "never".into()),
+                    info.evidence.unwrap_or(0), info.active_target.unwrap_or_default(), info.bytes);
+            }
+        }
+        SessionsAction::Prune { force } => {
+            let mut deleted = vec![];
+            let mut kept = vec![];
+            for s in session::list(dir)?.into_iter().filter(|s| !s.live) {
+                if s.exported_at.is_none() && !force {
+                    kept.push(s.id);
+                    continue;
+                }
+                match session::delete(dir, &s.id) {
+                    Ok(()) => deleted.push(s.id),
+                    Err(e) => eprintln!("rea: keeping {}: {e}", s.id),
+                }
+            }
+            if json {
+                print_json(&serde_json::json!({ "deleted": deleted, "kept_unexported": kept }))?;
+            } else {
+                for id in &deleted {
+                    println!("deleted {id}");
+                }
+                for id in &kept {
+                    println!("kept {id}: never exported (rea evidence export, or prune --force)");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens a session's store for reading by a CLI command: the named session, or the only one.
+pub(crate) fn open_session_store(settings: &Settings, id: Option<&str>) -> anyhow::Result<Option<std::sync::Arc<Store>>> {
+    let id = match id {
+        Some(id) => id.to_owned(),
+        None => {
+            let all = session::list(&settings.state_dir)?;
+            match all.as_slice() {
+                [] => return Ok(None),
+                [one] => one.id.clone(),
+                many => bail!(
+                    "several sessions exist; choose one with --session: {}",
+                    many.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            }
+        }
+    };
+    let path = session::database_path(&settings.state_dir, &id)?;
+    Ok(Some(Store::open(&path)?))
+}
+
+fn complete(
+    settings: &Settings,
+    prompt: &str,
+    argument: &str,
+    prefix: &str,
+    session: Option<&str>,
+    document: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let shared = Shared::new(settings.clone());
+    let def = shared.catalog.read().map_err(|_| anyhow::anyhow!("prompt catalog poisoned"))?.get(prompt);
+    let Some(def) = def else { bail!("unknown prompt {prompt:?}") };
+    let family: Option<Family> = def.argument(argument).and_then(|a| a.completion);
+    let store = open_session_store(settings, session)?;
+    let page = match family {
+        Some(f) => completion::complete(store.as_deref(), f, prefix, document, completion::MAX_VALUES),
+        None => Default::default(),
+    };
+    if json {
+        print_json(&serde_json::json!({ "values": page.values, "total": page.total, "hasMore": page.has_more }))?;
+    } else {
+        for v in &page.values {
+            println!("{v}");
+        }
+        if page.has_more {
+            eprintln!("({} of {} shown)", page.values.len(), page.total);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn documents(target: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let t = native::admit(target)?;
+    if json {
+        print_json(&t.documents)?;
+    } else {
+        println!("{} ({}, {})", t.path.display(), t.format, t.architecture);
+        for d in &t.documents {
+            println!("  {}\t{}\t{}\t{}", d.name, d.format, d.architecture, d.role);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let t = native::admit(target)?;
+    if let Some(d) = document
+        && !t.documents.iter().any(|x| x.name == d)
+    {
+        bail!("no document {d:?} in {}", t.path.display());
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for doc in t.documents.iter().filter(|d| document.is_none_or(|n| n == d.name)) {
+        for p in native::procedures(doc)? {
+            let address = crate::ids::Address(p.address).to_string();
+            if json {
+                serde_json::to_writer(
+                    &mut out,
+                    &serde_json::json!({ "address": address, "name": p.name, "size": p.size, "document": doc.name }),
+                )?;
+                writeln!(out)?;
+            } else {
+                writeln!(out, "{}\t{}\t{}\t{}", doc.name, address, p.size.map(|s| s.to_string()).unwrap_or_default(), p.name.unwrap_or_default())?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,264 @@
+//! Header sniffing: which container a byte range is, and its architecture, from the first bytes.
+//!
+//! Admission must classify any file, including truncated and crafted ones, without parsing it
+//! fully; everything here reads a bounded head and checks every offset before using it.
+
+/// How many leading bytes admission reads to classify a file; enough for any fat arch table
+/// (8 + 64 * 32 bytes) and any realistic PE `e_lfanew`.
+pub(crate) const HEAD_LEN: usize = 64 * 1024;
+
+/// Upper bound on slices in a universal file; real ones have at most a handful, and the bound
+/// also rejects Java class files, which share the `0xcafebabe` magic.
+const MAX_FAT_ARCHES: u32 = 64;
+
+/// The container kinds the native reader tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Elf,
+    MachO,
+    MachOUniversal,
+    Pe,
+    Raw,
+}
+
+impl Kind {
+    /// The format name used in targets and documents.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Elf => "elf",
+            Kind::MachO => "macho",
+            Kind::MachOUniversal => "macho-universal",
+            Kind::Pe => "pe",
+            Kind::Raw => "raw",
+        }
+    }
+}
+
+/// One slice of a universal Mach-O, as listed in its fat header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FatSlice {
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
+    pub(crate) cputype: u32,
+    pub(crate) cpusubtype: u32,
+}
+
+fn be32(data: &[u8], at: usize) -> Option<u32> {
+    let bytes = data.get(at..at.checked_add(4)?)?;
+    Some(u32::from_be_bytes(bytes.try_into().ok()?))
+}
+
+fn le32(data: &[u8], at: usize) -> Option<u32> {
+    let bytes = data.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes(bytes.try_into().ok()?))
+}
+
+fn be64(data: &[u8], at: usize) -> Option<u64> {
+    let bytes = data.get(at..at.checked_add(8)?)?;
+    Some(u64::from_be_bytes(bytes.try_into().ok()?))
+}
+
+/// Byte order of a thin Mach-O header, or `None` when the magic is not Mach-O.
+fn macho_endian(head: &[u8]) -> Option<bool> {
+    match head.get(0..4)? {
+        [0xce, 0xfa, 0xed, 0xfe] | [0xcf, 0xfa, 0xed, 0xfe] => Some(false),
+        [0xfe, 0xed, 0xfa, 0xce] | [0xfe, 0xed, 0xfa, 0xcf] => Some(true),
+        _ => None,
+    }
+}
+
+/// Reads a u32 of a thin Mach-O header in its own byte order.
+fn macho_u32(head: &[u8], at: usize) -> Option<u32> {
+    if macho_endian(head)? {
+        be32(head, at)
+    } else {
+        le32(head, at)
+    }
+}
+
+/// The `filetype` of a thin Mach-O header (`MH_EXECUTE` = 2, `MH_DYLIB` = 6, `MH_BUNDLE` = 8, …).
+pub(crate) fn macho_filetype(head: &[u8]) -> Option<u32> {
+    macho_u32(head, 12)
+}
+
+/// Parses a fat header; `None` unless every listed slice lies inside a file of `file_len` bytes.
+pub(crate) fn fat_slices(head: &[u8], file_len: u64) -> Option<Vec<FatSlice>> {
+    let is64 = match head.get(0..4)? {
+        [0xca, 0xfe, 0xba, 0xbe] => false,
+        [0xca, 0xfe, 0xba, 0xbf] => true,
+        _ => return None,
+    };
+    let count = be32(head, 4)?;
+    if count == 0 || count > MAX_FAT_ARCHES {
+        return None;
+    }
+    let entry = if is64 { 32 } else { 20 };
+    let table_end = 8 + u64::from(count) * entry;
+    let mut slices = Vec::with_capacity(count as usize);
+    for index in 0..count as usize {
+        let at = 8 + index * entry as usize;
+        let cputype = be32(head, at)?;
+        let cpusubtype = be32(head, at + 4)?;
+        let (offset, size) = if is64 {
+            (be64(head, at + 8)?, be64(head, at + 16)?)
+        } else {
+            (u64::from(be32(head, at + 8)?), u64::from(be32(head, at + 12)?))
+        };
+        let end = offset.checked_add(size)?;
+        if size == 0 || offset < table_end || end > file_len {
+            return None;
+        }
+        slices.push(FatSlice {
+            offset,
+            size,
+            cputype,
+            cpusubtype,
+        });
+    }
+    Some(slices)
+}
+
+/// Whether the head starts a PE image (`MZ` with a `PE\0\0` signature at `e_lfanew`).
+fn pe_header_offset(head: &[u8]) -> Option<usize> {
+    if head.get(0..2)? != b"MZ" {
+        return None;
+    }
+    let lfanew = le32(head, 0x3c)? as usize;
+    (head.get(lfanew..lfanew.checked_add(4)?)? == b"PE\0\0").then_some(lfanew)
+}
+
+/// Classifies a byte range from its head; `len` is the full length of the range.
+pub(crate) fn sniff(head: &[u8], len: u64) -> Kind {
+    if head.starts_with(b"\x7fELF") && head.len() >= 20 {
+        Kind::Elf
+    } else if macho_endian(head).is_some() && head.len() >= 28 {
+        Kind::MachO
+    } else if fat_slices(head, len).is_some() {
+        Kind::MachOUniversal
+    } else if pe_header_offset(head).is_some() {
+        Kind::Pe
+    } else {
+        Kind::Raw
+    }
+}
+
+/// Architecture name of a Mach-O CPU type and subtype.
+pub(crate) fn macho_cpu_name(cputype: u32, cpusubtype: u32) -> &'static str {
+    match cputype {
+        7 => "x86",
+        0x0100_0007 => "x86_64",
+        12 => "arm",
+        0x0100_000c if cpusubtype & 0xff == 2 => "arm64e",
+        0x0100_000c => "arm64",
+        0x0200_000c => "arm64_32",
+        18 => "ppc",
+        0x0100_0012 => "ppc64",
+        _ => "unknown",
+    }
+}
+
+fn elf_machine_name(head: &[u8]) -> &'static str {
+    let class64 = head.get(4) == Some(&2);
+    let big = head.get(5) == Some(&2);
+    let Some(bytes) = head.get(18..20) else {
+        return "unknown";
+    };
+    let bytes = [bytes[0], bytes[1]];
+    let machine = if big {
+        u16::from_be_bytes(bytes)
+    } else {
+        u16::from_le_bytes(bytes)
+    };
+    match machine {
+        3 => "x86",
+        62 => "x86_64",
+        40 => "arm",
+        183 => "arm64",
+        20 => "ppc",
+        21 => "ppc64",
+        8 if class64 => "mips64",
+        8 => "mips",
+        243 if class64 => "riscv64",
+        243 => "riscv32",
+        22 => "s390x",
+        2 => "sparc",
+        43 => "sparcv9",
+        258 => "loongarch64",
+        _ => "unknown",
+    }
+}
+
+fn pe_machine_name(head: &[u8]) -> &'static str {
+    let Some(at) = pe_header_offset(head) else {
+        return "unknown";
+    };
+    let Some(bytes) = head.get(at + 4..at + 6) else {
+        return "unknown";
+    };
+    match u16::from_le_bytes([bytes[0], bytes[1]]) {
+        0x14c => "x86",
+        0x8664 => "x86_64",
+        0xaa64 => "arm64",
+        0xa641 => "arm64ec",
+        0x1c0 | 0x1c2 | 0x1c4 => "arm",
+        0x5064 => "riscv64",
+        _ => "unknown",
+    }
+}
+
+/// Architecture of a thin image (ELF, Mach-O or PE) from its head.
+pub(crate) fn thin_architecture(kind: Kind, head: &[u8]) -> String {
+    let name = match kind {
+        Kind::Elf => elf_machine_name(head),
+        Kind::MachO => match (macho_u32(head, 4), macho_u32(head, 8)) {
+            (Some(cpu), Some(sub)) => macho_cpu_name(cpu, sub),
+            _ => "unknown",
+        },
+        Kind::Pe => pe_machine_name(head),
+        Kind::MachOUniversal | Kind::Raw => "unknown",
+    };
+    name.to_string()
+}
+
+/// Reads `len` bytes at `offset` of a file, or fewer when the file ends first.
+pub(crate) fn read_at_most(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut buffer = Vec::with_capacity(len.min(HEAD_LEN));
+    file.take(len as u64).read_to_end(&mut buffer)?;
+    Ok(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_small_headers() {
+        assert_eq!(sniff(b"", 0), Kind::Raw);
+        assert_eq!(sniff(b"\x7fELF", 4), Kind::Raw);
+        let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+        elf.resize(64, 0);
+        elf[18] = 62;
+        assert_eq!(sniff(&elf, 64), Kind::Elf);
+        assert_eq!(thin_architecture(Kind::Elf, &elf), "x86_64");
+        // A Java class file shares the fat magic but is not a universal binary.
+        let class = [0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 52, 0, 0x1d, 0x0a, 0, 0, 0, 0, 0];
+        assert_eq!(sniff(&class, 4096), Kind::Raw);
+        assert_eq!(sniff(b"MZ\x90\x00", 4), Kind::Raw);
+    }
+
+    #[test]
+    fn fat_slices_must_fit_the_file() {
+        let mut fat = vec![0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 1];
+        fat.extend_from_slice(&0x0100_0007u32.to_be_bytes());
+        fat.extend_from_slice(&3u32.to_be_bytes());
+        fat.extend_from_slice(&4096u32.to_be_bytes());
+        fat.extend_from_slice(&100u32.to_be_bytes());
+        fat.extend_from_slice(&12u32.to_be_bytes());
+        assert_eq!(fat_slices(&fat, 4196).map(|s| s.len()), Some(1));
+        assert_eq!(fat_slices(&fat, 4195), None);
+        assert_eq!(macho_cpu_name(0x0100_000c, 0x8000_0002), "arm64e");
+    }
+}

@@ -1,0 +1,457 @@
+//! A loaded document: its bytes, sections, symbols, imports and procedures, shared by every
+//! analysis operation on it.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::OnceLock;
+
+use object::{Object, ObjectSection, ObjectSegment, SectionFlags, SegmentFlags};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::analysis::CodeIndex;
+use super::format::{self, Kind};
+use super::{DocumentSpec, Procedure, ProviderError, hex};
+
+/// Documents larger than this are not loaded: the native reader holds a document in memory,
+/// and nothing shipped as one image comes near it.
+const MAX_DOCUMENT_SIZE: u64 = 4 << 30;
+
+/// Instruction sets the native provider decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isa {
+    X86,
+    X86_64,
+    Arm64,
+    Other,
+}
+
+/// One section of a document, as mapped at run time.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SectionInfo {
+    /// Section name; for Mach-O `SEGMENT,section` (for example `__TEXT,__cstring`).
+    pub name: String,
+    /// Virtual address of the section's first byte.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// Size in memory, in bytes.
+    pub size: u64,
+    /// Whether the section holds code.
+    pub executable: bool,
+    /// Offset of the section's bytes within the document, when it has bytes in the file.
+    pub file_offset: Option<u64>,
+    /// Number of bytes present in the file (zero for zero-fill sections such as `.bss`).
+    pub file_size: u64,
+}
+
+/// One imported symbol reachable at an address of the document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ImportEntry {
+    /// Address of the stub or pointer slot through which code reaches the import.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// Imported symbol as stored (`free`, `_objc_msgSend`, `CreateFileW`, `ordinal#12`).
+    pub name: String,
+    /// Library the symbol is imported from, when the format records it per import.
+    pub library: Option<String>,
+    /// `plt` (ELF stub), `got` (ELF pointer slot), `stub` (Mach-O stub), `pointer` (Mach-O
+    /// pointer slot) or `iat` (PE import address table slot).
+    pub kind: String,
+}
+
+/// A document loaded for analysis. Building it parses headers once; the cross-reference index
+/// over all code is built on first use and then shared by callers, xrefs and dossiers.
+pub struct Image {
+    pub(crate) doc: DocumentSpec,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) isa: Isa,
+    pub(crate) pointer_size: u8,
+    pub(crate) big_endian: bool,
+    pub(crate) sections: Vec<SectionInfo>,
+    /// Every named defined symbol (code and data), sorted by address, for naming references.
+    pub(crate) symbols: Vec<(u64, String)>,
+    pub(crate) imports: Vec<ImportEntry>,
+    pub(crate) import_index: HashMap<u64, usize>,
+    pub(crate) procedures: Vec<Procedure>,
+    pub(crate) entry: Option<u64>,
+    pub(crate) code_index: OnceLock<CodeIndex>,
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Image")
+            .field("document", &self.doc.name)
+            .field("bytes", &self.bytes.len())
+            .field("sections", &self.sections.len())
+            .field("procedures", &self.procedures.len())
+            .finish()
+    }
+}
+
+/// Reads a document's byte range from its file, checking the range against the file first.
+pub(crate) fn read_document(doc: &DocumentSpec) -> Result<Vec<u8>, ProviderError> {
+    let io = |source| ProviderError::Io {
+        path: doc.file.clone(),
+        source,
+    };
+    let mut file = std::fs::File::open(&doc.file).map_err(io)?;
+    let file_size = file.metadata().map_err(io)?.len();
+    let end = doc.offset.checked_add(doc.size);
+    if end.is_none_or(|end| end > file_size) {
+        return Err(ProviderError::OutOfFile {
+            path: doc.file.clone(),
+            offset: doc.offset,
+            size: doc.size,
+            file_size,
+        });
+    }
+    if doc.size > MAX_DOCUMENT_SIZE {
+        return Err(ProviderError::TooLarge {
+            path: doc.file.clone(),
+            size: doc.size,
+            limit: MAX_DOCUMENT_SIZE,
+        });
+    }
+    file.seek(SeekFrom::Start(doc.offset)).map_err(io)?;
+    let mut bytes = Vec::with_capacity(doc.size as usize);
+    file.take(doc.size).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 != doc.size {
+        return Err(ProviderError::OutOfFile {
+            path: doc.file.clone(),
+            offset: doc.offset,
+            size: doc.size,
+            file_size,
+        });
+    }
+    Ok(bytes)
+}
+
+fn isa_of(arch: object::Architecture) -> Isa {
+    match arch {
+        object::Architecture::I386 => Isa::X86,
+        object::Architecture::X86_64 | object::Architecture::X86_64_X32 => Isa::X86_64,
+        object::Architecture::Aarch64 | object::Architecture::Aarch64_Ilp32 => Isa::Arm64,
+        _ => Isa::Other,
+    }
+}
+
+/// Whether a section holds code, from the format's own flags (not only object's coarse kind).
+fn section_is_executable(section: &object::Section<'_, '_>) -> bool {
+    let by_flags = match section.flags() {
+        SectionFlags::Elf { sh_flags, .. } => sh_flags.intersects(object::elf::SHF_EXECINSTR),
+        SectionFlags::MachO { flags, .. } => flags.intersects(
+            object::macho::S_ATTR_PURE_INSTRUCTIONS | object::macho::S_ATTR_SOME_INSTRUCTIONS,
+        ),
+        SectionFlags::Coff { characteristics } => characteristics
+            .intersects(object::pe::IMAGE_SCN_MEM_EXECUTE | object::pe::IMAGE_SCN_CNT_CODE),
+        _ => false,
+    };
+    by_flags || section.kind() == object::SectionKind::Text
+}
+
+/// Whether a section is part of the loaded image (ELF non-`SHF_ALLOC` sections such as
+/// `.symtab` or `.comment` have no run-time address).
+fn section_is_mapped(section: &object::Section<'_, '_>) -> bool {
+    match section.flags() {
+        SectionFlags::Elf { sh_flags, .. } => sh_flags.intersects(object::elf::SHF_ALLOC),
+        _ => true,
+    }
+}
+
+pub(crate) fn collect_sections(file: &object::File<'_>, len: u64) -> Vec<SectionInfo> {
+    let mut out = Vec::new();
+    for section in file.sections() {
+        if !section_is_mapped(&section) || section.size() == 0 {
+            continue;
+        }
+        let base = section.name().unwrap_or("").to_string();
+        let name = match section.segment_name() {
+            Ok(Some(segment)) if matches!(file, object::File::MachO32(_) | object::File::MachO64(_)) => {
+                format!("{segment},{base}")
+            }
+            _ => base,
+        };
+        let (file_offset, file_size) = match section.file_range() {
+            Some((offset, size)) if offset.checked_add(size).is_some_and(|end| end <= len) => {
+                (Some(offset), size)
+            }
+            Some((offset, _)) if offset < len => (Some(offset), len - offset),
+            _ => (None, 0),
+        };
+        out.push(SectionInfo {
+            name,
+            address: section.address(),
+            size: section.size(),
+            executable: section_is_executable(&section),
+            file_offset,
+            file_size,
+        });
+    }
+    // An image without section headers (stripped of them on purpose) still has segments.
+    if !out.iter().any(|s| s.executable) {
+        for (index, segment) in file.segments().enumerate() {
+            let executable = match segment.flags() {
+                SegmentFlags::Elf { p_flags, .. } => p_flags.intersects(object::elf::PF_X),
+                SegmentFlags::MachO { initprot, .. } => {
+                    initprot.intersects(object::macho::VM_PROT_EXECUTE)
+                }
+                _ => false,
+            };
+            if !executable || segment.size() == 0 {
+                continue;
+            }
+            let (offset, size) = segment.file_range();
+            let usable = offset < len;
+            out.push(SectionInfo {
+                name: format!("segment{index}"),
+                address: segment.address(),
+                size: segment.size(),
+                executable: true,
+                file_offset: usable.then_some(offset),
+                file_size: if usable { size.min(len - offset) } else { 0 },
+            });
+        }
+    }
+    out.sort_by(|a, b| (a.address, &a.name).cmp(&(b.address, &b.name)));
+    out
+}
+
+impl Image {
+    /// Loads a document: reads its byte range and parses its headers, symbols, imports and
+    /// procedures. Raw documents load with one non-executable section covering the bytes.
+    pub fn load(doc: &DocumentSpec) -> Result<Image, ProviderError> {
+        let bytes = read_document(doc)?;
+        Self::from_bytes(doc, bytes)
+    }
+
+    /// Builds an image from bytes already read (tests use it on cut and crafted copies).
+    pub(crate) fn from_bytes(doc: &DocumentSpec, bytes: Vec<u8>) -> Result<Image, ProviderError> {
+        let kind = format::sniff(&bytes, bytes.len() as u64);
+        if matches!(kind, Kind::Raw | Kind::MachOUniversal) {
+            let len = bytes.len() as u64;
+            return Ok(Image {
+                doc: doc.clone(),
+                bytes,
+                isa: Isa::Other,
+                pointer_size: 8,
+                big_endian: false,
+                sections: vec![SectionInfo {
+                    name: "raw".to_string(),
+                    address: 0,
+                    size: len,
+                    executable: false,
+                    file_offset: Some(0),
+                    file_size: len,
+                }],
+                symbols: Vec::new(),
+                imports: Vec::new(),
+                import_index: HashMap::new(),
+                procedures: Vec::new(),
+                entry: None,
+                code_index: OnceLock::new(),
+            });
+        }
+        let parsed = {
+            let file = object::File::parse(bytes.as_slice()).map_err(|e| ProviderError::Malformed {
+                document: doc.name.clone(),
+                format: kind.name().to_string(),
+                reason: e.to_string(),
+            })?;
+            let len = bytes.len() as u64;
+            let sections = collect_sections(&file, len);
+            let isa = isa_of(file.architecture());
+            let big_endian = !file.is_little_endian();
+            let pointer_size = if file.is_64() { 8 } else { 4 };
+            let imports = super::imports::collect(&file, &bytes, &sections, isa);
+            let symbols = collect_symbols(&file);
+            let (procedures, entry) =
+                super::procedures::collect(&file, &bytes, &sections, &imports, isa);
+            (sections, isa, big_endian, pointer_size, imports, symbols, procedures, entry)
+        };
+        let (sections, isa, big_endian, pointer_size, imports, symbols, procedures, entry) = parsed;
+        let import_index = imports
+            .iter()
+            .enumerate()
+            .map(|(i, imp)| (imp.address, i))
+            .collect();
+        Ok(Image {
+            doc: doc.clone(),
+            bytes,
+            isa,
+            pointer_size,
+            big_endian,
+            sections,
+            symbols,
+            imports,
+            import_index,
+            procedures,
+            entry,
+            code_index: OnceLock::new(),
+        })
+    }
+
+    /// The document this image was loaded from.
+    pub fn document(&self) -> &DocumentSpec {
+        &self.doc
+    }
+
+    /// The document's architecture name (as in [`DocumentSpec::architecture`]).
+    pub fn architecture(&self) -> &str {
+        &self.doc.architecture
+    }
+
+    /// Mapped sections, sorted by address.
+    pub fn sections(&self) -> &[SectionInfo] {
+        &self.sections
+    }
+
+    /// Procedures, sorted by address, one per address.
+    pub fn procedures(&self) -> &[Procedure] {
+        &self.procedures
+    }
+
+    /// Consumes the image, keeping only its procedures.
+    pub fn into_procedures(self) -> Vec<Procedure> {
+        self.procedures
+    }
+
+    /// Imports reachable through stubs and pointer slots, sorted by address.
+    pub fn imports(&self) -> &[ImportEntry] {
+        &self.imports
+    }
+
+    /// Named defined symbols (code and data) as `(address, stored name)`, sorted by address.
+    pub fn symbols(&self) -> &[(u64, String)] {
+        &self.symbols
+    }
+
+    /// The entry point, when the headers name one inside the code.
+    pub fn entry(&self) -> Option<u64> {
+        self.entry
+    }
+
+    /// The import reached through a stub or slot at `address`.
+    pub fn import_at(&self, address: u64) -> Option<&ImportEntry> {
+        self.import_index.get(&address).map(|&i| &self.imports[i])
+    }
+
+    /// Index of the procedure starting exactly at `address`.
+    pub(crate) fn procedure_index(&self, address: u64) -> Option<usize> {
+        self.procedures
+            .binary_search_by_key(&address, |p| p.address)
+            .ok()
+    }
+
+    /// The procedure starting exactly at `address`.
+    pub fn procedure_starting_at(&self, address: u64) -> Option<&Procedure> {
+        self.procedure_index(address).map(|i| &self.procedures[i])
+    }
+
+    /// The section containing `address`.
+    pub fn section_at(&self, address: u64) -> Option<&SectionInfo> {
+        // Sections are few; a linear scan keeps overlapping (crafted) layouts well defined.
+        self.sections
+            .iter()
+            .find(|s| address >= s.address && address - s.address < s.size)
+    }
+
+    /// End (exclusive) of the procedure at `index`: its stated size, else the next procedure's
+    /// start, never past its section's end nor beyond `cap` bytes.
+    pub(crate) fn procedure_end(&self, index: usize, cap: u64) -> u64 {
+        let proc = &self.procedures[index];
+        let start = proc.address;
+        let mut end = match proc.size {
+            Some(size) if size > 0 => start.saturating_add(size),
+            _ => self
+                .procedures
+                .get(index + 1)
+                .map(|p| p.address)
+                .unwrap_or(u64::MAX),
+        };
+        if let Some(section) = self.section_at(start) {
+            end = end.min(section.address.saturating_add(section.size));
+        }
+        end.min(start.saturating_add(cap)).max(start)
+    }
+
+    /// The procedure containing `address` (for mapping crash addresses): the closest start at
+    /// or below it whose extent (stated size, else up to the next start within the same
+    /// section) covers it.
+    pub fn procedure_at(&self, address: u64) -> Option<&Procedure> {
+        let index = match self
+            .procedures
+            .binary_search_by_key(&address, |p| p.address)
+        {
+            Ok(i) => return Some(&self.procedures[i]),
+            Err(0) => return None,
+            Err(i) => i - 1,
+        };
+        (address < self.procedure_end(index, u64::MAX)).then(|| &self.procedures[index])
+    }
+
+    /// The bytes mapped at `[address, address + len)`, when all of them are in the file.
+    pub fn bytes_at(&self, address: u64, len: u64) -> Option<&[u8]> {
+        let section = self.section_at(address)?;
+        let offset_in = address - section.address;
+        let available = section.file_size.checked_sub(offset_in)?;
+        if len > available {
+            return None;
+        }
+        let start = section.file_offset?.checked_add(offset_in)?;
+        let start = usize::try_from(start).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        self.bytes.get(start..end)
+    }
+
+    /// The bytes mapped from `address` to the end of its section's file data.
+    pub(crate) fn bytes_from(&self, address: u64, max: u64) -> Option<&[u8]> {
+        let section = self.section_at(address)?;
+        let offset_in = address - section.address;
+        let available = section.file_size.checked_sub(offset_in)?;
+        self.bytes_at(address, available.min(max))
+    }
+
+    /// The stored name of a symbol exactly at `address`.
+    pub(crate) fn symbol_name_at(&self, address: u64) -> Option<&str> {
+        let i = self.symbols.partition_point(|(a, _)| *a < address);
+        self.symbols
+            .get(i)
+            .filter(|(a, _)| *a == address)
+            .map(|(_, n)| n.as_str())
+    }
+
+    /// Bytes of the section's file data, and its descriptor.
+    pub(crate) fn section_bytes(&self, section: &SectionInfo) -> &[u8] {
+        let Some(offset) = section.file_offset else {
+            return &[];
+        };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(section.file_size).unwrap_or(0));
+        self.bytes.get(start..end.min(self.bytes.len())).unwrap_or(&[])
+    }
+
+    /// Path of the file behind the document (for messages).
+    pub fn file(&self) -> &Path {
+        &self.doc.file
+    }
+}
+
+/// Every named, defined symbol with an address (code and data), sorted and deduplicated.
+fn collect_symbols(file: &object::File<'_>) -> Vec<(u64, String)> {
+    use object::ObjectSymbol;
+    let mut out: Vec<(u64, String)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.is_definition() && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            (!name.is_empty()).then(|| (s.address(), name.to_string()))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}

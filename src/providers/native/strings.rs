@@ -1,0 +1,1 @@
+//! String search (placeholder).

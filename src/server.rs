@@ -1,0 +1,425 @@
+//! The MCP edge: rea's rmcp handler. It owns one binary session per connection, serves the
+//! guided prompts and completion by hand, routes tools, and forwards catalog changes to clients
+//! (`notifications/prompts/list_changed` for initialize-handshake clients, `subscriptions/listen`
+//! streams for 2026-07-28 clients).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionInfo, ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ProtocolVersion, Reference, ResultType, Role, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio::sync::broadcast;
+
+use crate::completion;
+use crate::prompts::{Catalog, PromptDef, RenderContext, render};
+use crate::session::BinarySession;
+
+/// Operator settings shared by every connection.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where session directories live.
+    pub state_dir: PathBuf,
+    /// `$REA_CONFIG_DIR`: prompt files under `prompts/`, policy in `rea.toml`.
+    pub config_dir: Option<PathBuf>,
+    /// When non-empty, every path a tool takes must lie under one of these (canonical) roots.
+    pub allowed_roots: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// Settings from the environment, with an optional explicit state directory.
+    pub fn from_env(state_dir: Option<&Path>) -> Settings {
+        let roots = std::env::var_os("REA_ALLOWED_ROOTS")
+            .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+            .unwrap_or_default();
+        Settings {
+            state_dir: crate::session::state_dir(state_dir),
+            config_dir: std::env::var_os("REA_CONFIG_DIR").filter(|v| !v.is_empty()).map(PathBuf::from),
+            allowed_roots: roots,
+        }
+    }
+
+    /// The directory of operator prompt files.
+    pub fn prompts_dir(&self) -> Option<PathBuf> {
+        self.config_dir.as_ref().map(|d| d.join("prompts"))
+    }
+
+    /// Canonicalizes `path` (resolving symlinks and `..`) and checks it against the allowed roots.
+    pub fn check_path(&self, path: &Path) -> Result<PathBuf, String> {
+        let canonical = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        self.check_canonical(&canonical)?;
+        Ok(canonical)
+    }
+
+    /// Checks a path that may not exist yet (an export destination): its parent must resolve
+    /// inside the allowed roots.
+    pub fn check_new_path(&self, path: &Path) -> Result<PathBuf, String> {
+        let name = path.file_name().ok_or_else(|| format!("{} names no file", path.display()))?;
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let parent = std::fs::canonicalize(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let full = parent.join(name);
+        self.check_canonical(&full)?;
+        Ok(full)
+    }
+
+    fn check_canonical(&self, canonical: &Path) -> Result<(), String> {
+        if self.allowed_roots.is_empty() {
+            return Ok(());
+        }
+        let inside = self.allowed_roots.iter().any(|root| {
+            std::fs::canonicalize(root).map(|r| canonical.starts_with(r)).unwrap_or(false)
+        });
+        if inside {
+            Ok(())
+        } else {
+            Err(format!("{} is outside the allowed roots set by the operator (REA_ALLOWED_ROOTS)", canonical.display()))
+        }
+    }
+}
+
+/// A change clients should hear about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The prompt catalog changed.
+    Prompts,
+    /// The tool catalog changed.
+    Tools,
+}
+
+/// State shared by every connection of one `rea serve` process.
+#[derive(Debug)]
+pub struct Shared {
+    /// Operator settings.
+    pub settings: Settings,
+    /// The prompt catalog; replaced in place when prompt files change.
+    pub catalog: RwLock<Catalog>,
+    /// Catalog changes, fanned out to every connection.
+    pub changes: broadcast::Sender<Change>,
+}
+
+impl Shared {
+    /// Shared state with the built-in prompts and the operator's prompt files loaded.
+    pub fn new(settings: Settings) -> Arc<Shared> {
+        let shared = Arc::new(Shared {
+            settings,
+            catalog: RwLock::new(Catalog::default()),
+            changes: broadcast::channel(64).0,
+        });
+        shared.reload_prompts();
+        shared
+    }
+
+    /// Re-reads the operator's prompt files; announces a change when the offered prompts differ.
+    pub fn reload_prompts(&self) -> bool {
+        let Some(dir) = self.settings.prompts_dir() else { return false };
+        let known = all_tool_names();
+        let changed = self.catalog.write().unwrap_or_else(|p| p.into_inner()).reload(&dir, &known);
+        if changed {
+            tracing::info!(dir = %dir.display(), "prompt catalog changed");
+            let _ = self.changes.send(Change::Prompts);
+        }
+        changed
+    }
+
+    fn prompt(&self, name: &str) -> Option<PromptDef> {
+        self.catalog.read().unwrap_or_else(|p| p.into_inner()).get(name)
+    }
+
+    fn prompts(&self) -> Vec<PromptDef> {
+        self.catalog.read().unwrap_or_else(|p| p.into_inner()).prompts()
+    }
+}
+
+/// Names of every tool this server has (whether or not currently offered).
+pub fn all_tool_names() -> BTreeSet<String> {
+    ReaServer::router().list_all().into_iter().map(|t| t.name.to_string()).collect()
+}
+
+/// rea's MCP handler: one per connection.
+#[derive(Clone)]
+pub struct ReaServer {
+    shared: Arc<Shared>,
+    /// The connection's binary session. Readers (completion, listings) share it; opening,
+    /// switching and closing take it exclusively, and only for the moment they change it.
+    session: Arc<tokio::sync::RwLock<Option<BinarySession>>>,
+    tools: Arc<ToolRouter<ReaServer>>,
+}
+
+impl ReaServer {
+    /// A handler for a new connection.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Self { shared, session: Arc::default(), tools: Arc::new(Self::router()) }
+    }
+
+    fn router() -> ToolRouter<ReaServer> {
+        Self::session_tools() + Self::ledger_tools() + Self::unknown_tools() + Self::native_tools()
+    }
+
+    /// State shared with other connections.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The connection's binary session slot.
+    pub(crate) fn session(&self) -> &Arc<tokio::sync::RwLock<Option<BinarySession>>> {
+        &self.session
+    }
+
+    /// The tools currently offered.
+    pub fn live_tools(&self) -> Vec<Tool> {
+        self.tools.list_all()
+    }
+
+    fn live_tool_names(&self) -> BTreeSet<String> {
+        self.live_tools().into_iter().map(|t| t.name.to_string()).collect()
+    }
+
+    /// Renders a prompt, or explains why it cannot be rendered.
+    pub fn render_prompt(&self, name: &str, arguments: BTreeMap<String, String>) -> Result<GetPromptResult, ErrorData> {
+        let prompt = self
+            .shared
+            .prompt(name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown prompt {name:?}; prompts/list names the prompts"), None))?;
+        if let Some(missing) = prompt.arguments.iter().find(|a| a.required && arguments.get(&a.name).is_none_or(|v| v.trim().is_empty())) {
+            return Err(ErrorData::invalid_params(
+                format!("prompt {name:?} needs the argument {:?}: {}", missing.name, missing.description),
+                None,
+            ));
+        }
+        let javascript_target = arguments
+            .get("target_path")
+            .is_some_and(|p| is_javascript_directory(Path::new(p)));
+        let tools = self.live_tool_names();
+        let text = render(&prompt, &arguments, &RenderContext { tools: &tools, javascript_target });
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).with_description(prompt.description))
+    }
+}
+
+/// Whether `path` is a JavaScript/Electron application directory (and not a `.app` bundle).
+pub fn is_javascript_directory(path: &Path) -> bool {
+    path.is_dir()
+        && !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("app"))
+        && crate::providers::native::looks_like_javascript_app(path)
+}
+
+fn wire_prompt(def: &PromptDef) -> Prompt {
+    let arguments = def
+        .arguments
+        .iter()
+        .map(|a| PromptArgument::new(&a.name).with_description(&a.description).with_required(a.required))
+        .collect();
+    let mut p = Prompt::new(&def.name, Some(&def.description), Some(arguments));
+    if let Some(t) = &def.title {
+        p = p.with_title(t);
+    }
+    p
+}
+
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+impl ServerHandler for ReaServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_completions()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("rea", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "rea investigates shipped software. Start with the guided prompts (prompts/list) or call tools directly; \
+             every tool result carries its Evidence inline.",
+        )
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let modern = is_modern(&context);
+        Ok(ListPromptsResult {
+            result_type: Some(ResultType::COMPLETE),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: modern.then_some(0),
+            cache_scope: modern.then_some(CacheScope::Public),
+            prompts: self.shared.prompts().iter().map(wire_prompt).collect(),
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        // Prompt arguments are strings; a client that sends another JSON type gets its JSON text.
+        let arguments: BTreeMap<String, String> = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => (k, s),
+                other => (k, other.to_string()),
+            })
+            .collect();
+        Ok(self.render_prompt(&request.name, arguments)?.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let Reference::Prompt(prompt_ref) = &request.r#ref else {
+            return Err(ErrorData::invalid_params("rea completes guided-prompt arguments only (ref/prompt)", None));
+        };
+        let prompt = self
+            .shared
+            .prompt(&prompt_ref.name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown prompt {:?}", prompt_ref.name), None))?;
+        let family = prompt.argument(&request.argument.name).and_then(|a| a.completion);
+        let page = match family {
+            None => Default::default(),
+            Some(family) => {
+                let document = request.context.as_ref().and_then(|c| c.get_argument("document")).map(String::as_str);
+                let guard = self.session.read().await;
+                completion::complete(guard.as_ref().map(|s| s.store().as_ref()), family, &request.argument.value, document, CompletionInfo::MAX_VALUES)
+            }
+        };
+        let total = u32::try_from(page.total).unwrap_or(u32::MAX);
+        let info = CompletionInfo::with_pagination(page.values, Some(total), page.has_more)
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        if self.tools.get(&name).is_none() {
+            return Err(ErrorData::invalid_params(format!("unknown tool {name:?}; tools/list names the tools"), None));
+        }
+        let call = ToolCallContext::new(self, request, context);
+        match self.tools.call(call).await {
+            // Arguments that do not fit the tool's schema are the caller's to fix: answer with a
+            // readable tool error rather than an opaque protocol error.
+            Err(e) if e.code == ErrorCode::INVALID_PARAMS => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "invalid arguments for {name}: {}",
+                e.message
+            ))])
+            .into()),
+            other => other,
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let modern = is_modern(&context);
+        Ok(ListToolsResult {
+            result_type: Some(ResultType::COMPLETE),
+            tools: self.live_tools(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: modern.then_some(0),
+            cache_scope: modern.then_some(CacheScope::Public),
+        })
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.get(name).cloned()
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // An initialize-handshake client hears catalog changes as list_changed notifications.
+        let mut changes = self.shared.changes.subscribe();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            loop {
+                let sent = match changes.recv().await {
+                    Ok(Change::Prompts) => peer.notify_prompt_list_changed().await,
+                    Ok(Change::Tools) => peer.notify_tool_list_changed().await,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.shared.changes.subscribe();
+        let prompts = context.accepted().prompts_list_changed == Some(true);
+        let tools = context.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = changes.recv() => {
+                    let sent = match change {
+                        Ok(Change::Prompts) if prompts => context.sink().notify_prompt_list_changed().await,
+                        Ok(Change::Tools) if tools => context.sink().notify_tool_list_changed().await,
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Ok(()),
+                        Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                    };
+                    if sent.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Watches `$REA_CONFIG_DIR` and reloads the prompt catalog when its files change. The watcher
+/// lives as long as the returned handle.
+pub fn watch_config(shared: Arc<Shared>) -> Option<notify::RecommendedWatcher> {
+    use notify::{RecursiveMode, Watcher};
+    let dir = shared.settings.config_dir.clone()?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch the config directory"))
+    .ok()?;
+    if let Err(e) = watcher.watch(&dir, RecursiveMode::Recursive) {
+        tracing::warn!(error = %e, dir = %dir.display(), "cannot watch the config directory; prompt files load at start only");
+        return None;
+    }
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            while rx.try_recv().is_ok() {}
+            shared.reload_prompts();
+        }
+    });
+    Some(watcher)
+}
