@@ -10,9 +10,9 @@ use std::sync::{Arc, RwLock};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CompletionInfo, ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
     PromptMessage, ProtocolVersion, Reference, ResultType, Role, ServerCapabilities, ServerConfig,
     SubscriptionFilter, Tool,
 };
@@ -155,12 +155,18 @@ pub struct ReaServer {
     /// switching and closing take it exclusively, and only for the moment they change it.
     session: Arc<tokio::sync::RwLock<Option<BinarySession>>>,
     tools: Arc<ToolRouter<ReaServer>>,
+    /// Catalog changes since `initialize`, held until `notifications/initialized` starts their
+    /// delivery: subscribing before the handshake answers means no change made after it is missed.
+    pending_changes: Arc<std::sync::Mutex<Option<broadcast::Receiver<Change>>>>,
+    /// The same for `subscriptions/listen`: rmcp acknowledges a subscription before `listen`
+    /// runs, so the receiver is taken when the filter is accepted, ahead of the acknowledgment.
+    pending_listens: Arc<std::sync::Mutex<std::collections::VecDeque<broadcast::Receiver<Change>>>>,
 }
 
 impl ReaServer {
     /// A handler for a new connection.
     pub fn new(shared: Arc<Shared>) -> Self {
-        Self { shared, session: Arc::default(), tools: Arc::new(Self::router()) }
+        Self { shared, session: Arc::default(), tools: Arc::new(Self::router()), pending_changes: Arc::default(), pending_listens: Arc::default() }
     }
 
     fn router() -> ToolRouter<ReaServer> {
@@ -319,17 +325,9 @@ impl ServerHandler for ReaServer {
         if self.tools.get(&name).is_none() {
             return Err(ErrorData::invalid_params(format!("unknown tool {name:?}; tools/list names the tools"), None));
         }
-        let call = ToolCallContext::new(self, request, context);
-        match self.tools.call(call).await {
-            // Arguments that do not fit the tool's schema are the caller's to fix: answer with a
-            // readable tool error rather than an opaque protocol error.
-            Err(e) if e.code == ErrorCode::INVALID_PARAMS => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "invalid arguments for {name}: {}",
-                e.message
-            ))])
-            .into()),
-            other => other,
-        }
+        // Arguments that do not fit a tool's struct come back from rmcp as in-band tool errors
+        // (isError) naming the mismatch, so the caller can correct them.
+        self.tools.call(ToolCallContext::new(self, request, context)).await
     }
 
     async fn list_tools(
@@ -352,9 +350,20 @@ impl ServerHandler for ReaServer {
         self.tools.get(name).cloned()
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        *self.pending_changes.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.shared.changes.subscribe());
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // An initialize-handshake client hears catalog changes as list_changed notifications.
-        let mut changes = self.shared.changes.subscribe();
+        let pending = self.pending_changes.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut changes = pending.unwrap_or_else(|| self.shared.changes.subscribe());
         let peer = context.peer.clone();
         tokio::spawn(async move {
             loop {
@@ -372,11 +381,13 @@ impl ServerHandler for ReaServer {
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.pending_listens.lock().unwrap_or_else(|p| p.into_inner()).push_back(self.shared.changes.subscribe());
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.shared.changes.subscribe();
+        let pending = self.pending_listens.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let mut changes = pending.unwrap_or_else(|| self.shared.changes.subscribe());
         let prompts = context.accepted().prompts_list_changed == Some(true);
         let tools = context.accepted().tools_list_changed == Some(true);
         loop {

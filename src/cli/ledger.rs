@@ -121,7 +121,6 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 println!("exported {n} records to {}", dest.display());
             } else {
                 store.export(&dest, overwrite)?;
-                store.set_meta_blocking("exported_at", &crate::store::now_rfc3339())?;
                 println!("exported the session database to {}", dest.display());
             }
         }

@@ -1,43 +1,867 @@
-//! Deep provider candidates: heavier analyzers on PATH that fit the target's format, found by
-//! looking, never by starting them.
+//! Deep provider candidates: heavier external analyzers found on this host (never started to be
+//! found), and bounded runs of the ones whose output rea can read (GNU and LLVM objdump).
 
-use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A deep analyzer found on this host.
+use crate::providers::native::{DocumentSpec, Procedure, display_names, hex, parse_address};
+
+/// Most bytes of a tool's stderr kept for an error message.
+const STDERR_CAP: usize = 16 * 1024;
+
+/// How often a running tool is checked for exit, timeout or overflow.
+const POLL: Duration = Duration::from_millis(5);
+
+/// One external analyzer present on this host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Candidate {
-    /// Provider id to pass as provider_id.
+    /// Stable id used to name the provider in tool calls: `objdump`, `llvm-objdump`,
+    /// `llvm-objdump-14`, `gdb`, `radare2`, `r2`, `rizin` or `ghidra`.
     pub id: String,
-    /// Human name.
+    /// Human name, for example `GNU objdump` or `LLVM objdump 14`.
     pub name: String,
-    /// Where it was found.
+    /// Absolute path of the executable.
     pub path: PathBuf,
 }
 
-/// Candidates on PATH for `format` (`any` for every format), sorted by id.
-pub fn candidates(format: &str, path_env: Option<&OsStr>) -> Vec<Candidate> {
-    let path = path_env.map(|p| p.to_owned()).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
-    let known: [(&str, &str, &[&str]); 3] = [
-        ("objdump", "GNU objdump", &["elf", "pe"]),
-        ("llvm-objdump", "LLVM objdump", &["elf", "pe", "macho", "macho-universal", "app-bundle"]),
-        ("gdb", "GNU gdb", &["elf"]),
-    ];
-    let mut out: Vec<Candidate> = vec![];
-    for dir in std::env::split_paths(&path) {
-        for (id, name, formats) in known {
-            if format != "any" && !formats.contains(&format) {
-                continue;
-            }
-            let p = dir.join(id);
-            if p.is_file() && !out.iter().any(|c| c.id == id) {
-                out.push(Candidate { id: id.into(), name: name.into(), path: p });
-            }
+/// A deep provider's result with the provider identity to record beside it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DeepOutput<T> {
+    /// Candidate id.
+    pub provider: String,
+    /// Candidate name.
+    pub name: String,
+    /// First line of the tool's `--version` output.
+    pub version: String,
+    /// The parsed result.
+    pub result: T,
+}
+
+/// One instruction as printed by an external disassembler.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DeepInstruction {
+    /// Address of the instruction.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// The instruction's bytes, lowercase hex without spaces.
+    pub bytes: String,
+    /// The tool's rendering, whitespace-normalized, annotations included.
+    pub text: String,
+}
+
+/// Why a deep provider run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeepError {
+    /// The provider exists but rea cannot run this operation with it.
+    #[error("{provider} does not support {operation} in rea")]
+    Unsupported {
+        /// Candidate id.
+        provider: String,
+        /// The operation asked for.
+        operation: &'static str,
+    },
+    /// The provider cannot read this document's format.
+    #[error("{provider} cannot read {format} documents")]
+    FormatMismatch {
+        /// Candidate id.
+        provider: String,
+        /// The document format.
+        format: String,
+    },
+    /// The tool could not be started.
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        /// The executable.
+        program: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The tool ran past its time limit and was killed.
+    #[error("{provider} did not finish within {limit:?} and was stopped")]
+    Timeout {
+        /// Candidate id.
+        provider: String,
+        /// The time limit.
+        limit: Duration,
+    },
+    /// The tool printed more than the output cap and was killed.
+    #[error("{provider} printed more than {limit} bytes and was stopped; narrow the request")]
+    OutputLimit {
+        /// Candidate id.
+        provider: String,
+        /// The output cap in bytes.
+        limit: usize,
+    },
+    /// The tool exited with failure.
+    #[error("{provider} failed ({status}): {stderr}")]
+    Failed {
+        /// Candidate id.
+        provider: String,
+        /// Exit status as text.
+        status: String,
+        /// The start of its stderr.
+        stderr: String,
+    },
+}
+
+/// What a candidate can read: `elf`, `pe`, `macho`; `All` for the multi-format analyzers.
+#[derive(Clone, Copy)]
+enum Formats {
+    ElfPe,
+    ElfPeMacho,
+    Elf,
+    All,
+}
+
+impl Formats {
+    fn accepts(self, format: &str) -> bool {
+        let macho = matches!(format, "macho" | "macho-universal" | "app-bundle");
+        match self {
+            Formats::All => true,
+            Formats::Elf => format == "elf",
+            Formats::ElfPe => matches!(format, "elf" | "pe"),
+            Formats::ElfPeMacho => matches!(format, "elf" | "pe") || macho,
         }
     }
-    out.sort_by(|a, b| a.id.cmp(&b.id));
+}
+
+/// Fixed-name tools, in the order they are looked for.
+const FIXED: [(&str, &str, Formats); 6] = [
+    ("objdump", "GNU objdump", Formats::ElfPe),
+    ("llvm-objdump", "LLVM objdump", Formats::ElfPeMacho),
+    ("gdb", "GDB", Formats::Elf),
+    ("radare2", "radare2", Formats::All),
+    ("r2", "radare2 (r2)", Formats::All),
+    ("rizin", "rizin", Formats::All),
+];
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        true
+    }
+}
+
+/// The version suffix of `llvm-objdump-NN`, when the name has that form.
+fn llvm_version_suffix(name: &str) -> Option<&str> {
+    let suffix = name.strip_prefix("llvm-objdump-")?;
+    (!suffix.is_empty() && suffix.bytes().all(|b| b.is_ascii_digit())).then_some(suffix)
+}
+
+/// Deep analyzers on `PATH` (given, or the process's) and Ghidra's `analyzeHeadless` under
+/// `$GHIDRA_INSTALL_DIR`, that can read documents of `format`; sorted by id, one per id (the
+/// first found on `PATH` wins). Nothing is started.
+pub fn candidates(format: &str, path_env: Option<&OsStr>) -> Vec<Candidate> {
+    let ghidra = std::env::var_os("GHIDRA_INSTALL_DIR");
+    candidates_with(format, path_env, ghidra.as_deref())
+}
+
+/// [`candidates`] with an explicit Ghidra installation directory (tests use it).
+pub fn candidates_with(
+    format: &str,
+    path_env: Option<&OsStr>,
+    ghidra_dir: Option<&OsStr>,
+) -> Vec<Candidate> {
+    let path_env: OsString = match path_env {
+        Some(p) => p.to_os_string(),
+        None => std::env::var_os("PATH").unwrap_or_default(),
+    };
+    let mut found: Vec<Candidate> = Vec::new();
+    let push = |found: &mut Vec<Candidate>, id: String, name: String, path: PathBuf| {
+        if !found.iter().any(|c| c.id == id) {
+            found.push(Candidate { id, name, path });
+        }
+    };
+    for dir in std::env::split_paths(&path_env) {
+        if !dir.is_absolute() {
+            // A relative PATH entry would make the result depend on the working directory.
+            continue;
+        }
+        for (id, name, formats) in FIXED {
+            let path = dir.join(id);
+            if formats.accepts(format) && is_executable(&path) {
+                push(&mut found, id.to_string(), name.to_string(), path);
+            }
+        }
+        if Formats::ElfPeMacho.accepts(format)
+            && let Ok(entries) = std::fs::read_dir(&dir)
+        {
+            let mut versioned: Vec<(String, PathBuf)> = entries
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    llvm_version_suffix(&name)?;
+                    Some((name, e.path()))
+                })
+                .filter(|(_, p)| is_executable(p))
+                .collect();
+            versioned.sort();
+            for (id, path) in versioned {
+                let version = llvm_version_suffix(&id).unwrap_or_default().to_string();
+                push(
+                    &mut found,
+                    id.clone(),
+                    format!("LLVM objdump {version}"),
+                    path,
+                );
+            }
+        }
+        let headless = dir.join("analyzeHeadless");
+        if is_executable(&headless) {
+            push(
+                &mut found,
+                "ghidra".to_string(),
+                "Ghidra headless".to_string(),
+                headless,
+            );
+        }
+    }
+    if let Some(ghidra) = ghidra_dir {
+        let headless = Path::new(ghidra).join("support").join("analyzeHeadless");
+        if headless.is_absolute() && is_executable(&headless) {
+            push(
+                &mut found,
+                "ghidra".to_string(),
+                "Ghidra headless".to_string(),
+                headless,
+            );
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    found
+}
+
+/// Output of one bounded run.
+struct Captured {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: ExitStatus,
+}
+
+/// Reads a pipe into memory up to `cap` bytes; past the cap, raises `overflow` and stops.
+fn drain(
+    mut pipe: impl Read + Send + 'static,
+    cap: usize,
+    overflow: Arc<AtomicBool>,
+    mark: bool,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buffer = [0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = cap.saturating_sub(out.len());
+                    out.extend_from_slice(&buffer[..n.min(room)]);
+                    // Past the cap, stdout marks the overflow and stops; stderr keeps
+                    // draining so the child never blocks on it.
+                    if n > room && mark {
+                        overflow.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    })
+}
+
+/// Runs a tool with stdin closed, a time limit and an output cap; the child is always waited
+/// for, and killed when it overruns either limit.
+fn run_bounded(
+    provider: &str,
+    program: &Path,
+    args: &[OsString],
+    timeout: Duration,
+    cap: usize,
+) -> Result<Captured, DeepError> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("LC_ALL", "C")
+        .spawn()
+        .map_err(|source| DeepError::Spawn {
+            program: program.to_path_buf(),
+            source,
+        })?;
+    let overflow = Arc::new(AtomicBool::new(false));
+    let stdout = child
+        .stdout
+        .take()
+        .map(|pipe| drain(pipe, cap, overflow.clone(), true));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|pipe| drain(pipe, STDERR_CAP, overflow.clone(), false));
+    let deadline = Instant::now() + timeout;
+    let outcome = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) => {}
+            Err(source) => {
+                break Err(DeepError::Spawn {
+                    program: program.to_path_buf(),
+                    source,
+                });
+            }
+        }
+        if overflow.load(Ordering::SeqCst) {
+            break Err(DeepError::OutputLimit {
+                provider: provider.to_string(),
+                limit: cap,
+            });
+        }
+        if Instant::now() >= deadline {
+            break Err(DeepError::Timeout {
+                provider: provider.to_string(),
+                limit: timeout,
+            });
+        }
+        std::thread::sleep(POLL);
+    };
+    if outcome.is_err() {
+        let _ = child.kill();
+    }
+    // Always reap the child, whatever happened, so nothing is left behind.
+    let _ = child.wait();
+    let stdout = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
+    let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    let status = outcome?;
+    if overflow.load(Ordering::SeqCst) {
+        return Err(DeepError::OutputLimit {
+            provider: provider.to_string(),
+            limit: cap,
+        });
+    }
+    Ok(Captured {
+        stdout,
+        stderr,
+        status,
+    })
+}
+
+fn run_checked(
+    c: &Candidate,
+    args: &[OsString],
+    timeout: Duration,
+    cap: usize,
+) -> Result<String, DeepError> {
+    let captured = run_bounded(&c.id, &c.path, args, timeout, cap)?;
+    if !captured.status.success() {
+        let stderr = String::from_utf8_lossy(&captured.stderr);
+        return Err(DeepError::Failed {
+            provider: c.id.clone(),
+            status: captured.status.to_string(),
+            stderr: stderr
+                .chars()
+                .take(2000)
+                .collect::<String>()
+                .trim()
+                .to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&captured.stdout).into_owned())
+}
+
+/// First non-empty line of `--version`, run with the same limits.
+fn version(c: &Candidate, timeout: Duration, cap: usize) -> Result<String, DeepError> {
+    let text = run_checked(c, &[OsString::from("--version")], timeout, cap)?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("unknown")
+        .to_string())
+}
+
+fn is_llvm(c: &Candidate) -> bool {
+    c.id == "llvm-objdump" || llvm_version_suffix(&c.id).is_some()
+}
+
+/// Arguments selecting the document: for a slice of a universal file, `--arch=` (LLVM only).
+fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, DeepError> {
+    let formats = if is_llvm(c) {
+        Formats::ElfPeMacho
+    } else {
+        Formats::ElfPe
+    };
+    if !formats.accepts(&doc.format) {
+        return Err(DeepError::FormatMismatch {
+            provider: c.id.clone(),
+            format: doc.format.clone(),
+        });
+    }
+    let mut args = Vec::new();
+    let universal = doc.offset != 0 || file_is_universal(&doc.file);
+    if universal {
+        if !is_llvm(c) {
+            return Err(DeepError::FormatMismatch {
+                provider: c.id.clone(),
+                format: "macho-universal".to_string(),
+            });
+        }
+        args.push(OsString::from(format!("--arch={}", doc.architecture)));
+    }
+    Ok(args)
+}
+
+fn file_is_universal(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && matches!(head, [0xca, 0xfe, 0xba, 0xbe] | [0xca, 0xfe, 0xba, 0xbf])
+}
+
+fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepError> {
+    if c.id == "objdump" || is_llvm(c) {
+        Ok(())
+    } else {
+        Err(DeepError::Unsupported {
+            provider: c.id.clone(),
+            operation,
+        })
+    }
+}
+
+/// Parses `--syms` output: function symbols (`F` flag) defined in a section.
+pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
+    let mut out: Vec<Procedure> = Vec::new();
+    for line in text.lines() {
+        let Some((address, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        let Some(address) = parse_address(address).filter(|_| address.len() >= 8) else {
+            continue;
+        };
+        // Seven flag characters follow the address; `F` in the sixth marks a function.
+        let Some(flags) = rest.get(..7) else { continue };
+        if flags.as_bytes().get(6) != Some(&b'F') {
+            continue;
+        }
+        let rest = rest[7..].trim_start();
+        let Some((section, rest)) = rest.split_once([' ', '\t']) else {
+            continue;
+        };
+        if section == "*UND*" || section.is_empty() {
+            continue;
+        }
+        let rest = rest.trim_start();
+        // ELF and PE listings carry a size column; Mach-O listings do not.
+        let (size, name) = match rest.split_once([' ', '\t']) {
+            Some((size, name))
+                if size.len() >= 8 && size.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                (u64::from_str_radix(size, 16).ok(), name.trim())
+            }
+            _ => (None, rest.trim()),
+        };
+        let name = [".hidden ", ".protected ", ".internal "]
+            .iter()
+            .fold(name, |n, p| n.strip_prefix(p).unwrap_or(n))
+            .trim();
+        if name.is_empty() {
+            continue;
+        }
+        let (shown, raw) = display_names(name);
+        out.push(Procedure {
+            address,
+            name: Some(shown),
+            raw_name: raw,
+            size: size.filter(|&s| s > 0),
+        });
+    }
+    out.sort_by_key(|p| p.address);
+    out.dedup_by_key(|p| p.address);
     out
+}
+
+/// Parses `-d` output into instructions; lines are `address:<TAB>bytes<TAB>text`.
+pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
+    let mut out: Vec<DeepInstruction> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let Some((address, rest)) = trimmed.split_once(':') else {
+            continue;
+        };
+        if address.is_empty() || !address.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Some(address) = parse_address(address) else {
+            continue;
+        };
+        let mut fields = rest.split('\t').skip(1);
+        let bytes: String = fields
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .concat();
+        if bytes.is_empty() || !bytes.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let text = fields
+            .collect::<Vec<_>>()
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if text.is_empty() {
+            // A continuation line of a long instruction: more bytes for the previous one.
+            if let Some(last) = out.last_mut() {
+                last.bytes.push_str(&bytes);
+            }
+            continue;
+        }
+        out.push(DeepInstruction {
+            address,
+            bytes,
+            text,
+        });
+    }
+    out
+}
+
+/// Lists function symbols with `objdump --syms` / `llvm-objdump --syms`.
+pub fn run_procedures(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    timeout: Duration,
+    output_cap: usize,
+) -> Result<DeepOutput<Vec<Procedure>>, DeepError> {
+    require_objdump(c, "list_procedures")?;
+    let mut args = document_args(c, doc)?;
+    args.push(OsString::from("--syms"));
+    args.push(doc.file.clone().into_os_string());
+    let text = run_checked(c, &args, timeout, output_cap)?;
+    Ok(DeepOutput {
+        provider: c.id.clone(),
+        name: c.name.clone(),
+        version: version(c, timeout, output_cap)?,
+        result: parse_syms(&text),
+    })
+}
+
+/// Default limits for [`run_assembly`], which takes none of its own.
+const ASSEMBLY_TIMEOUT: Duration = Duration::from_secs(60);
+const ASSEMBLY_CAP: usize = 16 << 20;
+
+/// Disassembles `[start, end)` with `objdump -d` / `llvm-objdump -d` (Intel syntax on x86).
+pub fn run_assembly(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    start: u64,
+    end: u64,
+) -> Result<DeepOutput<Vec<DeepInstruction>>, DeepError> {
+    run_assembly_with(c, doc, start, end, ASSEMBLY_TIMEOUT, ASSEMBLY_CAP)
+}
+
+/// [`run_assembly`] with explicit limits.
+pub fn run_assembly_with(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    start: u64,
+    end: u64,
+    timeout: Duration,
+    output_cap: usize,
+) -> Result<DeepOutput<Vec<DeepInstruction>>, DeepError> {
+    require_objdump(c, "procedure_assembly")?;
+    let mut args = document_args(c, doc)?;
+    args.push(OsString::from("-d"));
+    let x86 = matches!(doc.architecture.as_str(), "x86" | "x86_64");
+    if is_llvm(c) {
+        if x86 {
+            args.push(OsString::from("--x86-asm-syntax=intel"));
+        }
+    } else {
+        args.push(OsString::from("-w"));
+        if x86 {
+            args.push(OsString::from("-M"));
+            args.push(OsString::from("intel"));
+        }
+    }
+    args.push(OsString::from(format!("--start-address={start:#x}")));
+    args.push(OsString::from(format!("--stop-address={end:#x}")));
+    args.push(doc.file.clone().into_os_string());
+    let text = run_checked(c, &args, timeout, output_cap)?;
+    // Some builds ignore the address range for universal files; keep only the range asked.
+    let result = parse_disassembly(&text)
+        .into_iter()
+        .filter(|i| i.address >= start && i.address < end)
+        .collect();
+    Ok(DeepOutput {
+        provider: c.id.clone(),
+        name: c.name.clone(),
+        version: version(c, timeout, output_cap)?,
+        result,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::native::test_support::document;
+    use crate::providers::native::{Image, admit};
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rea-deep-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn ids(found: &[Candidate]) -> Vec<&str> {
+        found.iter().map(|c| c.id.as_str()).collect()
+    }
+
+    #[test]
+    fn candidates_are_found_by_looking_and_filtered_by_format() {
+        let a = scratch("path-a");
+        let b = scratch("path-b");
+        let ghidra = scratch("ghidra");
+        for name in ["objdump", "llvm-objdump-14", "gdb", "rizin", "r2"] {
+            script(&a, name, "exit 0");
+        }
+        // Same names later on PATH lose to the first; non-executables are not candidates.
+        script(&b, "objdump", "exit 0");
+        script(&b, "llvm-objdump-15", "exit 0");
+        std::fs::write(b.join("radare2"), "not executable").unwrap();
+        std::fs::create_dir_all(ghidra.join("support")).unwrap();
+        script(&ghidra.join("support"), "analyzeHeadless", "exit 0");
+        let path = std::env::join_paths([&a, &b]).unwrap();
+
+        let elf = candidates_with("elf", Some(&path), Some(ghidra.as_os_str()));
+        assert_eq!(
+            ids(&elf),
+            [
+                "gdb",
+                "ghidra",
+                "llvm-objdump-14",
+                "llvm-objdump-15",
+                "objdump",
+                "r2",
+                "rizin"
+            ]
+        );
+        assert_eq!(
+            elf.iter().find(|c| c.id == "objdump").unwrap().path,
+            a.join("objdump")
+        );
+        let macho = candidates_with("macho-universal", Some(&path), None);
+        assert_eq!(
+            ids(&macho),
+            ["llvm-objdump-14", "llvm-objdump-15", "r2", "rizin"]
+        );
+        let pe = candidates_with("pe", Some(&path), None);
+        assert_eq!(
+            ids(&pe),
+            [
+                "llvm-objdump-14",
+                "llvm-objdump-15",
+                "objdump",
+                "r2",
+                "rizin"
+            ]
+        );
+        let raw = candidates_with("raw", Some(&path), None);
+        assert_eq!(ids(&raw), ["r2", "rizin"]);
+        assert!(candidates_with("elf", Some(OsStr::new("")), None).is_empty());
+        for dir in [a, b, ghidra] {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    #[test]
+    fn objdump_procedures_agree_with_native_on_elf() {
+        let Some(objdump) = candidates("elf", None)
+            .into_iter()
+            .find(|c| c.id == "objdump")
+        else {
+            eprintln!("objdump not installed; deep ELF check skipped");
+            return;
+        };
+        let exe = std::env::current_exe().unwrap();
+        let target = admit(&exe).unwrap();
+        let doc = &target.documents[0];
+        let out = run_procedures(&objdump, doc, Duration::from_secs(120), 256 << 20).unwrap();
+        assert!(out.version.contains("objdump"), "{}", out.version);
+        assert!(out.result.len() > 1000);
+        let image = Image::load(doc).unwrap();
+        for p in &out.result {
+            let ours = image.procedure_starting_at(p.address).unwrap();
+            assert!(ours.name.is_some());
+        }
+        let sized = image
+            .procedures()
+            .iter()
+            .find(|p| p.size.unwrap_or(0) > 64)
+            .unwrap();
+        // Stop on an instruction boundary: objdump does not decode across the stop address.
+        let native = image.assembly(sized.address, 0, 100).unwrap();
+        let stop = native.instructions[8].address;
+        let listing = run_assembly(&objdump, doc, sized.address, stop).unwrap();
+        assert_eq!(listing.result.len(), 8);
+        for (theirs, ours) in listing.result.iter().zip(&native.instructions) {
+            assert_eq!(theirs.address, ours.address);
+            assert_eq!(theirs.bytes, ours.bytes);
+        }
+    }
+
+    #[test]
+    fn llvm_objdump_reads_a_universal_slice() {
+        let Some(llvm) = candidates("macho-universal", None)
+            .into_iter()
+            .find(|c| c.id.starts_with("llvm-objdump"))
+        else {
+            eprintln!("llvm-objdump not installed; deep Mach-O check skipped");
+            return;
+        };
+        let doc = document("fsevents/package/fsevents.node", Some("arm64"));
+        let out = run_procedures(&llvm, &doc, Duration::from_secs(60), 64 << 20).unwrap();
+        let image = Image::load(&doc).unwrap();
+        assert!(out.result.len() > 50);
+        for p in &out.result {
+            let ours = image.procedure_starting_at(p.address).unwrap();
+            assert_eq!(ours.name, p.name);
+        }
+        let start = out
+            .result
+            .iter()
+            .find(|p| p.name.as_deref() == Some("_FSEStart"))
+            .unwrap();
+        let end = image.procedure_end(image.procedure_index(start.address).unwrap(), 4096);
+        let listing = run_assembly(&llvm, &doc, start.address, end).unwrap();
+        let native = image.assembly(start.address, 0, 2000).unwrap();
+        let theirs: Vec<u64> = listing.result.iter().map(|i| i.address).collect();
+        let ours: Vec<u64> = native.instructions.iter().map(|i| i.address).collect();
+        assert_eq!(theirs, ours);
+        // GNU objdump cannot read Mach-O; asking it is a clear error, not a wrong answer.
+        if let Some(gnu) = candidates("elf", None)
+            .into_iter()
+            .find(|c| c.id == "objdump")
+        {
+            assert!(matches!(
+                run_procedures(&gnu, &doc, Duration::from_secs(5), 1 << 20),
+                Err(DeepError::FormatMismatch { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn runs_are_bounded_in_time_and_output() {
+        let dir = scratch("bounded");
+        let doc = document("/usr/bin/ls", None);
+        let slow = Candidate {
+            id: "objdump".to_string(),
+            name: "slow".to_string(),
+            path: script(&dir, "objdump", "exec tail -f /dev/null"),
+        };
+        let started = Instant::now();
+        let err = run_procedures(&slow, &doc, Duration::from_millis(300), 1 << 20).unwrap_err();
+        assert!(matches!(err, DeepError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let chatty = Candidate {
+            path: script(&dir, "chatty", "exec yes"),
+            ..slow.clone()
+        };
+        let err = run_procedures(&chatty, &doc, Duration::from_secs(30), 4096).unwrap_err();
+        assert!(
+            matches!(err, DeepError::OutputLimit { limit: 4096, .. }),
+            "{err}"
+        );
+        let failing = Candidate {
+            path: script(&dir, "failing", "echo broken >&2; exit 3"),
+            ..slow.clone()
+        };
+        let err = run_procedures(&failing, &doc, Duration::from_secs(30), 4096).unwrap_err();
+        assert!(err.to_string().contains("broken"), "{err}");
+        let recorded = Candidate {
+            path: script(
+                &dir,
+                "recorded",
+                "if [ \"$1\" = --version ]; then echo 'GNU objdump (fake) 2.40'; exit 0; fi\n\
+                 echo '0000000000001139 g     F .text\t000000000000000b              main'\n\
+                 echo '0000000000001000 l     F .init\t0000000000000000 .hidden _init'\n\
+                 echo '0000000000000000       F *UND*\t0000000000000000 puts@GLIBC_2.2.5'",
+            ),
+            ..slow.clone()
+        };
+        let out = run_procedures(&recorded, &doc, Duration::from_secs(30), 4096).unwrap();
+        assert_eq!(out.version, "GNU objdump (fake) 2.40");
+        let names: Vec<_> = out
+            .result
+            .iter()
+            .map(|p| (p.address, p.name.clone(), p.size))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (0x1000, Some("_init".to_string()), None),
+                (0x1139, Some("main".to_string()), Some(11))
+            ]
+        );
+        let gdb = Candidate {
+            id: "gdb".to_string(),
+            ..slow
+        };
+        assert!(matches!(
+            run_procedures(&gdb, &doc, Duration::from_secs(1), 1),
+            Err(DeepError::Unsupported { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn parses_recorded_listings() {
+        let gnu = "0000000000004020 <.plt>:\n    4020:\tff 35 ca ff 01 00    \tpush   QWORD PTR [rip+0x1ffca]\n    61eb:\tff 15 9f dd 01 00    \tcall   QWORD PTR [rip+0x1dd9f]        # 23f90\n";
+        let parsed = parse_disassembly(gnu);
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed[0].bytes, "ff35caff0100");
+        assert_eq!(parsed[0].text, "push QWORD PTR [rip+0x1ffca]");
+        let llvm = "_FSEStart:\n     ea0:\tfc 6f bc a9\tstp\tx28, x27, [sp, #-64]!\n";
+        let parsed = parse_disassembly(llvm);
+        assert_eq!(parsed[0].address, 0xea0);
+        assert_eq!(parsed[0].text, "stp x28, x27, [sp, #-64]!");
+        let macho = "0000000000001850 l     F __TEXT,__text _fse_environment_create.cold.1\n\
+                     0000000100001864 l     F __TEXT,__text -[AppDelegate printHelpBanner]\n";
+        let syms = parse_syms(macho);
+        assert_eq!(syms.len(), 2);
+        assert_eq!(
+            syms[1].name.as_deref(),
+            Some("-[AppDelegate printHelpBanner]")
+        );
+        assert_eq!(syms[1].size, None);
+    }
 }

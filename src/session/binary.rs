@@ -58,11 +58,6 @@ impl BinarySession {
         self.active = Some(target);
     }
 
-    /// Writes a consistent copy of the session database to `dest`.
-    pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), SessionError> {
-        self.session.export(dest, overwrite)
-    }
-
     /// Ends the session and deletes its database.
     pub fn close(self) -> Result<(), SessionError> {
         self.session.close()

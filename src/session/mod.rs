@@ -185,13 +185,6 @@ impl Session {
         &self.store
     }
 
-    /// Writes a consistent copy of the database to `dest` and notes the export in the session.
-    pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), SessionError> {
-        self.store.export(dest, overwrite)?;
-        self.store.set_meta_blocking("exported_at", &now_rfc3339())?;
-        Ok(())
-    }
-
     /// Ends the session: closes every connection, then deletes its directory.
     pub fn close(self) -> Result<(), SessionError> {
         self.store.close();

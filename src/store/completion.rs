@@ -5,7 +5,10 @@
 //! [`match_key`] and becomes the range `key >= prefix AND key < successor(prefix)`; SQLite's BINARY
 //! collation on UTF-8 is code-point order, so the range is exactly the keys with that prefix.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+
+use rusqlite::{Connection, OptionalExtension, StatementStatus, params};
 
 use super::{Store, StoreError};
 use crate::completion::key::{MAX_PREFIX_CHARS, match_key, successor};
@@ -42,14 +45,14 @@ fn range(typed: &str) -> Option<(String, Option<String>)> {
 
 /// Runs the value and count statements of one family. Both statements hold `{upper}` where the
 /// upper bound goes; it is dropped when the prefix has none. `key_column` is the column the range
-/// applies to. Named parameters: `:lower`, `:upper`, `:limit`, and `:s1`, `:s2` for `scope`.
+/// applies to. Named parameters: `:lower` and `:upper`; `:limit` is replaced by the literal limit.
 #[allow(clippy::too_many_arguments)]
 fn page(
     conn: &Connection,
+    reprepares: &AtomicU64,
     values_sql: &str,
     count_sql: &str,
     key_column: &str,
-    scope: &[&dyn rusqlite::ToSql],
     lower: &str,
     upper: Option<&str>,
     limit: usize,
@@ -58,22 +61,22 @@ fn page(
         Some(_) => format!("and {key_column} < :upper"),
         None => String::new(),
     };
-    let values_sql = values_sql.replace("{upper}", &bound);
+    // The limit is written into the statement, not bound: SQLite re-prepares a statement whose
+    // bound LIMIT value changes (the planner specializes on it), which would defeat the cache.
+    let values_sql = values_sql.replace("{upper}", &bound).replace(":limit", &limit.to_string());
     let count_sql = count_sql.replace("{upper}", &bound);
     let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":lower", &lower)];
     if let Some(u) = &upper {
         named.push((":upper", u));
     }
-    for (name, value) in [":s1", ":s2"].into_iter().zip(scope) {
-        named.push((name, *value));
+    let mut count = conn.prepare_cached(&count_sql)?;
+    let total: i64 = count.query_row(named.as_slice(), |r| r.get(0))?;
+    let mut select = conn.prepare_cached(&values_sql)?;
+    let values = select.query_map(named.as_slice(), |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let reprepared = count.reset_status(StatementStatus::RePrepare) + select.reset_status(StatementStatus::RePrepare);
+    if reprepared > 0 {
+        reprepares.fetch_add(reprepared as u64, Ordering::Relaxed);
     }
-    let total: i64 = conn.prepare_cached(&count_sql)?.query_row(named.as_slice(), |r| r.get(0))?;
-    let limit_i = i64::try_from(limit).unwrap_or(i64::MAX);
-    named.push((":limit", &limit_i));
-    let values = conn
-        .prepare_cached(&values_sql)?
-        .query_map(named.as_slice(), |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
     let total = total.max(0) as u64;
     Ok(CompletionPage { has_more: total > values.len() as u64, values, total })
 }
@@ -81,6 +84,7 @@ fn page(
 /// The id families: a canonical id is lowercase ASCII, so it is its own key.
 fn id_family(
     conn: &Connection,
+    reprepares: &AtomicU64,
     table: &str,
     column: &str,
     filter: &str,
@@ -92,33 +96,85 @@ fn id_family(
         "select {column} from {table} where {filter} {column} >= :lower {{upper}} order by {column} limit :limit"
     );
     let count = format!("select count(*) from {table} where {filter} {column} >= :lower {{upper}}");
-    page(conn, &values, &count, column, &[], &lower, upper.as_deref(), limit)
+    page(conn, reprepares, &values, &count, column, &lower, upper.as_deref(), limit)
+}
+
+/// One pass over the matches of a scoped family (an equality scope plus the key range): counts
+/// every match and keeps the first `limit` values in code-point order. The statement carries no
+/// ORDER BY or LIMIT: with an equality constraint SQLite would re-prepare such a statement on
+/// every new binding, and the count needs the whole range anyway.
+fn scan_page(
+    conn: &Connection,
+    reprepares: &AtomicU64,
+    sql: &str,
+    scope: &[&dyn rusqlite::ToSql],
+    lower: &str,
+    upper: Option<&str>,
+    limit: usize,
+) -> Result<CompletionPage, StoreError> {
+    let sql = sql.replace("{upper}", if upper.is_some() { "and key < :upper" } else { "" });
+    let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":lower", &lower)];
+    if let Some(u) = &upper {
+        named.push((":upper", u));
+    }
+    for (name, value) in [":s1", ":s2"].into_iter().zip(scope) {
+        named.push((name, *value));
+    }
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(named.as_slice())?;
+    let mut total = 0u64;
+    // Max-heap of the smallest `limit` values seen so far.
+    let mut first: std::collections::BinaryHeap<String> = std::collections::BinaryHeap::with_capacity(limit + 1);
+    while let Some(row) = rows.next()? {
+        total += 1;
+        let value: String = row.get(0)?;
+        if first.len() < limit {
+            first.push(value);
+        } else if first.peek().is_some_and(|largest| value < *largest) {
+            first.pop();
+            first.push(value);
+        }
+    }
+    drop(rows);
+    let reprepared = stmt.reset_status(StatementStatus::RePrepare);
+    if reprepared > 0 {
+        reprepares.fetch_add(reprepared as u64, Ordering::Relaxed);
+    }
+    let values = first.into_sorted_vec();
+    Ok(CompletionPage { has_more: total > values.len() as u64, values, total })
 }
 
 impl Store {
+    /// How many times SQLite had to re-prepare a cached completion statement of this store. Stays
+    /// 0 as long as nothing changes the schema or its statistics under a cached statement (rea
+    /// never runs ANALYZE or PRAGMA optimize).
+    pub fn completion_reprepares(&self) -> u64 {
+        self.reprepares.load(Ordering::Relaxed)
+    }
+
     /// Evidence ids retained in the ledger.
     pub fn complete_evidence(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, "evidence", "id", "", typed, limit))
+        self.read(|conn| id_family(conn, &self.reprepares, "evidence", "id", "", typed, limit))
     }
 
     /// Evidence ids whose operation and validated result identify a process capture.
     pub fn complete_process_captures(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, "process_captures", "evidence_id", "", typed, limit))
+        self.read(|conn| id_family(conn, &self.reprepares, "process_captures", "evidence_id", "", typed, limit))
     }
 
     /// Manifest ids of schema-valid artifact inventories.
     pub fn complete_manifests(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, "artifact_manifests", "id", "", typed, limit))
+        self.read(|conn| id_family(conn, &self.reprepares, "artifact_manifests", "id", "", typed, limit))
     }
 
     /// Occurrence ids of schema-valid artifact inventory pages.
     pub fn complete_occurrences(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, "artifact_occurrences", "id", "", typed, limit))
+        self.read(|conn| id_family(conn, &self.reprepares, "artifact_occurrences", "id", "", typed, limit))
     }
 
     /// Ids of residual unknowns whose head is not resolved.
     pub fn complete_unknowns(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, "unknowns", "id", "status <> 'resolved' and", typed, limit))
+        self.read(|conn| id_family(conn, &self.reprepares, "unknowns", "id", "status <> 'resolved' and", typed, limit))
     }
 
     /// Names of the active target's documents.
@@ -126,11 +182,10 @@ impl Store {
         let Some((lower, upper)) = range(typed) else { return Ok(CompletionPage::default()) };
         self.read(|conn| {
             let Some(target) = active_target_id(conn)? else { return Ok(CompletionPage::default()) };
-            page(
+            scan_page(
                 conn,
-                "select name from documents where target_id = :s1 and key >= :lower {upper} order by name limit :limit",
-                "select count(*) from documents where target_id = :s1 and key >= :lower {upper}",
-                "key",
+                &self.reprepares,
+                "select name from documents where target_id = :s1 and key >= :lower {upper}",
                 &[&target],
                 &lower,
                 upper.as_deref(),
@@ -163,12 +218,10 @@ impl Store {
                     }
                 }
             };
-            page(
+            scan_page(
                 conn,
-                "select value from procedure_completions where target_id = :s1 and document_id = :s2 and key >= :lower {upper}
-                 order by value limit :limit",
-                "select count(*) from procedure_completions where target_id = :s1 and document_id = :s2 and key >= :lower {upper}",
-                "key",
+                &self.reprepares,
+                "select value from procedure_completions where target_id = :s1 and document_id = :s2 and key >= :lower {upper}",
                 &[&target, &document],
                 &lower,
                 upper.as_deref(),

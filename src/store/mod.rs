@@ -147,6 +147,9 @@ pub struct Store {
     writer_thread: Mutex<Option<JoinHandle<()>>>,
     /// Idle read-only connections. Each is used by one caller at a time.
     readers: Mutex<Vec<Connection>>,
+    /// Re-prepares of cached completion statements observed so far (see
+    /// [`Store::completion_reprepares`]).
+    reprepares: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Store {
@@ -204,6 +207,7 @@ impl Store {
             writer: Mutex::new(Some(tx)),
             writer_thread: Mutex::new(Some(thread)),
             readers: Mutex::new(Vec::new()),
+            reprepares: Default::default(),
         }))
     }
 
@@ -291,8 +295,9 @@ impl Store {
         Ok(conn)
     }
 
-    /// Writes a consistent copy of the database to `dest` with `VACUUM INTO`. Refuses to replace
-    /// an existing file unless `overwrite` is set.
+    /// Writes a consistent copy of the database to `dest` with `VACUUM INTO` and notes the time
+    /// of the export in `meta` (`rea sessions prune` keeps sessions never exported). Refuses to
+    /// replace an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
     pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
         if dest.exists() {
             if !overwrite {
@@ -300,11 +305,12 @@ impl Store {
             }
             std::fs::remove_file(dest).map_err(|source| StoreError::Io { path: dest.to_owned(), source })?;
         }
-        let dest_text = dest.to_string_lossy().into_owned();
-        self.read(|conn| {
-            conn.execute("vacuum into ?1", [dest_text])?;
-            Ok(())
-        })
+        // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
+        // writer is always inside a transaction, where VACUUM cannot run.
+        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.execute("vacuum into ?1", [dest.to_string_lossy()])?;
+        self.set_meta_blocking("exported_at", &now_rfc3339())
     }
 
     /// Stops the writer after every queued write has finished and closes every connection.

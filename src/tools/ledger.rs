@@ -13,6 +13,7 @@ use crate::store::{EvidenceFilter, EvidenceSummary, Store};
 
 /// Arguments of `get_evidence`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GetArgs {
     /// The Evidence id (ev_…) to read.
     pub evidence_id: EvidenceId,
@@ -20,6 +21,7 @@ pub struct GetArgs {
 
 /// Arguments of `list_evidence`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListArgs {
     /// Only Evidence of this operation (a tool name such as open_binary).
     #[serde(default)]
@@ -56,6 +58,7 @@ pub enum ExportFormat {
 
 /// Arguments of `export_evidence`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ExportArgs {
     /// Destination file. Its directory must exist.
     pub path: String,
@@ -132,15 +135,18 @@ impl ReaServer {
     #[tool(name = "export_evidence", annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
     pub async fn export_evidence(&self, Parameters(args): Parameters<ExportArgs>) -> Result<Json<Exported>, ToolError> {
         let dest = self.shared().settings.check_new_path(std::path::Path::new(&args.path)).map_err(ToolError)?;
-        let guard = self.session().read().await;
-        let session = guard.as_ref().ok_or_else(|| ToolError("no binary session is open".into()))?;
-        let evidence = match args.format {
-            ExportFormat::Sqlite => {
-                session.export(&dest, args.overwrite)?;
-                session.store().list_evidence(&EvidenceFilter::default())?.1
+        let store = self.session_store().await?;
+        let (format, overwrite, path) = (args.format, args.overwrite, dest.clone());
+        let evidence = tokio::task::spawn_blocking(move || -> Result<u64, ToolError> {
+            match format {
+                ExportFormat::Sqlite => {
+                    store.export(&path, overwrite)?;
+                    Ok(store.list_evidence(&EvidenceFilter::default())?.1)
+                }
+                ExportFormat::Jsonl => export_jsonl(&store, &path, overwrite),
             }
-            ExportFormat::Jsonl => export_jsonl(session.store(), &dest, args.overwrite)?,
-        };
+        })
+        .await??;
         let bytes = std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
         Ok(Json(Exported { path: dest.display().to_string(), format: args.format, evidence, bytes }))
     }

@@ -38,6 +38,7 @@ impl ReaServer {
 
 /// Arguments of `list_documents`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListDocumentsArgs {}
 
 /// The documents of the active target.
@@ -49,6 +50,7 @@ pub struct Documents {
 
 /// Arguments of `list_procedures`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListProceduresArgs {
     /// Only this document (see list_documents); omit for every document of the target.
     #[serde(default)]
@@ -85,6 +87,7 @@ pub enum SearchMode {
 
 /// Arguments of `search_procedures`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SearchProceduresArgs {
     /// Text to find in procedure names, compared like completion (case folded, normalized).
     pub query: String,

@@ -17,6 +17,7 @@ use crate::store::TargetRow;
 
 /// Arguments of `doctor`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DoctorArgs {
     /// A file or .app bundle to check for admission, without opening it.
     #[serde(default)]
@@ -94,6 +95,7 @@ pub fn check_target(path: &std::path::Path) -> TargetCheck {
 
 /// Arguments of `binary_session`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
 /// The connection's binary session.
@@ -117,6 +119,7 @@ pub struct SessionState {
 
 /// Arguments of `open_binary`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OpenArgs {
     /// A file (ELF, Mach-O, PE, or any file as raw data) or a macOS .app bundle directory.
     pub path: String,
@@ -170,6 +173,7 @@ pub struct Closed {
 
 /// Arguments of `resume_session`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ResumeArgs {
     /// The session to resume; omit to resume the only session no live process holds.
     #[serde(default)]

@@ -12,6 +12,7 @@ use crate::store::{NewUnknown, Resolution, UnknownHead, UnknownStatus, UnknownUp
 
 /// Arguments of `record_unknown`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RecordArgs {
     /// The open question, stated so that Evidence could settle it.
     pub question: String,
@@ -25,6 +26,7 @@ pub struct RecordArgs {
 
 /// Arguments of `update_unknown`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UpdateArgs {
     /// The unknown (unk_…).
     pub unknown_id: UnknownId,
@@ -55,6 +57,7 @@ pub struct UpdateArgs {
 
 /// Arguments of `list_unknowns`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListArgs {
     /// Include resolved unknowns (default: only current non-resolved heads).
     #[serde(default)]

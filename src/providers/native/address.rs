@@ -66,7 +66,9 @@ pub mod hex_opt {
     }
 
     /// Reads canonical or bare hex text, a plain number, or null.
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<u64>, D::Error> {
         match Option::<Either>::deserialize(deserializer)? {
             None => Ok(None),
             Some(Either::Number(n)) => Ok(Some(n)),
@@ -118,6 +120,12 @@ mod tests {
         assert_eq!(text, r#"{"a":"0x10","b":null}"#);
         assert_eq!(serde_json::from_str::<T>(&text).unwrap(), t);
         let n: T = serde_json::from_str(r#"{"a":16,"b":"20"}"#).unwrap();
-        assert_eq!(n, T { a: 16, b: Some(0x20) });
+        assert_eq!(
+            n,
+            T {
+                a: 16,
+                b: Some(0x20)
+            }
+        );
     }
 }

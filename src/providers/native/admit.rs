@@ -113,8 +113,8 @@ fn admit_file(path: &Path) -> Result<Target, AdmitError> {
     let (sha256, head, len) = hash_file(path).map_err(|e| io_error(path, e))?;
     let name = file_name(path);
     let kind = format::sniff(&head, len);
-    let documents = file_documents(path, &name, &head, len, kind, "file")
-        .map_err(|e| io_error(path, e))?;
+    let documents =
+        file_documents(path, &name, &head, len, kind, "file").map_err(|e| io_error(path, e))?;
     let architecture = match kind {
         Kind::MachOUniversal => combined_architecture(&documents),
         _ => format::thin_architecture(kind, &head),
@@ -341,18 +341,11 @@ fn admit_bundle(bundle: &Path) -> Result<Target, AdmitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    pub(crate) fn fixtures() -> PathBuf {
-        std::env::var("REA_FIXTURES")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
-    }
+    use crate::providers::native::test_support::fixtures;
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "rea-native-admit-{}-{name}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("rea-native-admit-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
@@ -366,7 +359,12 @@ mod tests {
         assert_eq!(target.name, "fsevents.node");
         let names: Vec<_> = target.documents.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["fsevents.node (arm64)", "fsevents.node (x86_64)"]);
-        assert!(target.documents.iter().all(|d| d.role == "slice" && d.format == "macho"));
+        assert!(
+            target
+                .documents
+                .iter()
+                .all(|d| d.role == "slice" && d.format == "macho")
+        );
         assert_eq!(target.sha256.len(), 64);
     }
 
@@ -386,12 +384,19 @@ mod tests {
     #[test]
     fn admits_thin_files_and_raw_data() {
         let ls = admit(Path::new("/usr/bin/ls")).unwrap();
-        assert_eq!((ls.format.as_str(), ls.architecture.as_str()), ("elf", "x86_64"));
+        assert_eq!(
+            (ls.format.as_str(), ls.architecture.as_str()),
+            ("elf", "x86_64")
+        );
         assert_eq!(ls.documents.len(), 1);
         assert_eq!(ls.documents[0].role, "file");
-        let exe = admit(&fixtures().join("node-notifier/package/vendor/snoreToast/snoretoast-x64.exe"))
-            .unwrap();
-        assert_eq!((exe.format.as_str(), exe.architecture.as_str()), ("pe", "x86_64"));
+        let exe =
+            admit(&fixtures().join("node-notifier/package/vendor/snoreToast/snoretoast-x64.exe"))
+                .unwrap();
+        assert_eq!(
+            (exe.format.as_str(), exe.architecture.as_str()),
+            ("pe", "x86_64")
+        );
         let empty = admit(&fixtures().join("delocate/delocate/tests/data/empty")).unwrap();
         assert_eq!(empty.format, "raw");
         assert_eq!(
@@ -399,12 +404,16 @@ mod tests {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         let arm = admit(&fixtures().join("delocate/delocate/tests/data/libam1.dylib")).unwrap();
-        assert_eq!((arm.format.as_str(), arm.architecture.as_str()), ("macho", "arm64"));
+        assert_eq!(
+            (arm.format.as_str(), arm.architecture.as_str()),
+            ("macho", "arm64")
+        );
     }
 
     #[test]
     fn admits_the_terminal_notifier_bundle() {
-        let path = fixtures().join("node-notifier/package/vendor/mac.noindex/terminal-notifier.app");
+        let path =
+            fixtures().join("node-notifier/package/vendor/mac.noindex/terminal-notifier.app");
         let target = admit(&path).unwrap();
         assert_eq!(target.format, "app-bundle");
         assert_eq!(target.name, "terminal-notifier.app");
@@ -416,9 +425,10 @@ mod tests {
         assert_eq!(info.executable.as_deref(), Some("terminal-notifier"));
         assert_eq!(
             info.identifier.as_deref(),
-            Some("fr.julienxx.oss.terminal-notifier")
+            Some("nl.superalloy.oss.terminal-notifier")
         );
-        assert!(info.short_version.is_some());
+        assert_eq!(info.short_version.as_deref(), Some("1.7.2"));
+        assert_eq!(info.version.as_deref(), Some("17"));
         assert_eq!(
             info.main_executable.as_deref(),
             Some("Contents/MacOS/terminal-notifier")
@@ -434,8 +444,14 @@ mod tests {
         let plist = plist::Value::Dictionary(
             [
                 ("CFBundleExecutable".to_string(), plist::Value::from("Demo")),
-                ("CFBundleIdentifier".to_string(), plist::Value::from("org.example.demo")),
-                ("CFBundleShortVersionString".to_string(), plist::Value::from("1.2.3")),
+                (
+                    "CFBundleIdentifier".to_string(),
+                    plist::Value::from("org.example.demo"),
+                ),
+                (
+                    "CFBundleShortVersionString".to_string(),
+                    plist::Value::from("1.2.3"),
+                ),
             ]
             .into_iter()
             .collect(),
@@ -480,8 +496,45 @@ mod tests {
             let digest = hex::encode(Sha256::digest(fs::read(app.join(rel)).unwrap()));
             expected.push_str(&format!("{rel}\0{digest}\n"));
         }
-        assert_eq!(target.sha256, hex::encode(Sha256::digest(expected.as_bytes())));
+        assert_eq!(
+            target.sha256,
+            hex::encode(Sha256::digest(expected.as_bytes()))
+        );
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bundle_roles_follow_the_layout() {
+        let main = Some("Contents/MacOS/App");
+        let cases = [
+            ("Contents/MacOS/App", "main-executable"),
+            (
+                "Contents/Frameworks/Electron Framework.framework/Versions/A/Electron Framework",
+                "framework",
+            ),
+            (
+                "Contents/Frameworks/App Helper (GPU).app/Contents/MacOS/App Helper (GPU)",
+                "helper",
+            ),
+            ("Contents/Frameworks/libffmpeg.dylib", "library"),
+            ("Contents/Helpers/tool", "helper"),
+            (
+                "Contents/PlugIns/Share.appex/Contents/MacOS/Share",
+                "plug-in",
+            ),
+            (
+                "Contents/XPCServices/Fetch.xpc/Contents/MacOS/Fetch",
+                "xpc-service",
+            ),
+            (
+                "Contents/Resources/app.asar.unpacked/node_modules/x/build/Release/x.node",
+                "native-module",
+            ),
+            ("Contents/Library/LoginItems/Launcher", "image"),
+        ];
+        for (rel, role) in cases {
+            assert_eq!(bundle_role(rel, main), role, "{rel}");
+        }
     }
 
     #[test]
@@ -495,7 +548,9 @@ mod tests {
         }
         let plain = scratch("plain");
         match admit(&plain) {
-            Err(AdmitError::UnsupportedDirectory { suggestion, .. }) => assert_eq!(suggestion, None),
+            Err(AdmitError::UnsupportedDirectory { suggestion, .. }) => {
+                assert_eq!(suggestion, None)
+            }
             other => panic!("unexpected {other:?}"),
         }
         // An `.app` without Contents/ is just a directory.
@@ -504,7 +559,10 @@ mod tests {
         fs::write(fake.join("index.js"), "1").unwrap();
         assert!(matches!(
             admit(&fake),
-            Err(AdmitError::UnsupportedDirectory { suggestion: Some(_), .. })
+            Err(AdmitError::UnsupportedDirectory {
+                suggestion: Some(_),
+                ..
+            })
         ));
         let _ = fs::remove_dir_all(&plain);
     }
@@ -523,7 +581,10 @@ mod tests {
         let err = admit(&a).unwrap_err();
         assert!(matches!(err, AdmitError::Io { .. }), "{err:?}");
         assert!(err.to_string().contains("cannot read"));
-        assert!(matches!(admit(Path::new("/dev/null")), Err(AdmitError::NotAFile { .. })));
+        assert!(matches!(
+            admit(Path::new("/dev/null")),
+            Err(AdmitError::NotAFile { .. })
+        ));
         let _ = fs::remove_dir_all(&dir);
     }
 }

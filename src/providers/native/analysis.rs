@@ -1,5 +1,1162 @@
-//! Analysis operations over a loaded image (placeholder while procedures are validated).
+//! Analysis operations on a loaded [`Image`]: assembly pages, callees, callers, cross-references
+//! and function dossiers. Callers and cross-references share one index of every code reference,
+//! built on first use by decoding each procedure once.
 
-/// Lazily built index of every code reference in the image.
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::disasm::{self, Decoded, Disassembler, Flow, MemoryUse};
+use super::image::Image;
+use super::{ProviderError, hex, hex_opt};
+
+/// Assembly listings stop this far past the procedure start.
+const LISTING_CAP: u64 = 64 * 1024;
+
+/// Call-graph and cross-reference scans follow one procedure at most this far; larger extents
+/// come from missing starts, not from real functions.
+const SCAN_CAP: u64 = 1 << 20;
+
+/// Most instructions returned in one assembly page.
+const MAX_PAGE: usize = 2000;
+
+/// Most entries of each list in a cross-reference answer; totals are always exact.
+const MAX_XREFS: usize = 1000;
+
+/// Instructions shown in a dossier.
+const DOSSIER_INSTRUCTIONS: usize = 16;
+
+/// Longest string a dossier quotes.
+const DOSSIER_STRING_MAX: usize = 512;
+
+/// One decoded instruction.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Instruction {
+    /// Address of the instruction.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// The instruction's bytes, lowercase hex.
+    pub bytes: String,
+    /// Rendering: Intel syntax for x86, standard assembly for arm64; `(bad)` or `.word` for
+    /// bytes that do not decode.
+    pub text: String,
+    /// Destination of a direct branch or call.
+    #[serde(with = "hex_opt")]
+    #[schemars(with = "Option<String>")]
+    pub target: Option<u64>,
+    /// Name of the procedure or import at `target`, or of the import behind an indirect
+    /// call through a known pointer slot.
+    pub target_name: Option<String>,
+}
+
+/// A window of a procedure's disassembly.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AssemblyPage {
+    /// Start of the procedure.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub procedure: u64,
+    /// Procedure name, when known.
+    pub name: Option<String>,
+    /// End (exclusive) of the decoded range: the stated size, else the next procedure start,
+    /// capped at 64 KiB.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub end: u64,
+    /// Whether the 64 KiB cap cut the listing short.
+    pub capped: bool,
+    /// Number of instructions in the whole decoded range.
+    pub total_instructions: usize,
+    /// Index of the first instruction of this page.
+    pub offset: usize,
+    /// The instructions `[offset, offset + limit)`.
+    pub instructions: Vec<Instruction>,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<usize>,
+}
+
+/// A procedure or import called (or tail-jumped to) by a procedure.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CalleeEdge {
+    /// Address called: a procedure start, an import stub, or an import's pointer slot.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub target: u64,
+    /// Name of the procedure or import.
+    pub name: Option<String>,
+    /// `procedure`, `import`, or `address` (a direct call to an address that starts no known
+    /// procedure).
+    pub kind: String,
+    /// `call`, or `tail-jump` for a jump to another procedure's start.
+    pub via: String,
+    /// Addresses of the instructions that make the call, ascending.
+    #[serde(with = "hex_list")]
+    #[schemars(with = "Vec<String>")]
+    pub sites: Vec<u64>,
+}
+
+/// An indirect call or jump whose destination is not statically known.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct UnresolvedCall {
+    /// Address of the instruction.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub site: u64,
+    /// `call` or `jump`.
+    pub kind: String,
+    /// The operand as disassembled (for example `qword ptr [rax+0x10]` or `x8`).
+    pub operand: String,
+}
+
+/// The direct callees of one procedure, and its unresolved indirect transfers.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CallGraphEdges {
+    /// Start of the procedure.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub procedure: u64,
+    /// Procedure name, when known.
+    pub name: Option<String>,
+    /// Resolved callees, by target address.
+    pub callees: Vec<CalleeEdge>,
+    /// Indirect calls and jumps left unresolved (never guessed).
+    pub unresolved: Vec<UnresolvedCall>,
+}
+
+/// A procedure that calls (or tail-jumps to) the target.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CallerEdge {
+    /// Start of the calling procedure.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub procedure: u64,
+    /// Name of the calling procedure, when known.
+    pub name: Option<String>,
+    /// `call` or `tail-jump`.
+    pub via: String,
+    /// Addresses of the calling instructions, ascending.
+    #[serde(with = "hex_list")]
+    #[schemars(with = "Vec<String>")]
+    pub sites: Vec<u64>,
+}
+
+/// Every procedure with a direct call or tail jump to a target.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Callers {
+    /// The address asked about.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub target: u64,
+    /// Name of the procedure or import at the target.
+    pub name: Option<String>,
+    /// Calling procedures, by address.
+    pub callers: Vec<CallerEdge>,
+}
+
+/// An instruction that refers to the address.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CodeXref {
+    /// Address of the referring instruction.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub site: u64,
+    /// Start of the procedure containing the instruction.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub procedure: u64,
+    /// Name of that procedure, when known.
+    pub procedure_name: Option<String>,
+    /// `call`, `tail-jump`, `jump`, `branch` (conditional), `address` (lea/adr/adrp+add),
+    /// `access` (a load or store), `immediate`, or `slot` (an indirect call or jump through a
+    /// pointer slot at the address).
+    pub kind: String,
+}
+
+/// A pointer-sized value in data equal to the address.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DataXref {
+    /// Address of the pointer.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub at: u64,
+    /// Section holding the pointer.
+    pub section: String,
+}
+
+/// References to an address from code and data.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Xrefs {
+    /// The address asked about.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// Procedure, import or symbol name at the address.
+    pub name: Option<String>,
+    /// Referring instructions (at most 1000), by site.
+    pub code: Vec<CodeXref>,
+    /// Exact number of referring instructions.
+    pub total_code: usize,
+    /// Pointers to the address in non-executable sections (at most 1000), by address.
+    pub data: Vec<DataXref>,
+    /// Exact number of such pointers.
+    pub total_data: usize,
+}
+
+/// What is known about one procedure.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ProcedureInfo {
+    /// Start address.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// Name, demangled where possible.
+    pub name: Option<String>,
+    /// Stored symbol, when it differs from `name`.
+    pub raw_name: Option<String>,
+    /// Size stated by a symbol, unwind entry or Go table.
+    pub size: Option<u64>,
+    /// End (exclusive) of the extent the analysis decodes.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub end: u64,
+    /// Section holding the procedure.
+    pub section: Option<String>,
+}
+
+/// A string a procedure refers to.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DossierString {
+    /// Address of the referring instruction.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub site: u64,
+    /// Address of the string.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// The string (at most 512 characters).
+    pub text: String,
+    /// `utf-8`, `utf-16le`, or `cfstring` (a Mach-O constant CFString whose bytes are quoted).
+    pub encoding: String,
+}
+
+/// A one-call summary of a procedure.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Dossier {
+    /// Address, name, size and section.
+    pub info: ProcedureInfo,
+    /// Procedures that call it.
+    pub callers: Vec<CallerEdge>,
+    /// What it calls.
+    pub callees: Vec<CalleeEdge>,
+    /// Indirect transfers left unresolved.
+    pub unresolved: Vec<UnresolvedCall>,
+    /// Strings it refers to through address computations or loads.
+    pub strings: Vec<DossierString>,
+    /// Names of the imports it calls, sorted and deduplicated.
+    pub imports: Vec<String>,
+    /// Its first 16 instructions.
+    pub instructions: Vec<Instruction>,
+    /// Number of instructions in its extent.
+    pub total_instructions: usize,
+}
+
+/// Serde adapter for lists of addresses in canonical text.
+mod hex_list {
+    use serde::{Deserialize, Deserializer, Serializer, ser::SerializeSeq};
+
+    pub fn serialize<S: Serializer>(values: &[u64], serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(values.len()))?;
+        for v in values {
+            seq.serialize_element(&super::super::format_address(*v))?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u64>, D::Error> {
+        let texts = Vec::<String>::deserialize(deserializer)?;
+        texts
+            .iter()
+            .map(|t| {
+                super::super::parse_address(t)
+                    .ok_or_else(|| serde::de::Error::custom(format!("not a hex address: {t:?}")))
+            })
+            .collect()
+    }
+}
+
+/// Kinds of code reference kept in the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RefKind {
+    Call,
+    TailJump,
+    Jump,
+    Branch,
+    Address,
+    Access,
+    Immediate,
+    Slot,
+    SlotTailJump,
+    SlotCall,
+}
+
+impl RefKind {
+    fn name(self) -> &'static str {
+        match self {
+            RefKind::Call => "call",
+            RefKind::TailJump => "tail-jump",
+            RefKind::Jump => "jump",
+            RefKind::Branch => "branch",
+            RefKind::Address => "address",
+            RefKind::Access => "access",
+            RefKind::Immediate => "immediate",
+            RefKind::Slot | RefKind::SlotCall | RefKind::SlotTailJump => "slot",
+        }
+    }
+
+    /// The call-graph meaning of a reference: `Some("call")`/`Some("tail-jump")` for edges.
+    fn via(self) -> Option<&'static str> {
+        match self {
+            RefKind::Call | RefKind::SlotCall => Some("call"),
+            RefKind::TailJump | RefKind::SlotTailJump => Some("tail-jump"),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CodeRef {
+    target: u64,
+    site: u64,
+    procedure: u32,
+    kind: RefKind,
+}
+
+/// Every code reference of the image, sorted by target address.
 #[derive(Debug, Default)]
-pub(crate) struct CodeIndex;
+pub(crate) struct CodeIndex {
+    refs: Vec<CodeRef>,
+}
+
+impl CodeIndex {
+    fn to(&self, target: u64) -> &[CodeRef] {
+        let lo = self.refs.partition_point(|r| r.target < target);
+        let hi = self.refs.partition_point(|r| r.target <= target);
+        &self.refs[lo..hi]
+    }
+}
+
+/// Classifies the references one instruction makes, the same way for callees and the index,
+/// so that `A` calls `B` exactly when `A` is among `B`'s callers.
+fn classify(image: &Image, own_start: u64, insn: &Decoded, out: &mut Vec<(u64, RefKind)>) {
+    if insn.invalid {
+        return;
+    }
+    if let Some(target) = insn.target {
+        let kind = match insn.flow {
+            Flow::Call => RefKind::Call,
+            Flow::Jump => {
+                let to_other_procedure =
+                    target != own_start && image.procedure_index(target).is_some();
+                if to_other_procedure || image.import_at(target).is_some() {
+                    RefKind::TailJump
+                } else {
+                    RefKind::Jump
+                }
+            }
+            _ => RefKind::Branch,
+        };
+        out.push((target, kind));
+    }
+    if let Some(slot) = insn.slot {
+        let kind = match (insn.flow, image.import_at(slot).is_some()) {
+            (Flow::IndirectCall, true) => RefKind::SlotCall,
+            (Flow::IndirectJump, true) => RefKind::SlotTailJump,
+            _ => RefKind::Slot,
+        };
+        out.push((slot, kind));
+    } else if let Some((address, usage)) = insn.memory {
+        let kind = match usage {
+            MemoryUse::Address => RefKind::Address,
+            MemoryUse::Access => RefKind::Access,
+            MemoryUse::Immediate => RefKind::Immediate,
+        };
+        // Immediates are only addresses when they land in the image; small ones are constants.
+        let plausible = image.section_at(address).is_some()
+            && (usage != MemoryUse::Immediate || address >= 0x1000);
+        if plausible {
+            out.push((address, kind));
+        }
+    }
+}
+
+/// The operand part of a rendered instruction (everything after the mnemonic and prefixes).
+fn operand_text(text: &str) -> String {
+    let mut rest = text.trim();
+    // Skip prefixes such as `notrack` or `bnd` that precede the mnemonic.
+    for prefix in ["notrack ", "bnd ", "rep ", "lock "] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    rest.split_once(' ')
+        .map(|(_, ops)| ops.trim().to_string())
+        .unwrap_or_default()
+}
+
+impl Image {
+    fn require_decoder(&self, operation: &'static str) -> Result<(), ProviderError> {
+        if disasm::supported(self.isa) {
+            Ok(())
+        } else {
+            Err(ProviderError::UnsupportedArchitecture {
+                architecture: self.doc.architecture.clone(),
+                operation,
+            })
+        }
+    }
+
+    fn require_procedure(&self, start: u64) -> Result<usize, ProviderError> {
+        self.procedure_index(start)
+            .ok_or(ProviderError::NoProcedure { address: start })
+    }
+
+    /// The bytes of a procedure's extent (possibly fewer, when the file ends early).
+    fn procedure_bytes(&self, index: usize, cap: u64) -> (u64, u64, &[u8]) {
+        let start = self.procedures[index].address;
+        let end = self.procedure_end(index, cap);
+        let bytes = self.bytes_from(start, end - start).unwrap_or(&[]);
+        (start, end, bytes)
+    }
+
+    /// Name of what lives at an address: a procedure, an import, or a symbol.
+    fn name_at(&self, address: u64) -> Option<String> {
+        if let Some(p) = self.procedure_starting_at(address)
+            && let Some(name) = &p.name
+        {
+            return Some(name.clone());
+        }
+        if let Some(import) = self.import_at(address) {
+            return Some(import.name.clone());
+        }
+        self.symbol_name_at(address)
+            .map(|s| super::symbols::display_names(s).0)
+    }
+
+    fn render(&self, insn: &Decoded, text: &str) -> Instruction {
+        let bytes = self
+            .bytes_at(insn.address, insn.len as u64)
+            .map(::hex::encode)
+            .unwrap_or_default();
+        let target_name = insn.target.and_then(|t| self.name_at(t)).or_else(|| {
+            insn.slot
+                .and_then(|s| self.import_at(s))
+                .map(|i| i.name.clone())
+        });
+        Instruction {
+            address: insn.address,
+            bytes,
+            text: text.to_string(),
+            target: insn.target,
+            target_name,
+        }
+    }
+
+    /// Disassembles the procedure starting at `start` and returns the instructions
+    /// `[offset, offset + limit)` (at most 2000) of its extent.
+    pub fn assembly(
+        &self,
+        start: u64,
+        offset: usize,
+        limit: usize,
+    ) -> Result<AssemblyPage, ProviderError> {
+        self.require_decoder("procedure_assembly")?;
+        let index = self.require_procedure(start)?;
+        let (start, end, bytes) = self.procedure_bytes(index, LISTING_CAP);
+        let full_end = self.procedure_end(index, u64::MAX);
+        let limit = limit.min(MAX_PAGE);
+        let mut d = Disassembler::new(self.isa, bytes, start, true);
+        let mut text = String::new();
+        let mut instructions = Vec::new();
+        let mut total = 0usize;
+        while let Some(insn) = {
+            let want = total >= offset && total - offset < limit;
+            d.next(want.then_some(&mut text))
+        } {
+            if total >= offset && total - offset < limit {
+                instructions.push(self.render(&insn, &text));
+            }
+            total += 1;
+        }
+        let shown_end = offset.saturating_add(instructions.len());
+        Ok(AssemblyPage {
+            procedure: start,
+            name: self.procedures[index].name.clone(),
+            end,
+            capped: full_end > end,
+            total_instructions: total,
+            offset,
+            instructions,
+            next_offset: (shown_end < total && limit > 0).then_some(shown_end),
+        })
+    }
+
+    /// Direct calls and tail jumps of the procedure at `start`, resolved to procedures or
+    /// imports; indirect transfers through unknown destinations are listed as unresolved.
+    pub fn callees(&self, start: u64) -> Result<CallGraphEdges, ProviderError> {
+        self.require_decoder("procedure_callees")?;
+        let index = self.require_procedure(start)?;
+        let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
+        // Text is rendered only for the few instructions reported as unresolved.
+        let mut d = Disassembler::new(self.isa, bytes, start, false);
+        let mut refs = Vec::new();
+        let mut edges: BTreeMap<(u64, &'static str), Vec<u64>> = BTreeMap::new();
+        let mut unresolved = Vec::new();
+        while let Some(insn) = d.next(None) {
+            refs.clear();
+            classify(self, start, &insn, &mut refs);
+            let mut resolved = false;
+            for &(target, kind) in &refs {
+                if let Some(via) = kind.via() {
+                    edges.entry((target, via)).or_default().push(insn.address);
+                    resolved = true;
+                }
+            }
+            if !resolved && matches!(insn.flow, Flow::IndirectCall | Flow::IndirectJump) {
+                unresolved.push(UnresolvedCall {
+                    site: insn.address,
+                    kind: if insn.flow == Flow::IndirectCall {
+                        "call"
+                    } else {
+                        "jump"
+                    }
+                    .to_string(),
+                    operand: operand_text(&self.text_at(insn.address)),
+                });
+            }
+        }
+        let callees = edges
+            .into_iter()
+            .map(|((target, via), sites)| self.callee_edge(target, via, sites))
+            .collect();
+        Ok(CallGraphEdges {
+            procedure: start,
+            name: self.procedures[index].name.clone(),
+            callees,
+            unresolved,
+        })
+    }
+
+    /// Renders the single instruction at `address`.
+    fn text_at(&self, address: u64) -> String {
+        let bytes = self.bytes_from(address, 16).unwrap_or(&[]);
+        let mut d = Disassembler::new(self.isa, bytes, address, true);
+        let mut text = String::new();
+        d.next(Some(&mut text));
+        text
+    }
+
+    fn callee_edge(&self, target: u64, via: &str, sites: Vec<u64>) -> CalleeEdge {
+        let (kind, name) = if let Some(import) = self.import_at(target) {
+            ("import", Some(import.name.clone()))
+        } else if let Some(p) = self.procedure_starting_at(target) {
+            ("procedure", p.name.clone())
+        } else {
+            ("address", self.name_at(target))
+        };
+        CalleeEdge {
+            target,
+            name,
+            kind: kind.to_string(),
+            via: via.to_string(),
+            sites,
+        }
+    }
+
+    /// The index of every code reference, built on first use.
+    fn code_index(&self) -> &CodeIndex {
+        self.code_index.get_or_init(|| {
+            let mut refs = Vec::new();
+            if !disasm::supported(self.isa) {
+                return CodeIndex { refs };
+            }
+            let mut found = Vec::new();
+            for index in 0..self.procedures.len() {
+                let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
+                let mut d = Disassembler::new(self.isa, bytes, start, false);
+                while let Some(insn) = d.next(None) {
+                    found.clear();
+                    classify(self, start, &insn, &mut found);
+                    for &(target, kind) in &found {
+                        refs.push(CodeRef {
+                            target,
+                            site: insn.address,
+                            procedure: index as u32,
+                            kind,
+                        });
+                    }
+                }
+            }
+            refs.sort_unstable_by_key(|r| (r.target, r.site));
+            CodeIndex { refs }
+        })
+    }
+
+    /// Every procedure with a direct call or tail jump to `target` (a procedure start, an
+    /// import stub or an import slot; for an import, every stub and slot of the same name).
+    pub fn callers(&self, target: u64) -> Result<Callers, ProviderError> {
+        self.require_decoder("procedure_callers")?;
+        let index = self.code_index();
+        let mut targets = vec![target];
+        if let Some(import) = self.import_at(target) {
+            targets.extend(
+                self.imports
+                    .iter()
+                    .filter(|i| i.name == import.name && i.address != target)
+                    .map(|i| i.address),
+            );
+        }
+        let mut grouped: BTreeMap<(u64, &'static str), Vec<u64>> = BTreeMap::new();
+        for t in targets {
+            for r in index.to(t) {
+                if let Some(via) = r.kind.via() {
+                    let caller = self.procedures[r.procedure as usize].address;
+                    grouped.entry((caller, via)).or_default().push(r.site);
+                }
+            }
+        }
+        let callers = grouped
+            .into_iter()
+            .map(|((procedure, via), mut sites)| {
+                sites.sort_unstable();
+                sites.dedup();
+                CallerEdge {
+                    procedure,
+                    name: self
+                        .procedure_starting_at(procedure)
+                        .and_then(|p| p.name.clone()),
+                    via: via.to_string(),
+                    sites,
+                }
+            })
+            .collect();
+        Ok(Callers {
+            target,
+            name: self.name_at(target),
+            callers,
+        })
+    }
+
+    /// Code and data references to `address`.
+    pub fn xrefs(&self, address: u64) -> Result<Xrefs, ProviderError> {
+        self.require_decoder("xrefs")?;
+        let refs = self.code_index().to(address);
+        let code = refs
+            .iter()
+            .take(MAX_XREFS)
+            .map(|r| {
+                let p = &self.procedures[r.procedure as usize];
+                CodeXref {
+                    site: r.site,
+                    procedure: p.address,
+                    procedure_name: p.name.clone(),
+                    kind: r.kind.name().to_string(),
+                }
+            })
+            .collect();
+        let (data, total_data) = self.data_pointers_to(address);
+        Ok(Xrefs {
+            address,
+            name: self.name_at(address),
+            code,
+            total_code: refs.len(),
+            data,
+            total_data,
+        })
+    }
+
+    /// Pointer-sized, pointer-aligned values equal to `address` in non-executable sections.
+    fn data_pointers_to(&self, address: u64) -> (Vec<DataXref>, usize) {
+        let size = usize::from(self.pointer_size);
+        let needle: Vec<u8> = match (size, self.big_endian) {
+            (4, false) => (address as u32).to_le_bytes().to_vec(),
+            (4, true) => (address as u32).to_be_bytes().to_vec(),
+            (_, false) => address.to_le_bytes().to_vec(),
+            (_, true) => address.to_be_bytes().to_vec(),
+        };
+        if size == 4 && address > u64::from(u32::MAX) {
+            return (Vec::new(), 0);
+        }
+        let mut out = Vec::new();
+        let mut total = 0;
+        for section in self.sections.iter().filter(|s| !s.executable) {
+            let data = self.section_bytes(section);
+            for at in memchr::memmem::find_iter(data, &needle) {
+                let va = section.address.wrapping_add(at as u64);
+                if va % size as u64 != 0 {
+                    continue;
+                }
+                total += 1;
+                if out.len() < MAX_XREFS {
+                    out.push(DataXref {
+                        at: va,
+                        section: section.name.clone(),
+                    });
+                }
+            }
+        }
+        (out, total)
+    }
+
+    /// Reads a string that an instruction refers to, when the address holds one.
+    fn string_at(&self, address: u64) -> Option<(String, &'static str)> {
+        let section = self.section_at(address)?;
+        if section.executable {
+            return None;
+        }
+        if section.name.ends_with("__cfstring") {
+            // struct { isa; flags; const char *str; long length } with pointer-sized fields.
+            let size = u64::from(self.pointer_size);
+            let raw = self.bytes_at(address.checked_add(2 * size)?, size)?;
+            let pointer = match (size, self.big_endian) {
+                (4, false) => u64::from(u32::from_le_bytes(raw.try_into().ok()?)),
+                (4, true) => u64::from(u32::from_be_bytes(raw.try_into().ok()?)),
+                (_, false) => u64::from_le_bytes(raw.try_into().ok()?),
+                (_, true) => u64::from_be_bytes(raw.try_into().ok()?),
+            };
+            // Chained-fixup binaries store rebases in the pointer's low bits.
+            let pointer = pointer & 0x0000_000f_ffff_ffff;
+            let candidates = [pointer, pointer.wrapping_add(self.image_base())];
+            return candidates
+                .iter()
+                .find_map(|&p| self.c_string_at(p))
+                .map(|s| (s, "cfstring"));
+        }
+        if let Some(s) = self.c_string_at(address) {
+            return Some((s, "utf-8"));
+        }
+        self.utf16_string_at(address).map(|s| (s, "utf-16le"))
+    }
+
+    /// The base address of the image (the lowest section address), for rebased pointers.
+    fn image_base(&self) -> u64 {
+        self.sections.iter().map(|s| s.address).min().unwrap_or(0) & !0xfff
+    }
+
+    fn c_string_at(&self, address: u64) -> Option<String> {
+        let section = self.section_at(address)?;
+        if section.executable {
+            return None;
+        }
+        let data = self.bytes_from(address, 4096)?;
+        let len = memchr::memchr(0, data)?;
+        let text = std::str::from_utf8(&data[..len]).ok()?;
+        let printable = text
+            .chars()
+            .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
+        (text.chars().count() >= 2 && printable)
+            .then(|| text.chars().take(DOSSIER_STRING_MAX).collect())
+    }
+
+    fn utf16_string_at(&self, address: u64) -> Option<String> {
+        let data = self.bytes_from(address, 2048)?;
+        let units: Vec<u16> = data
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .take_while(|&u| u != 0)
+            .collect();
+        let text = String::from_utf16(&units).ok()?;
+        let ascii_like = text.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+        (units.len() >= 3 && ascii_like).then(|| text.chars().take(DOSSIER_STRING_MAX).collect())
+    }
+
+    /// Everything about one procedure in one answer: info, callers, callees, referenced
+    /// strings, called imports and its first instructions.
+    pub fn function_dossier(&self, start: u64) -> Result<Dossier, ProviderError> {
+        self.require_decoder("analyze_function")?;
+        let index = self.require_procedure(start)?;
+        let proc = self.procedures[index].clone();
+        let (start, end, bytes) = self.procedure_bytes(index, SCAN_CAP);
+        let mut d = Disassembler::new(self.isa, bytes, start, true);
+        let mut text = String::new();
+        let mut instructions = Vec::new();
+        let mut strings = Vec::new();
+        let mut total = 0;
+        while let Some(insn) = d.next((total < DOSSIER_INSTRUCTIONS).then_some(&mut text)) {
+            if total < DOSSIER_INSTRUCTIONS {
+                instructions.push(self.render(&insn, &text));
+            }
+            total += 1;
+            if let Some((address, MemoryUse::Address | MemoryUse::Access | MemoryUse::Immediate)) =
+                insn.memory
+                && insn.slot.is_none()
+                && let Some((text, encoding)) = self.string_at(address)
+            {
+                strings.push(DossierString {
+                    site: insn.address,
+                    address,
+                    text,
+                    encoding: encoding.to_string(),
+                });
+            }
+        }
+        let edges = self.callees(start)?;
+        let callers = self.callers(start)?.callers;
+        let mut imports: Vec<String> = edges
+            .callees
+            .iter()
+            .filter(|e| e.kind == "import")
+            .filter_map(|e| e.name.clone())
+            .collect();
+        imports.sort();
+        imports.dedup();
+        Ok(Dossier {
+            info: ProcedureInfo {
+                address: start,
+                name: proc.name,
+                raw_name: proc.raw_name,
+                size: proc.size,
+                end,
+                section: self.section_at(start).map(|s| s.name.clone()),
+            },
+            callers,
+            callees: edges.callees,
+            unresolved: edges.unresolved,
+            strings,
+            imports,
+            instructions,
+            total_instructions: total,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::native::StringQuery;
+    use crate::providers::native::test_support::{document, fixtures, tool_output};
+
+    fn by_name<'a>(image: &'a Image, name: &str) -> &'a crate::providers::native::Procedure {
+        image
+            .procedures()
+            .iter()
+            .find(|p| p.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("{name} missing"))
+    }
+
+    /// `(address, mnemonic)` pairs from an objdump-style listing.
+    fn listing(text: &str) -> Vec<(u64, String)> {
+        text.lines()
+            .filter_map(|line| {
+                let (address, rest) = line.trim_start().split_once(':')?;
+                let address = u64::from_str_radix(address.trim(), 16).ok()?;
+                let mnemonic = rest.split('\t').nth(1)?;
+                let mnemonic = mnemonic.split_whitespace().next()?.to_string();
+                Some((address, mnemonic))
+            })
+            .collect()
+    }
+
+    fn check_listing(ours: &AssemblyPage, theirs: &[(u64, String)]) {
+        let our_addresses: Vec<u64> = ours.instructions.iter().map(|i| i.address).collect();
+        let their_addresses: Vec<u64> = theirs.iter().map(|(a, _)| *a).collect();
+        assert_eq!(our_addresses, their_addresses);
+        let same = ours
+            .instructions
+            .iter()
+            .zip(theirs)
+            .filter(|(i, (_, m))| i.text.split_whitespace().next() == Some(m.as_str()))
+            .count();
+        assert!(
+            same * 10 >= theirs.len() * 8,
+            "{same} of {} mnemonics agree",
+            theirs.len()
+        );
+    }
+
+    #[test]
+    fn x86_64_listing_agrees_with_objdump() {
+        let doc = document("/usr/lib/x86_64-linux-gnu/libc.so.6", None);
+        let image = Image::load(&doc).unwrap();
+        let malloc = by_name(&image, "malloc").clone();
+        let page = image.assembly(malloc.address, 0, 2000).unwrap();
+        assert_eq!(page.end, malloc.address + malloc.size.unwrap());
+        assert_eq!(page.total_instructions, page.instructions.len());
+        assert!(
+            page.instructions
+                .iter()
+                .all(|i| !i.text.is_empty() && !i.bytes.is_empty())
+        );
+        let Some(dump) = tool_output(
+            "objdump",
+            &[
+                "-d",
+                "-M",
+                "intel",
+                "--no-show-raw-insn",
+                &format!("--start-address={:#x}", malloc.address),
+                &format!("--stop-address={:#x}", page.end),
+                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            ],
+        ) else {
+            return;
+        };
+        check_listing(&page, &listing(&dump));
+        // Paging windows tile the listing.
+        let first = image.assembly(malloc.address, 0, 5).unwrap();
+        assert_eq!(first.instructions.len(), 5);
+        assert_eq!(first.next_offset, Some(5));
+        let second = image.assembly(malloc.address, 5, 5).unwrap();
+        assert_eq!(second.instructions[0].address, page.instructions[5].address);
+    }
+
+    #[test]
+    fn arm64_listing_agrees_with_llvm_objdump() {
+        let doc = document("fsevents/package/fsevents.node", Some("arm64"));
+        let image = Image::load(&doc).unwrap();
+        let start = by_name(&image, "_FSEStart").address;
+        let page = image.assembly(start, 0, 2000).unwrap();
+        assert!(page.total_instructions > 10);
+        assert!(
+            page.instructions
+                .iter()
+                .any(|i| i.text.starts_with("bl ") && i.target.is_some())
+        );
+        let path = fixtures().join("fsevents/package/fsevents.node");
+        let Some(dump) = tool_output(
+            "llvm-objdump-14",
+            &[
+                "-d",
+                "--arch=arm64",
+                "--no-show-raw-insn",
+                &format!("--start-address={start:#x}"),
+                &format!("--stop-address={:#x}", page.end),
+                path.to_str().unwrap(),
+            ],
+        ) else {
+            eprintln!("llvm-objdump-14 not installed; arm64 cross-check skipped");
+            return;
+        };
+        // llvm-objdump lists the whole section for a universal file; keep the procedure's range.
+        let theirs: Vec<_> = listing(&dump)
+            .into_iter()
+            .filter(|(a, _)| *a >= start && *a < page.end)
+            .collect();
+        check_listing(&page, &theirs);
+    }
+
+    fn assert_call_graph_consistent(image: &Image, limit: usize) {
+        let mut edges = 0;
+        for p in image.procedures().iter().take(limit) {
+            let callees = image.callees(p.address).unwrap();
+            for edge in callees.callees.iter().filter(|e| e.kind == "procedure") {
+                let callers = image.callers(edge.target).unwrap();
+                assert!(
+                    callers
+                        .callers
+                        .iter()
+                        .any(|c| c.procedure == p.address && c.via == edge.via),
+                    "{:#x} calls {:#x} but is not among its callers",
+                    p.address,
+                    edge.target
+                );
+                edges += 1;
+            }
+        }
+        assert!(edges > 10, "only {edges} edges checked");
+        // And the other way round: every caller lists the callee.
+        for p in image.procedures().iter().take(limit) {
+            // Callers of an import stub include calls through the import's other stubs and
+            // slots of the same name, so those are matched by name.
+            let import = image.import_at(p.address).map(|i| i.name.clone());
+            for caller in image.callers(p.address).unwrap().callers {
+                let callees = image.callees(caller.procedure).unwrap();
+                assert!(callees.callees.iter().any(|e| e.target == p.address
+                    || (e.kind == "import" && import.is_some() && e.name == import)));
+            }
+        }
+    }
+
+    #[test]
+    fn callers_and_callees_agree_on_every_binary_kind() {
+        for doc in [
+            document("fsevents/package/fsevents.node", Some("arm64")),
+            document("fsevents/package/fsevents.node", Some("x86_64")),
+            document("/usr/bin/ls", None),
+            document(
+                "node-notifier/package/vendor/snoreToast/snoretoast-x64.exe",
+                None,
+            ),
+        ] {
+            let image = Image::load(&doc).unwrap();
+            assert_call_graph_consistent(&image, 300);
+        }
+    }
+
+    #[test]
+    fn imports_are_resolved_through_stubs_plt_and_iat() {
+        let fse = Image::load(&document("fsevents/package/fsevents.node", Some("arm64"))).unwrap();
+        let start = by_name(&fse, "_FSEStart").address;
+        let edges = fse.callees(start).unwrap();
+        assert!(edges.callees.iter().any(|e| {
+            e.kind == "import"
+                && e.name.as_deref() == Some("_malloc")
+                && e.target
+                    == fse
+                        .imports()
+                        .iter()
+                        .find(|i| i.name == "_malloc" && i.kind == "stub")
+                        .unwrap()
+                        .address
+        }));
+        let stream_users = fse.procedures().iter().filter(|p| {
+            fse.callees(p.address).unwrap().callees.iter().any(|e| {
+                e.kind == "import"
+                    && e.name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("_FSEventStream"))
+            })
+        });
+        assert!(stream_users.count() > 0);
+
+        let ls = Image::load(&document("/usr/bin/ls", None)).unwrap();
+        let any_malloc = ls.procedures().iter().any(|p| {
+            ls.callees(p.address)
+                .unwrap()
+                .callees
+                .iter()
+                .any(|e| e.kind == "import" && e.name.as_deref() == Some("malloc"))
+        });
+        assert!(any_malloc);
+        let malloc_stub = ls
+            .imports()
+            .iter()
+            .find(|i| i.name == "malloc" && i.kind == "plt")
+            .unwrap();
+        assert!(!ls.callers(malloc_stub.address).unwrap().callers.is_empty());
+
+        let pe = Image::load(&document(
+            "node-notifier/package/vendor/snoreToast/snoretoast-x64.exe",
+            None,
+        ))
+        .unwrap();
+        let called = pe
+            .imports()
+            .iter()
+            .find_map(|i| {
+                let callers = pe.callers(i.address).unwrap().callers;
+                (!callers.is_empty()).then(|| (i.clone(), callers))
+            })
+            .expect("some import slot is called");
+        let (import, callers) = called;
+        let edges = pe.callees(callers[0].procedure).unwrap();
+        assert!(
+            edges
+                .callees
+                .iter()
+                .any(|e| e.kind == "import" && e.name.as_deref() == Some(import.name.as_str()))
+        );
+    }
+
+    #[test]
+    fn xrefs_find_string_users_on_x86_64_and_arm64() {
+        for (doc, needle) in [
+            (document("/usr/bin/ls", None), "--help"),
+            (
+                document("fsevents/package/fsevents.node", Some("arm64")),
+                "FSEvent",
+            ),
+            (
+                document("fsevents/package/fsevents.node", Some("x86_64")),
+                "FSEvent",
+            ),
+        ] {
+            let image = Image::load(&doc).unwrap();
+            let found = image.strings(&StringQuery::literal(needle)).unwrap();
+            let referenced = found.matches.iter().any(|m| {
+                let x = image.xrefs(m.address).unwrap();
+                x.total_code > 0
+                    && x.code
+                        .iter()
+                        .all(|c| image.procedure_starting_at(c.procedure).is_some())
+            });
+            assert!(
+                referenced,
+                "{}: no code refers to a {needle:?} string",
+                doc.name
+            );
+        }
+    }
+
+    #[test]
+    fn pe_data_pointers_are_found() {
+        let image = Image::load(&document(
+            "node-notifier/package/vendor/snoreToast/snoretoast-x64.exe",
+            None,
+        ))
+        .unwrap();
+        let with_data = image
+            .procedures()
+            .iter()
+            .take(2000)
+            .find(|p| image.xrefs(p.address).unwrap().total_data > 0);
+        let p = with_data.expect("some procedure is referenced from a table");
+        let x = image.xrefs(p.address).unwrap();
+        assert!(
+            x.data
+                .iter()
+                .all(|d| image.section_at(d.at).is_some_and(|s| !s.executable))
+        );
+    }
+
+    #[test]
+    fn dossier_summarizes_a_procedure() {
+        let image =
+            Image::load(&document("fsevents/package/fsevents.node", Some("x86_64"))).unwrap();
+        let best = image
+            .procedures()
+            .iter()
+            .map(|p| image.function_dossier(p.address).unwrap())
+            .max_by_key(|d| d.strings.len())
+            .unwrap();
+        assert!(!best.strings.is_empty());
+        assert!(best.instructions.len() <= 16);
+        assert!(best.total_instructions >= best.instructions.len());
+        let with_imports = image.procedures().iter().any(|p| {
+            !image
+                .function_dossier(p.address)
+                .unwrap()
+                .imports
+                .is_empty()
+        });
+        assert!(with_imports);
+        let json = serde_json::to_value(&best).unwrap();
+        assert!(json["info"]["address"].as_str().unwrap().starts_with("0x"));
+    }
+
+    #[test]
+    fn bad_addresses_and_unsupported_architectures_are_errors() {
+        let image = Image::load(&document("/usr/bin/ls", None)).unwrap();
+        let first = image.procedures()[0].address;
+        assert!(matches!(
+            image.assembly(first + 1, 0, 10),
+            Err(ProviderError::NoProcedure { .. })
+        ));
+        assert!(matches!(
+            image.callees(0),
+            Err(ProviderError::NoProcedure { .. })
+        ));
+        assert!(image.callers(0).unwrap().callers.is_empty());
+        let ppc = Image::load(&document(
+            "py2app/py2app/apptemplate/prebuilt/main-universal",
+            Some("ppc"),
+        ))
+        .unwrap();
+        let start = ppc.procedures()[0].address;
+        assert!(matches!(
+            ppc.assembly(start, 0, 10),
+            Err(ProviderError::UnsupportedArchitecture { .. })
+        ));
+        assert!(ppc.strings(&StringQuery::literal("")).unwrap().total > 0);
+    }
+}

@@ -45,11 +45,7 @@ pub(crate) fn fde_ranges(
     let mut cies = HashMap::new();
     let mut out = Vec::new();
     let mut entries = section.entries(&bases);
-    loop {
-        let entry = match entries.next() {
-            Ok(Some(entry)) => entry,
-            Ok(None) | Err(_) => break,
-        };
+    while let Ok(Some(entry)) = entries.next() {
         let CieOrFde::Fde(partial) = entry else {
             continue;
         };

@@ -102,7 +102,10 @@ pub(crate) fn fat_slices(head: &[u8], file_len: u64) -> Option<Vec<FatSlice>> {
         let (offset, size) = if is64 {
             (be64(head, at + 8)?, be64(head, at + 16)?)
         } else {
-            (u64::from(be32(head, at + 8)?), u64::from(be32(head, at + 12)?))
+            (
+                u64::from(be32(head, at + 8)?),
+                u64::from(be32(head, at + 12)?),
+            )
         };
         let end = offset.checked_add(size)?;
         if size == 0 || offset < table_end || end > file_len {
@@ -221,7 +224,11 @@ pub(crate) fn thin_architecture(kind: Kind, head: &[u8]) -> String {
 }
 
 /// Reads `len` bytes at `offset` of a file, or fewer when the file ends first.
-pub(crate) fn read_at_most(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_at_most(
+    path: &std::path::Path,
+    offset: u64,
+    len: usize,
+) -> std::io::Result<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(path)?;
     file.seek(SeekFrom::Start(offset))?;
@@ -244,7 +251,9 @@ mod tests {
         assert_eq!(sniff(&elf, 64), Kind::Elf);
         assert_eq!(thin_architecture(Kind::Elf, &elf), "x86_64");
         // A Java class file shares the fat magic but is not a universal binary.
-        let class = [0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 52, 0, 0x1d, 0x0a, 0, 0, 0, 0, 0];
+        let class = [
+            0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 52, 0, 0x1d, 0x0a, 0, 0, 0, 0, 0,
+        ];
         assert_eq!(sniff(&class, 4096), Kind::Raw);
         assert_eq!(sniff(b"MZ\x90\x00", 4), Kind::Raw);
     }

@@ -169,7 +169,9 @@ pub(crate) fn collect_sections(file: &object::File<'_>, len: u64) -> Vec<Section
         }
         let base = section.name().unwrap_or("").to_string();
         let name = match section.segment_name() {
-            Ok(Some(segment)) if matches!(file, object::File::MachO32(_) | object::File::MachO64(_)) => {
+            Ok(Some(segment))
+                if matches!(file, object::File::MachO32(_) | object::File::MachO64(_)) =>
+            {
                 format!("{segment},{base}")
             }
             _ => base,
@@ -254,24 +256,16 @@ impl Image {
                 code_index: OnceLock::new(),
             });
         }
-        let parsed = {
-            let file = object::File::parse(bytes.as_slice()).map_err(|e| ProviderError::Malformed {
-                document: doc.name.clone(),
-                format: kind.name().to_string(),
-                reason: e.to_string(),
-            })?;
-            let len = bytes.len() as u64;
-            let sections = collect_sections(&file, len);
-            let isa = isa_of(file.architecture());
-            let big_endian = !file.is_little_endian();
-            let pointer_size = if file.is_64() { 8 } else { 4 };
-            let imports = super::imports::collect(&file, &bytes, &sections, isa);
-            let symbols = collect_symbols(&file);
-            let (procedures, entry) =
-                super::procedures::collect(&file, &bytes, &sections, &imports, isa);
-            (sections, isa, big_endian, pointer_size, imports, symbols, procedures, entry)
-        };
-        let (sections, isa, big_endian, pointer_size, imports, symbols, procedures, entry) = parsed;
+        let Parsed {
+            sections,
+            isa,
+            big_endian,
+            pointer_size,
+            imports,
+            symbols,
+            procedures,
+            entry,
+        } = parse(doc, kind, &bytes)?;
         let import_index = imports
             .iter()
             .enumerate()
@@ -423,20 +417,57 @@ impl Image {
             .map(|(_, n)| n.as_str())
     }
 
-    /// Bytes of the section's file data, and its descriptor.
+    /// The section's bytes as present in the file (empty for zero-fill sections).
     pub(crate) fn section_bytes(&self, section: &SectionInfo) -> &[u8] {
         let Some(offset) = section.file_offset else {
             return &[];
         };
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let end = start.saturating_add(usize::try_from(section.file_size).unwrap_or(0));
-        self.bytes.get(start..end.min(self.bytes.len())).unwrap_or(&[])
+        self.bytes
+            .get(start..end.min(self.bytes.len()))
+            .unwrap_or(&[])
     }
 
     /// Path of the file behind the document (for messages).
     pub fn file(&self) -> &Path {
         &self.doc.file
     }
+}
+
+/// What parsing a document's headers yields; the image keeps it beside the bytes it came from.
+struct Parsed {
+    sections: Vec<SectionInfo>,
+    isa: Isa,
+    big_endian: bool,
+    pointer_size: u8,
+    imports: Vec<ImportEntry>,
+    symbols: Vec<(u64, String)>,
+    procedures: Vec<Procedure>,
+    entry: Option<u64>,
+}
+
+fn parse(doc: &DocumentSpec, kind: Kind, bytes: &[u8]) -> Result<Parsed, ProviderError> {
+    let file = object::File::parse(bytes).map_err(|e| ProviderError::Malformed {
+        document: doc.name.clone(),
+        format: kind.name().to_string(),
+        reason: e.to_string(),
+    })?;
+    let sections = collect_sections(&file, bytes.len() as u64);
+    let isa = isa_of(file.architecture());
+    let imports = super::imports::collect(&file, bytes, &sections, isa);
+    let symbols = collect_symbols(&file);
+    let (procedures, entry) = super::procedures::collect(&file, bytes, &sections, &imports);
+    Ok(Parsed {
+        isa,
+        big_endian: !file.is_little_endian(),
+        pointer_size: if file.is_64() { 8 } else { 4 },
+        sections,
+        imports,
+        symbols,
+        procedures,
+        entry,
+    })
 }
 
 /// Every named, defined symbol with an address (code and data), sorted and deduplicated.
@@ -454,4 +485,161 @@ fn collect_symbols(file: &object::File<'_>) -> Vec<(u64, String)> {
     out.sort();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::native::test_support::{document, fixtures};
+
+    /// Cut points: every length up to 64 bytes, then a sparse walk to the end, then the tail.
+    fn cut_points(len: usize) -> Vec<usize> {
+        let mut points: Vec<usize> = (0..64.min(len)).collect();
+        points.extend((64..4096.min(len)).step_by(61));
+        let mut at = 4096;
+        while at < len {
+            points.push(at);
+            at = at * 5 / 4 + 13;
+        }
+        points.extend(len.saturating_sub(8)..len);
+        points
+    }
+
+    fn hostile_documents() -> Vec<DocumentSpec> {
+        vec![
+            document("/usr/bin/ls", None),
+            document("fsevents/package/fsevents.node", Some("arm64")),
+            document("fsevents/package/fsevents.node", Some("x86_64")),
+            document(
+                "py2app/py2app/apptemplate/prebuilt/main-universal",
+                Some("ppc"),
+            ),
+            document(
+                "py2app/py2app/apptemplate/prebuilt/main-universal",
+                Some("x86"),
+            ),
+            document("delocate/delocate/tests/data/libam1.dylib", None),
+            document(
+                "node-notifier/package/vendor/snoreToast/snoretoast-x64.exe",
+                None,
+            ),
+            document("7zip-bin-5.2.0/package/linux/arm64/7za", None),
+        ]
+    }
+
+    /// Runs what a tool call would run on an image, so hostile input reaches every parser.
+    fn exercise(image: &Image, deep: bool) {
+        let first = image.procedures().first().map_or(0, |p| p.address);
+        let _ = image.procedure_at(first);
+        let _ = image.assembly(first, 0, 20);
+        let _ = image.callees(first);
+        if deep {
+            let _ = image.strings(&crate::providers::native::StringQuery::literal("a"));
+            let _ = image.xrefs(first);
+            let _ = image.function_dossier(first);
+        }
+    }
+
+    #[test]
+    fn truncated_documents_never_panic() {
+        for doc in hostile_documents() {
+            let bytes = read_document(&doc).unwrap();
+            for cut in cut_points(bytes.len()) {
+                if let Ok(image) = Image::from_bytes(&doc, bytes[..cut].to_vec()) {
+                    // The whole-image operations are slow in debug builds; run them on the
+                    // small documents, which reach the same parsers.
+                    exercise(&image, bytes.len() < 300_000);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flipped_header_bytes_never_panic() {
+        for doc in hostile_documents() {
+            let bytes = read_document(&doc).unwrap();
+            // Large documents take long to parse in debug builds; their headers get a
+            // sparser walk.
+            let (span, step) = if bytes.len() < 300_000 {
+                (1024, 4)
+            } else {
+                (512, 16)
+            };
+            let span = bytes.len().min(span);
+            for at in (0..span).step_by(step) {
+                let mut crafted = bytes.clone();
+                crafted[at] ^= 0xff;
+                if let Ok(image) = Image::from_bytes(&doc, crafted) {
+                    exercise(&image, false);
+                }
+            }
+            // Huge counts and offsets in aligned header words.
+            for at in (0..span.saturating_sub(4)).step_by(24) {
+                let mut crafted = bytes.clone();
+                crafted[at..at + 4].copy_from_slice(&[0xff, 0xff, 0xff, 0x7f]);
+                if let Ok(image) = Image::from_bytes(&doc, crafted) {
+                    exercise(&image, false);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_files_admit_and_list_without_panic() {
+        let source = fixtures().join("py2app/py2app/apptemplate/prebuilt/main-universal");
+        let bytes = std::fs::read(&source).unwrap();
+        let dir = std::env::temp_dir().join(format!("rea-native-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cut");
+        for cut in cut_points(bytes.len()).into_iter().step_by(3) {
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            let target = crate::providers::native::admit(&path).unwrap();
+            for doc in &target.documents {
+                let _ = crate::providers::native::procedures(doc);
+            }
+        }
+        // Crafted fat headers: every byte of the header and arch table flipped in turn.
+        for at in 0..(8 + 4 * 20) {
+            let mut crafted = bytes.clone();
+            crafted[at] ^= 0xff;
+            std::fs::write(&path, &crafted).unwrap();
+            let target = crate::providers::native::admit(&path).unwrap();
+            for doc in &target.documents {
+                let _ = crate::providers::native::procedures(doc);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn document_ranges_are_checked_against_the_file() {
+        let mut doc = document("/usr/bin/ls", None);
+        doc.size += 1;
+        assert!(matches!(
+            Image::load(&doc),
+            Err(ProviderError::OutOfFile { .. })
+        ));
+        doc.offset = u64::MAX;
+        assert!(matches!(
+            Image::load(&doc),
+            Err(ProviderError::OutOfFile { .. })
+        ));
+    }
+
+    #[test]
+    fn procedure_at_maps_inner_addresses() {
+        let image = Image::load(&document("/usr/lib/x86_64-linux-gnu/libc.so.6", None)).unwrap();
+        let malloc = image
+            .procedures()
+            .iter()
+            .find(|p| p.name.as_deref() == Some("malloc"))
+            .unwrap();
+        let inner = malloc.address + malloc.size.unwrap() / 2;
+        assert_eq!(image.procedure_at(inner).unwrap().address, malloc.address);
+        assert_eq!(
+            image.procedure_at(malloc.address).unwrap().address,
+            malloc.address
+        );
+        assert!(image.procedure_at(0).is_none());
+    }
 }

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use object::macho as mh;
 use object::read::macho::MachHeader;
-use object::read::pe::ImageNtHeaders;
 use object::read::macho::{MachOFile, Nlist, Section as _};
+use object::read::pe::ImageNtHeaders;
 use object::read::pe::PeFile;
 use object::{LittleEndian as LE, Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
 
@@ -39,7 +39,8 @@ pub(crate) fn collect(
 /// GOT slot address → imported symbol name, from the dynamic relocations.
 fn elf_slots(file: &object::File<'_>) -> HashMap<u64, String> {
     let mut slots = HashMap::new();
-    let (Some(relocations), Some(dynsym)) = (file.dynamic_relocations(), file.dynamic_symbol_table())
+    let (Some(relocations), Some(dynsym)) =
+        (file.dynamic_relocations(), file.dynamic_symbol_table())
     else {
         return slots;
     };
@@ -63,11 +64,15 @@ fn elf_slots(file: &object::File<'_>) -> HashMap<u64, String> {
 }
 
 fn i32_at(data: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_le_bytes(data.get(at..at.checked_add(4)?)?.try_into().ok()?))
+    Some(i32::from_le_bytes(
+        data.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 fn u32_at(data: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(data.get(at..at.checked_add(4)?)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        data.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 /// The GOT slot an x86 or x86-64 PLT entry jumps through, from its `jmp *slot` instruction.
@@ -225,7 +230,9 @@ fn macho_imports<Mach: MachHeader<Endian = object::Endianness>>(
         let address: u64 = raw.addr(endian).into();
         let size: u64 = raw.size(endian).into();
         let first = raw.reserved1(endian) as usize;
-        let count = usize::try_from(size / stride).unwrap_or(0).min(MAX_PER_TABLE);
+        let count = usize::try_from(size / stride)
+            .unwrap_or(0)
+            .min(MAX_PER_TABLE);
         for i in 0..count {
             let Some(entry) = first.checked_add(i).and_then(|at| indirect.get(at)) else {
                 break;

@@ -20,8 +20,8 @@ mod disasm;
 mod ehframe;
 mod format;
 mod image;
-mod pclntab;
 mod imports;
+mod pclntab;
 mod procedures;
 mod strings;
 mod symbols;
@@ -33,8 +33,14 @@ use serde::{Deserialize, Serialize};
 
 pub use address::{format_address, hex, hex_opt, parse_address};
 pub use admit::{admit, looks_like_javascript_app};
+pub use analysis::{
+    AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
+    DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
+};
 pub use image::{Image, ImportEntry, SectionInfo};
 pub use procedures::procedures;
+pub use strings::{StringMatch, StringMatches, StringQuery};
+pub(crate) use symbols::display_names;
 
 /// The provider id under which the native reader records its observations.
 pub const PROVIDER_ID: &str = "auto";
@@ -176,7 +182,9 @@ pub enum ProviderError {
         source: std::io::Error,
     },
     /// The document's byte range lies outside its file (the file changed or was cut).
-    #[error("{path}: document range {offset:#x}+{size:#x} lies outside the file ({file_size} bytes)")]
+    #[error(
+        "{path}: document range {offset:#x}+{size:#x} lies outside the file ({file_size} bytes)"
+    )]
     OutOfFile {
         /// The file.
         path: PathBuf,
@@ -235,4 +243,95 @@ pub enum ProviderError {
         /// Why it was rejected.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Field docs become the JSON schema agents read; addresses are canonical strings.
+    #[test]
+    fn result_schemas_document_fields_and_use_text_addresses() {
+        let schemas = [
+            serde_json::to_value(schemars::schema_for!(Target)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(Procedure)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(AssemblyPage)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(Dossier)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(Xrefs)).unwrap(),
+            serde_json::to_value(schemars::schema_for!(StringMatches)).unwrap(),
+        ];
+        let procedure = &schemas[1]["properties"];
+        assert_eq!(procedure["address"]["type"], "string");
+        assert!(
+            procedure["raw_name"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("stored")
+        );
+        for schema in &schemas {
+            assert!(schema.to_string().contains("description"));
+        }
+        let p = Procedure {
+            address: 0x401000,
+            name: Some("main".into()),
+            raw_name: None,
+            size: Some(16),
+        };
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["address"], "0x401000");
+        assert_eq!(serde_json::from_value::<Procedure>(json).unwrap(), p);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Helpers shared by the native provider's tests: fixture paths and external tools.
+
+    use std::path::{Path, PathBuf};
+
+    use super::{DocumentSpec, Target, admit};
+
+    /// The fixture root: `$REA_FIXTURES`, else `.fixtures` beside the manifest.
+    pub(crate) fn fixtures() -> PathBuf {
+        std::env::var("REA_FIXTURES")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
+    }
+
+    /// Admits a fixture (relative to the fixture root) or an absolute path.
+    pub(crate) fn target(path: &str) -> Target {
+        let path = if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            fixtures().join(path)
+        };
+        admit(&path).unwrap_or_else(|e| panic!("admit {}: {e}", path.display()))
+    }
+
+    /// The one document of a thin file, or the named slice of a universal one.
+    pub(crate) fn document(path: &str, arch: Option<&str>) -> DocumentSpec {
+        let target = target(path);
+        match arch {
+            None => target.documents[0].clone(),
+            Some(arch) => target
+                .documents
+                .into_iter()
+                .find(|d| d.architecture == arch)
+                .unwrap_or_else(|| panic!("{path} has no {arch} slice")),
+        }
+    }
+
+    /// Runs a tool and returns its stdout, or `None` when the tool is not installed.
+    pub(crate) fn tool_output(program: &str, args: &[&str]) -> Option<String> {
+        let output = std::process::Command::new(program)
+            .args(args)
+            .output()
+            .ok()?;
+        assert!(
+            output.status.success(),
+            "{program} {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Some(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
 }

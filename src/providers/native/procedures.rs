@@ -2,8 +2,8 @@
 //! merged to one entry per address with the best name and a stated size.
 
 use object::read::macho::MachHeader;
-use object::read::pe::ImageNtHeaders;
 use object::read::macho::MachOFile;
+use object::read::pe::ImageNtHeaders;
 use object::read::pe::PeFile;
 use object::{
     ExportTarget, LittleEndian as LE, NameOrOrdinal, Object, ObjectSection, ObjectSegment,
@@ -11,7 +11,7 @@ use object::{
 };
 
 use super::ehframe::{self, EhFrameBases};
-use super::image::{ImportEntry, Isa, SectionInfo};
+use super::image::{ImportEntry, SectionInfo};
 use super::symbols::{self, NameCandidate, NameSource};
 use super::{DocumentSpec, Image, Procedure, ProviderError, pclntab};
 
@@ -65,12 +65,15 @@ pub(crate) fn collect(
     bytes: &[u8],
     sections: &[SectionInfo],
     imports: &[ImportEntry],
-    isa: Isa,
 ) -> (Vec<Procedure>, Option<u64>) {
     let thumb = file.architecture() == object::Architecture::Arm;
     let mut starts: Vec<Start> = Vec::new();
 
-    for symbol in file.symbols().chain(file.dynamic_symbols()).take(MAX_STARTS) {
+    for symbol in file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .take(MAX_STARTS)
+    {
         if symbol.kind() != SymbolKind::Text || !symbol.is_definition() {
             continue;
         }
@@ -90,7 +93,9 @@ pub(crate) fn collect(
         starts.push(start);
     }
 
-    if let Ok(exports) = file.exports() {
+    // Mach-O exports come from the trie walker in `macho_starts`, which bounds its work.
+    let is_macho = matches!(file, object::File::MachO32(_) | object::File::MachO64(_));
+    if !is_macho && let Ok(exports) = file.exports() {
         for export in exports.take(MAX_STARTS) {
             let Ok(export) = export else { break };
             let ExportTarget::Address { address } = export.target() else {
@@ -136,7 +141,6 @@ pub(crate) fn collect(
     if let Some(e) = entry {
         starts.push(Start::bare(e));
     }
-    let _ = isa;
     starts.retain(|s| in_code(s.address));
     (merge(starts), entry)
 }
@@ -180,7 +184,32 @@ fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
     out
 }
 
+/// Adds 32-bit ARM `.ARM.exidx` entries: each starts with a 31-bit offset from the entry
+/// itself to the function it covers.
+fn arm_exidx_starts(file: &object::File<'_>, starts: &mut Vec<Start>) {
+    let Some(section) = file.section_by_name(".ARM.exidx") else {
+        return;
+    };
+    let Ok(data) = section.data() else {
+        return;
+    };
+    let big = !file.is_little_endian();
+    for (index, entry) in data.chunks_exact(8).enumerate().take(MAX_STARTS) {
+        let word: [u8; 4] = [entry[0], entry[1], entry[2], entry[3]];
+        let word = if big {
+            u32::from_be_bytes(word)
+        } else {
+            u32::from_le_bytes(word)
+        };
+        // Sign-extend the 31-bit place-relative offset.
+        let offset = i64::from(((word << 1) as i32) >> 1);
+        let place = section.address().wrapping_add(index as u64 * 8);
+        starts.push(Start::bare(place.wrapping_add_signed(offset) & !1));
+    }
+}
+
 fn elf_unwind_starts(file: &object::File<'_>, starts: &mut Vec<Start>) {
+    arm_exidx_starts(file, starts);
     let Some(section) = file.section_by_name(".eh_frame") else {
         return;
     };
@@ -228,6 +257,30 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
             entry = text.checked_add(main.entryoff.get(endian));
             continue;
         }
+        let trie = if let Ok(Some(info)) = command.dyld_info() {
+            Some((info.export_off.get(endian), info.export_size.get(endian)))
+        } else if let Ok(Some(linkedit)) = command.dyld_exports_trie() {
+            Some((linkedit.dataoff.get(endian), linkedit.datasize.get(endian)))
+        } else {
+            None
+        };
+        if let Some((offset, size)) = trie {
+            let data = file.data();
+            let start = offset as usize;
+            if let Some(trie) = start
+                .checked_add(size as usize)
+                .and_then(|end| data.get(start..end))
+            {
+                for (address, name) in exports_trie(trie, text) {
+                    starts.push(Start::named(
+                        if thumb { address & !1 } else { address },
+                        NameSource::Global,
+                        &name,
+                    ));
+                }
+            }
+            continue;
+        }
         if command.cmd() != object::macho::LC_FUNCTION_STARTS {
             continue;
         }
@@ -251,6 +304,80 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
         0 => None,
         e => Some(e),
     })
+}
+
+/// Reads a ULEB128 value at `*at`, advancing it; `None` past the end or beyond 64 bits.
+fn uleb(data: &[u8], at: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let byte = *data.get(*at)?;
+        *at += 1;
+        if shift >= 64 {
+            return None;
+        }
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+        shift += 7;
+    }
+}
+
+/// Walks a Mach-O exports trie and returns `(address, name)` of its regular exports. Each node
+/// is visited at most once, so a crafted trie whose edges share or loop back to nodes costs
+/// time linear in its size rather than exponential.
+fn exports_trie(trie: &[u8], image_base: u64) -> Vec<(u64, String)> {
+    const KIND_MASK: u64 = 0x3;
+    const KIND_REGULAR: u64 = 0;
+    const REEXPORT: u64 = 0x8;
+    let mut out = Vec::new();
+    let mut visited = std::collections::HashSet::new();
+    let mut stack: Vec<(usize, Vec<u8>)> = vec![(0, Vec::new())];
+    while let Some((node, name)) = stack.pop() {
+        if !visited.insert(node) || out.len() >= MAX_STARTS {
+            continue;
+        }
+        let mut at = node;
+        let Some(terminal) = uleb(trie, &mut at) else {
+            continue;
+        };
+        let children_at = usize::try_from(terminal)
+            .ok()
+            .and_then(|t| at.checked_add(t));
+        if terminal > 0 {
+            let mut t = at;
+            if let Some(flags) = uleb(trie, &mut t)
+                && flags & REEXPORT == 0
+                && flags & KIND_MASK == KIND_REGULAR
+                && let Some(offset) = uleb(trie, &mut t)
+            {
+                out.push((
+                    image_base.wrapping_add(offset),
+                    String::from_utf8_lossy(&name).into_owned(),
+                ));
+            }
+        }
+        let Some(mut at) = children_at else { continue };
+        let Some(&count) = trie.get(at) else { continue };
+        at += 1;
+        for _ in 0..count {
+            let Some(len) = trie.get(at..).and_then(|rest| memchr::memchr(0, rest)) else {
+                break;
+            };
+            let edge = &trie[at..at + len];
+            at += len + 1;
+            let Some(child) = uleb(trie, &mut at).and_then(|c| usize::try_from(c).ok()) else {
+                break;
+            };
+            if child < trie.len() && !visited.contains(&child) {
+                let mut child_name = name.clone();
+                child_name.extend_from_slice(edge);
+                stack.push((child, child_name));
+            }
+        }
+    }
+    out
 }
 
 /// Adds `.pdata` function table entries: x64 `RUNTIME_FUNCTION` (begin, end, unwind) and ARM64
@@ -335,14 +462,11 @@ fn go_starts(
         if !go_marker {
             return;
         }
-        sections
-            .iter()
-            .filter(|s| !s.executable)
-            .find_map(|s| {
-                let offset = usize::try_from(s.file_offset?).ok()?;
-                let end = offset.checked_add(usize::try_from(s.file_size).ok()?)?;
-                pclntab::search(bytes.get(offset..end)?, text_start)
-            })
+        sections.iter().filter(|s| !s.executable).find_map(|s| {
+            let offset = usize::try_from(s.file_offset?).ok()?;
+            let end = offset.checked_add(usize::try_from(s.file_size).ok()?)?;
+            pclntab::search(bytes.get(offset..end)?, text_start)
+        })
     };
     for func in funcs.unwrap_or_default().into_iter().take(MAX_STARTS) {
         let mut start = Start::named(func.entry, NameSource::GoPclntab, &func.name);
@@ -350,5 +474,331 @@ fn go_starts(
             start.size = Some((SizeSource::GoTable, end - func.entry));
         }
         starts.push(start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::providers::native::test_support::{document, target, tool_output};
+
+    fn hex_field(text: &str) -> u64 {
+        u64::from_str_radix(text.trim_start_matches("0x"), 16).unwrap()
+    }
+
+    fn assert_inside_code(image: &Image) {
+        for p in image.procedures() {
+            let section = image.section_at(p.address).unwrap();
+            assert!(section.executable, "{:#x} in {}", p.address, section.name);
+        }
+        let addresses: Vec<u64> = image.procedures().iter().map(|p| p.address).collect();
+        assert!(
+            addresses.windows(2).all(|w| w[0] < w[1]),
+            "sorted and unique"
+        );
+    }
+
+    #[test]
+    fn stripped_ls_is_unwind_starts_symbols_entry_and_plt() {
+        let doc = document("/usr/bin/ls", None);
+        let image = Image::load(&doc).unwrap();
+        assert_inside_code(&image);
+        let Some(frames) = tool_output("readelf", &["--debug-dump=frames", "/usr/bin/ls"]) else {
+            return;
+        };
+        let mut expected: BTreeSet<u64> = frames
+            .lines()
+            .filter(|l| l.contains(" FDE "))
+            .filter_map(|l| l.split("pc=").nth(1))
+            .map(|range| hex_field(range.split("..").next().unwrap()))
+            .collect();
+        let dynsyms = tool_output("readelf", &["--dyn-syms", "-W", "/usr/bin/ls"]).unwrap();
+        for line in dynsyms.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() >= 8 && fields[3] == "FUNC" && fields[6] != "UND" {
+                expected.insert(hex_field(fields[1]));
+            }
+        }
+        let header = tool_output("readelf", &["-h", "/usr/bin/ls"]).unwrap();
+        let entry = header
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Entry point address:"))
+            .map(|v| hex_field(v.trim()))
+            .unwrap();
+        expected.insert(entry);
+        let plt = tool_output(
+            "objdump",
+            &[
+                "-d",
+                "-j",
+                ".plt",
+                "-j",
+                ".plt.sec",
+                "-j",
+                ".plt.got",
+                "/usr/bin/ls",
+            ],
+        )
+        .unwrap();
+        let mut plt_names = BTreeMap::new();
+        for line in plt.lines().filter(|l| l.ends_with("@plt>:")) {
+            let (address, rest) = line.split_once(' ').unwrap();
+            let name = rest.trim_start_matches('<').trim_end_matches(">:");
+            plt_names.insert(hex_field(address), name.to_string());
+            expected.insert(hex_field(address));
+        }
+        assert!(plt_names.len() > 50, "ls imports many functions");
+        let ours: BTreeSet<u64> = image.procedures().iter().map(|p| p.address).collect();
+        assert_eq!(ours, expected);
+        assert_eq!(image.entry(), Some(entry));
+        for (address, name) in plt_names {
+            let p = image.procedure_starting_at(address).unwrap();
+            assert_eq!(p.name.as_deref(), Some(name.as_str()));
+        }
+    }
+
+    #[test]
+    fn exports_trie_walk_is_linear_on_shared_nodes() {
+        // Root: no terminal, one child "_a" at node 5; node 5: terminal (flags 0, offset 0x10),
+        // then two children that both point back to node 5 under different edges.
+        let trie = [
+            0x00, 0x01, b'_', b'a', 0x00, 0x05, // root (offsets 0..=5), child at 5? see below
+        ];
+        assert_eq!(exports_trie(&trie, 0x1000), Vec::<(u64, String)>::new());
+        let mut trie = vec![0x00, 0x01, b'_', b'a', 0x00, 0x06];
+        trie.extend_from_slice(&[0x02, 0x00, 0x10, 0x02, b'b', 0x00, 0x06, b'c', 0x00, 0x06]);
+        assert_eq!(exports_trie(&trie, 0x1000), [(0x1010, "_a".to_string())]);
+        // Every cut of it is harmless.
+        for cut in 0..trie.len() {
+            let _ = exports_trie(&trie[..cut], 0);
+        }
+    }
+
+    #[test]
+    fn arm32_exception_index_gives_function_starts() {
+        let path = crate::providers::native::test_support::fixtures()
+            .join("7zip-bin-5.2.0/package/linux/arm/7za");
+        let doc = document(path.to_str().unwrap(), None);
+        let image = Image::load(&doc).unwrap();
+        assert_inside_code(&image);
+        assert!(
+            image.procedures().len() > 1000,
+            "{}",
+            image.procedures().len()
+        );
+        let Some(unwind) = tool_output("readelf", &["-u", path.to_str().unwrap()]) else {
+            return;
+        };
+        let listed: BTreeSet<u64> = unwind
+            .lines()
+            .filter_map(|l| l.strip_prefix("0x")?.split(':').next())
+            .map(hex_field)
+            .collect();
+        assert!(listed.len() > 1000);
+        for address in listed {
+            assert!(
+                image.procedure_starting_at(address).is_some(),
+                "{address:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn libc_exports_have_names_and_sizes() {
+        let doc = document("/usr/lib/x86_64-linux-gnu/libc.so.6", None);
+        let image = Image::load(&doc).unwrap();
+        assert_inside_code(&image);
+        let by_name = |name: &str| {
+            image
+                .procedures()
+                .iter()
+                .find(|p| p.name.as_deref() == Some(name))
+                .cloned()
+                .unwrap_or_else(|| panic!("{name} missing"))
+        };
+        for name in ["malloc", "free", "printf", "fopen"] {
+            let p = by_name(name);
+            assert!(p.size.is_some_and(|s| s > 0), "{name} has a size");
+        }
+        // Agreement with objdump on every dynamic function symbol both see.
+        let Some(dump) = tool_output("objdump", &["-T", "/usr/lib/x86_64-linux-gnu/libc.so.6"])
+        else {
+            return;
+        };
+        let mut checked = 0;
+        for line in dump.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 6 || !line.contains(" DF ") || fields.contains(&"*UND*") {
+                continue;
+            }
+            let address = hex_field(fields[0]);
+            let p = image
+                .procedure_starting_at(address)
+                .unwrap_or_else(|| panic!("objdump function at {address:#x} missing: {line}"));
+            assert!(p.name.is_some());
+            checked += 1;
+        }
+        assert!(checked > 1000);
+    }
+
+    #[test]
+    fn test_binary_symbols_agree_with_objdump_syms() {
+        // The test executable itself is an unstripped ELF full of mangled Rust names.
+        let exe = std::env::current_exe().unwrap();
+        let target = crate::providers::native::admit(&exe).unwrap();
+        let image = Image::load(&target.documents[0]).unwrap();
+        assert_inside_code(&image);
+        let Some(dump) = tool_output("objdump", &["--syms", exe.to_str().unwrap()]) else {
+            return;
+        };
+        let mut checked = 0;
+        for line in dump.lines() {
+            // `address flags section size name`, where the flags column holds `F` for functions.
+            let Some((address, rest)) = line.split_once(' ') else {
+                continue;
+            };
+            if rest.len() < 8 || &rest[6..7] != "F" {
+                continue;
+            }
+            let fields: Vec<&str> = rest[7..].split_whitespace().collect();
+            if fields.len() < 3 || fields[0] == "*UND*" {
+                continue;
+            }
+            let address = hex_field(address);
+            let size = hex_field(fields[1]);
+            let raw = fields[fields.len() - 1];
+            let p = image
+                .procedure_starting_at(address)
+                .unwrap_or_else(|| panic!("objdump function at {address:#x} missing: {line}"));
+            assert!(p.name.is_some());
+            if p.raw_name.as_deref() == Some(raw) || p.name.as_deref() == Some(raw) {
+                assert!(size == 0 || p.size == Some(size), "size of {raw}");
+            }
+            checked += 1;
+        }
+        assert!(checked > 1000, "checked {checked}");
+        let demangled = image
+            .procedures()
+            .iter()
+            .filter(|p| p.raw_name.as_deref().is_some_and(|r| r.starts_with("_ZN")))
+            .count();
+        assert!(demangled > 1000, "Rust names are demangled");
+    }
+
+    #[test]
+    fn fsevents_slices_have_named_function_starts() {
+        let target = target("fsevents/package/fsevents.node");
+        assert_eq!(target.documents.len(), 2);
+        for doc in &target.documents {
+            let image = Image::load(doc).unwrap();
+            assert_inside_code(&image);
+            let procs = image.procedures();
+            assert!(
+                (80..=100).contains(&procs.len()),
+                "{}: {}",
+                doc.name,
+                procs.len()
+            );
+            assert!(procs.iter().all(|p| p.name.is_some()));
+            assert!(procs.iter().any(|p| p.name.as_deref() == Some("_FSEStart")));
+            assert!(image.imports().iter().any(|i| i.kind == "stub"));
+        }
+    }
+
+    #[test]
+    fn macho_addresses_agree_with_llvm_objdump() {
+        let path = crate::providers::native::test_support::fixtures()
+            .join("fsevents/package/fsevents.node");
+        for (arch, name) in [("arm64", "arm64"), ("x86_64", "x86_64")] {
+            let Some(dump) = tool_output(
+                "llvm-objdump-14",
+                &["--syms", &format!("--arch={name}"), path.to_str().unwrap()],
+            ) else {
+                eprintln!("llvm-objdump-14 not installed; Mach-O cross-check skipped");
+                return;
+            };
+            let doc = document("fsevents/package/fsevents.node", Some(arch));
+            let image = Image::load(&doc).unwrap();
+            let mut checked = 0;
+            for line in dump.lines().filter(|l| l.contains(" F __TEXT,__text ")) {
+                let (address, _) = line.split_once(' ').unwrap();
+                let raw = line.rsplit(' ').next().unwrap();
+                let p = image.procedure_starting_at(hex_field(address)).unwrap();
+                assert_eq!(p.raw_name.as_deref().or(p.name.as_deref()), Some(raw));
+                checked += 1;
+            }
+            assert!(checked > 50, "{arch}: {checked}");
+        }
+    }
+
+    #[test]
+    fn pe_pdata_gives_thousands_of_starts() {
+        let doc = document(
+            "node-notifier/package/vendor/snoreToast/snoretoast-x64.exe",
+            None,
+        );
+        let image = Image::load(&doc).unwrap();
+        assert_inside_code(&image);
+        let procs = image.procedures();
+        assert!((3500..=4200).contains(&procs.len()), "{}", procs.len());
+        assert!(procs.iter().filter(|p| p.size.is_some()).count() > 3000);
+        assert!(
+            image
+                .entry()
+                .is_some_and(|e| image.procedure_starting_at(e).is_some())
+        );
+        assert!(
+            image
+                .imports()
+                .iter()
+                .any(|i| i.kind == "iat" && i.library.is_some())
+        );
+    }
+
+    #[test]
+    fn go_pclntab_names_a_stripped_go_binary() {
+        let doc = document("esbuild-darwin-arm64/package/bin/esbuild", None);
+        let image = Image::load(&doc).unwrap();
+        assert_inside_code(&image);
+        let procs = image.procedures();
+        assert!(procs.len() > 5000, "{}", procs.len());
+        for name in ["main.main", "runtime.main"] {
+            assert!(
+                procs.iter().any(|p| p.name.as_deref() == Some(name)),
+                "{name}"
+            );
+        }
+        assert!(procs.iter().filter(|p| p.name.is_some()).count() > 5000);
+    }
+
+    #[test]
+    fn four_slice_universal_lists_every_slice_without_panic() {
+        let target = target("py2app/py2app/apptemplate/prebuilt/main-universal");
+        assert_eq!(target.documents.len(), 4);
+        for doc in &target.documents {
+            let procs = procedures(doc).unwrap();
+            assert!(!procs.is_empty(), "{}", doc.name);
+        }
+    }
+
+    #[test]
+    fn delocate_test_data_never_fails_to_list() {
+        let dir =
+            crate::providers::native::test_support::fixtures().join("delocate/delocate/tests/data");
+        let mut macho_docs = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let target = crate::providers::native::admit(&path).unwrap();
+            for doc in &target.documents {
+                let result = procedures(doc);
+                if doc.format == "macho" {
+                    macho_docs += 1;
+                    assert!(result.is_ok(), "{}: {result:?}", doc.name);
+                }
+            }
+        }
+        assert!(macho_docs > 20);
     }
 }

@@ -49,14 +49,20 @@ pub(crate) fn demangle(raw: &str) -> Option<String> {
         Some(at) if at > 0 => (&raw[..at], &raw[at..]),
         _ => (raw, ""),
     };
-    if !(base.starts_with("_Z") || base.starts_with("__Z") || base.starts_with("_R") || base.starts_with("__R"))
+    if !(base.starts_with("_Z")
+        || base.starts_with("__Z")
+        || base.starts_with("_R")
+        || base.starts_with("__R"))
     {
         return None;
     }
     if let Ok(rust) = rustc_demangle::try_demangle(base) {
         return Some(format!("{rust:#}{suffix}"));
     }
-    let itanium = base.strip_prefix('_').filter(|b| b.starts_with("_Z")).unwrap_or(base);
+    let itanium = base
+        .strip_prefix('_')
+        .filter(|b| b.starts_with("_Z"))
+        .unwrap_or(base);
     if !itanium.starts_with("_Z") {
         return None;
     }
@@ -92,7 +98,10 @@ mod tests {
             demangle("_ZN4core3fmt5write17h0123456789abcdefE").as_deref(),
             Some("core::fmt::write")
         );
-        assert_eq!(demangle("_Znwm@plt").as_deref(), Some("operator new(unsigned long)@plt"));
+        assert_eq!(
+            demangle("_Znwm@plt").as_deref(),
+            Some("operator new(unsigned long)@plt")
+        );
         assert_eq!(demangle("malloc"), None);
         assert_eq!(demangle("_Z"), None);
         assert_eq!(demangle("_ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ"), None);

@@ -1,0 +1,9 @@
+//! Integration tests: the real server driven by an in-process rmcp client over
+//! `tokio::io::duplex`, the store through its public API, and the built binary over stdio.
+
+mod common;
+mod completion;
+mod crash;
+mod prompts;
+mod store;
+mod tools;

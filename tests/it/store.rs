@@ -1,0 +1,264 @@
+//! The session store through its public API: ledger rows, completion queries, lifecycle.
+
+use std::sync::Arc;
+
+use rea::completion::{Family, complete};
+use rea::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp};
+use rea::ids::EvidenceId;
+use rea::session::{self, Session, SessionError};
+use rea::store::{NewDocument, NewProcedure, NewTarget, ProcedureScope, Store, StoreError};
+use serde_json::json;
+
+fn record(op: &str, n: u64) -> EvidenceRecord {
+    EvidenceRecord {
+        subject: None,
+        provider: ProviderStamp::builtin(),
+        operation: op.into(),
+        parameters: json!({ "n": n }),
+        result: json!({ "value": n * 7 }),
+        confidence: Confidence::Observed,
+        authority: Authority::ShippedArtifact,
+        limitations: vec![],
+        locations: vec![],
+        links: vec![],
+    }
+}
+
+fn store() -> (tempfile::TempDir, Arc<Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("s.db")).unwrap();
+    (dir, s)
+}
+
+#[test]
+fn identical_records_keep_one_row_and_links_must_exist() {
+    let (_d, s) = store();
+    let a = s.record_blocking(record("x", 1)).unwrap();
+    let b = s.record_blocking(record("x", 1)).unwrap();
+    assert_eq!(a.id, b.id);
+    assert!(a.new && !b.new);
+    assert_eq!(a.seq, b.seq);
+    let mut linked = record("y", 2);
+    linked.links = vec![EvidenceId::parse(&format!("ev_{}", "a".repeat(64))).unwrap()];
+    let e = s.record_blocking(linked.clone()).unwrap_err();
+    assert!(matches!(e, StoreError::EvidenceNotInLedger { .. }), "{e}");
+    linked.links = vec![a.id.clone()];
+    let c = s.record_blocking(linked).unwrap();
+    assert_eq!(s.evidence(&c.id).unwrap().unwrap().record.links, vec![a.id]);
+    assert_eq!(s.list_evidence(&Default::default()).unwrap().1, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_are_group_committed_and_all_acknowledged() {
+    let (_d, s) = store();
+    let mut tasks = vec![];
+    for i in 0..2000u64 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move { s.record(record("concurrent", i)).await.unwrap().id }));
+    }
+    let mut ids = vec![];
+    for t in tasks {
+        ids.push(t.await.unwrap());
+    }
+    for id in &ids {
+        assert!(s.has_evidence(id).unwrap());
+    }
+    assert_eq!(s.list_evidence(&Default::default()).unwrap().1, 2000);
+    assert_eq!(s.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn a_failing_write_rolls_back_alone() {
+    let (_d, s) = store();
+    let ok = s.record_blocking(record("a", 1)).unwrap();
+    let failed = s.write_blocking(|conn| {
+        conn.execute("insert into meta (name, value) values ('half', 'written')", [])?;
+        Err::<(), _>(StoreError::InvalidResolution("refused".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(s.meta("half").unwrap(), None, "the failed write left nothing");
+    assert!(s.has_evidence(&ok.id).unwrap());
+}
+
+fn target(name: &str, docs: &[(&str, &[(u64, Option<&str>)])]) -> NewTarget {
+    NewTarget {
+        path: format!("/t/{name}"),
+        name: name.into(),
+        sha256: rea::ids::sha256_hex(name.as_bytes()),
+        format: "elf".into(),
+        architecture: "x86_64".into(),
+        documents: docs
+            .iter()
+            .map(|(d, procs)| NewDocument {
+                name: d.to_string(),
+                format: "elf".into(),
+                architecture: "x86_64".into(),
+                role: "slice".into(),
+                file: format!("/t/{name}"),
+                file_offset: 0,
+                file_size: 1,
+                procedures: procs
+                    .iter()
+                    .map(|(a, n)| NewProcedure { address: *a, name: n.map(str::to_owned), raw_name: None, size: None })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn procedure_names_must_identify_one_address_in_the_scope() {
+    let (_d, s) = store();
+    s.open_target_blocking(target(
+        "t",
+        &[
+            ("arm64", &[(0x10, Some("main")), (0x20, Some("dup")), (0x30, Some("dup")), (0x40, Some("Straße"))]),
+            ("x86_64", &[(0x10, Some("main")), (0x50, Some("main")), (0x60, Some("only_x86"))]),
+        ],
+    ))
+    .unwrap();
+    let values = |scope, typed: &str| s.complete_procedures(scope, typed, 100).unwrap().values;
+    // arm64 alone: main is unique, dup names two addresses.
+    assert_eq!(values(ProcedureScope::Document("arm64"), "m"), ["main"]);
+    assert!(values(ProcedureScope::Document("arm64"), "d").is_empty());
+    // x86_64: main names 0x10 and 0x50.
+    assert!(values(ProcedureScope::Document("x86_64"), "m").is_empty());
+    // The whole target: main names 0x10 and 0x50; only_x86 is unique; addresses are deduplicated.
+    assert!(values(ProcedureScope::Target, "main").is_empty());
+    assert_eq!(values(ProcedureScope::Target, "ONLY"), ["only_x86"]);
+    let all = s.complete_procedures(ProcedureScope::Target, "0x", 100).unwrap();
+    assert_eq!(all.values, ["0x10", "0x20", "0x30", "0x40", "0x50", "0x60"]);
+    assert_eq!(all.total, 6);
+    // Normalized match: typed SS finds Straße.
+    assert_eq!(values(ProcedureScope::Document("arm64"), "STRASS"), ["Straße"]);
+}
+
+#[test]
+fn totals_are_exact_and_values_are_the_first_in_code_point_order() {
+    let (_d, s) = store();
+    let mut naive = vec![];
+    for i in 0..3000u64 {
+        let o = s.record_blocking(record("bulk", i)).unwrap();
+        naive.push(o.id.to_string());
+    }
+    naive.sort();
+    for prefix in ["", "ev_", "ev_a", "ev_ab", "EV_F0", "ev_0", "ev_zz"] {
+        let key = prefix.to_ascii_lowercase();
+        let expected: Vec<&String> = naive.iter().filter(|id| id.starts_with(&key)).collect();
+        let page = s.complete_evidence(prefix, 100).unwrap();
+        assert_eq!(page.total, expected.len() as u64, "total for {prefix:?}");
+        assert_eq!(page.values.len(), expected.len().min(100));
+        assert!(page.values.iter().zip(&expected).all(|(a, b)| a == *b), "order for {prefix:?}");
+        assert_eq!(page.has_more, expected.len() > 100);
+    }
+}
+
+#[test]
+fn hot_completion_statements_are_never_re_prepared() {
+    let (_d, s) = store();
+    s.open_target_blocking(target("t", &[("d", &[(0x10, Some("f"))])])).unwrap();
+    let before = s.completion_reprepares();
+    for i in 0..200u64 {
+        s.record_blocking(record("w", i)).unwrap();
+        for f in Family::ALL {
+            complete(Some(&s), f, "e", None, 100);
+        }
+        complete(Some(&s), Family::Procedure, "0x", Some("d"), 100);
+    }
+    assert_eq!(s.completion_reprepares(), before, "a cached completion statement was re-prepared");
+}
+
+#[test]
+fn process_capture_completion_offers_only_validated_captures() {
+    let (_d, s) = store();
+    // Evidence that claims the operation but was never validated as a capture is not offered.
+    let bogus = s.record_blocking(record("capture_process_scenario", 1)).unwrap();
+    assert_eq!(s.complete_process_captures("", 100).unwrap().total, 0);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let good = rt.block_on(s.mark_process_capture(record("capture_process_scenario", 2))).unwrap();
+    let page = s.complete_process_captures("", 100).unwrap();
+    assert_eq!(page.values, [good.id.to_string()]);
+    assert!(!page.values.contains(&bogus.id.to_string()));
+}
+
+#[test]
+fn keys_written_by_another_algorithm_are_recomputed_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let s = Store::open(&path).unwrap();
+    s.open_target_blocking(target("t", &[("Doc", &[(0x10, Some("Größe"))])])).unwrap();
+    s.close();
+    drop(s);
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("update meta set value = 'old' where name = 'key_algorithm'", []).unwrap();
+    raw.execute("update documents set key = 'garbage'", []).unwrap();
+    raw.execute("update procedure_completions set key = 'garbage' where value = 'Größe'", []).unwrap();
+    drop(raw);
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.complete_documents("doc", 10).unwrap().values, ["Doc"]);
+    assert_eq!(s.complete_procedures(ProcedureScope::Target, "GRÖSS", 10).unwrap().values, ["Größe"]);
+    assert_eq!(s.meta("key_algorithm").unwrap().as_deref(), Some(rea::completion::key::KEY_ALGORITHM));
+}
+
+#[test]
+fn a_database_of_another_application_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.pragma_update(None, "application_id", 1234).unwrap();
+    c.execute("create table t (x)", []).unwrap();
+    drop(c);
+    let e = Store::open(&path).unwrap_err();
+    assert!(matches!(e, StoreError::NotASessionDatabase { found: 1234, .. }), "{e}");
+}
+
+#[test]
+fn a_live_session_is_locked_and_a_dead_one_resumes() {
+    let state = tempfile::tempdir().unwrap();
+    let s = Session::create(state.path()).unwrap();
+    let id = s.id().to_owned();
+    let o = s.store().record_blocking(record("kept", 1)).unwrap();
+    let listed = session::list(state.path()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].live);
+    assert!(matches!(Session::resume(state.path(), &id), Err(SessionError::InUse { .. })));
+    drop(s); // the owning process "goes away": its lock is released, its files stay
+    let listed = session::list(state.path()).unwrap();
+    assert!(!listed[0].live);
+    let resumed = Session::resume(state.path(), &id).unwrap();
+    assert!(resumed.store().has_evidence(&o.id).unwrap());
+    let dir = resumed.dir().to_owned();
+    resumed.close().unwrap();
+    assert!(!dir.exists());
+    assert!(session::list(state.path()).unwrap().is_empty());
+    assert!(matches!(Session::resume(state.path(), "ses_0000"), Err(SessionError::NotFound { .. })));
+    assert!(matches!(Session::resume(state.path(), "../etc"), Err(SessionError::BadId { .. })));
+}
+
+#[test]
+fn export_writes_a_consistent_copy_and_never_overwrites_unless_told() {
+    let (dir, s) = store();
+    s.record_blocking(record("x", 1)).unwrap();
+    let dest = dir.path().join("export.db");
+    s.export(&dest, false).unwrap();
+    assert!(matches!(s.export(&dest, false), Err(StoreError::ExportExists { .. })));
+    s.record_blocking(record("x", 2)).unwrap();
+    s.export(&dest, true).unwrap();
+    let copy = Store::open(&dest).unwrap();
+    assert_eq!(copy.list_evidence(&Default::default()).unwrap().1, 2);
+    assert_eq!(copy.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn schema_reads_as_documentation() {
+    let sql = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/V1__init.sql")).unwrap();
+    let lines: Vec<&str> = sql.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("create table") || line.starts_with("create index") || line.starts_with("create unique index") {
+            assert!(i > 0 && lines[i - 1].starts_with("--"), "no comment above: {line}");
+        }
+        if line.starts_with(") ") || *line == ");" {
+            assert!(line.contains("strict"), "table not STRICT near line {i}");
+        }
+    }
+}
