@@ -156,13 +156,22 @@ impl Address {
     /// Parses `0x1F`, `0x1f` or bare hex `1f`.
     pub fn parse(text: &str) -> Result<Self, IdError> {
         let t = text.trim();
-        let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+        let digits = t
+            .strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .unwrap_or(t);
         if digits.is_empty() || digits.len() > 16 {
-            return Err(IdError { text: text.to_owned(), expected: "a hex address such as 0x1f00" });
+            return Err(IdError {
+                text: text.to_owned(),
+                expected: "a hex address such as 0x1f00",
+            });
         }
         u64::from_str_radix(digits, 16)
             .map(Address)
-            .map_err(|_| IdError { text: text.to_owned(), expected: "a hex address such as 0x1f00" })
+            .map_err(|_| IdError {
+                text: text.to_owned(),
+                expected: "a hex address such as 0x1f00",
+            })
     }
 }
 

@@ -9,10 +9,14 @@
 //! - [`session`]: a binary session's directory, lock, resume, export and close.
 //! - [`completion`]: the match key and the eight completion families over the live session.
 //! - [`prompts`]: the six guided workflows, operator prompt files, and rendering.
+//! - [`analyzers`]: artifact inventories and comparisons, JavaScript/Electron analysis with the
+//!   asar reader, and bounded process capture.
 //! - [`providers`]: the built-in native reader (`auto`) and deep analyzer candidates.
 //! - [`tools`]: the MCP tools, one file per family (edge: knows rmcp).
 //! - [`cli`]: the command line over the same library.
 //! - [`server`]: the rmcp handler: prompts, completion, tools, list-changed delivery (edge).
+pub mod analyzers;
+pub mod cli;
 pub mod completion;
 pub mod evidence;
 pub mod ids;
@@ -21,5 +25,4 @@ pub mod providers;
 pub mod server;
 pub mod session;
 pub mod store;
-pub mod cli;
 pub mod tools;

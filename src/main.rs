@@ -10,7 +10,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("REA_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("REA_LOG")
+                .unwrap_or_else(|_| "warn".into()),
         )
         .init();
     match rea::cli::run(cli) {

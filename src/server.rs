@@ -11,10 +11,10 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, ProtocolVersion, Reference, ResultType, Role, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion, Reference,
+    ResultType, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -39,11 +39,17 @@ impl Settings {
     /// Settings from the environment, with an optional explicit state directory.
     pub fn from_env(state_dir: Option<&Path>) -> Settings {
         let roots = std::env::var_os("REA_ALLOWED_ROOTS")
-            .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+            .map(|v| {
+                std::env::split_paths(&v)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         Settings {
             state_dir: crate::session::state_dir(state_dir),
-            config_dir: std::env::var_os("REA_CONFIG_DIR").filter(|v| !v.is_empty()).map(PathBuf::from),
+            config_dir: std::env::var_os("REA_CONFIG_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
             allowed_roots: roots,
         }
     }
@@ -55,7 +61,8 @@ impl Settings {
 
     /// Canonicalizes `path` (resolving symlinks and `..`) and checks it against the allowed roots.
     pub fn check_path(&self, path: &Path) -> Result<PathBuf, String> {
-        let canonical = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let canonical =
+            std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
         self.check_canonical(&canonical)?;
         Ok(canonical)
     }
@@ -63,12 +70,15 @@ impl Settings {
     /// Checks a path that may not exist yet (an export destination): its parent must resolve
     /// inside the allowed roots.
     pub fn check_new_path(&self, path: &Path) -> Result<PathBuf, String> {
-        let name = path.file_name().ok_or_else(|| format!("{} names no file", path.display()))?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| format!("{} names no file", path.display()))?;
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let parent = std::fs::canonicalize(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let parent =
+            std::fs::canonicalize(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         let full = parent.join(name);
         self.check_canonical(&full)?;
         Ok(full)
@@ -79,12 +89,17 @@ impl Settings {
             return Ok(());
         }
         let inside = self.allowed_roots.iter().any(|root| {
-            std::fs::canonicalize(root).map(|r| canonical.starts_with(r)).unwrap_or(false)
+            std::fs::canonicalize(root)
+                .map(|r| canonical.starts_with(r))
+                .unwrap_or(false)
         });
         if inside {
             Ok(())
         } else {
-            Err(format!("{} is outside the allowed roots set by the operator (REA_ALLOWED_ROOTS)", canonical.display()))
+            Err(format!(
+                "{} is outside the allowed roots set by the operator (REA_ALLOWED_ROOTS)",
+                canonical.display()
+            ))
         }
     }
 }
@@ -107,6 +122,8 @@ pub struct Shared {
     pub catalog: RwLock<Catalog>,
     /// Catalog changes, fanned out to every connection.
     pub changes: broadcast::Sender<Change>,
+    /// The process-capture policy from `$REA_CONFIG_DIR/rea.toml`; disabled when absent.
+    policy: RwLock<crate::analyzers::capture::Policy>,
 }
 
 impl Shared {
@@ -116,16 +133,55 @@ impl Shared {
             settings,
             catalog: RwLock::new(Catalog::default()),
             changes: broadcast::channel(64).0,
+            policy: RwLock::new(crate::analyzers::capture::Policy::default()),
         });
-        shared.reload_prompts();
+        shared.reload_config();
         shared
+    }
+
+    /// Re-reads the capture policy and the prompt files. When capture is switched on or off, the
+    /// tool catalog and the prompts that draw on it change, and clients are told.
+    pub fn reload_config(&self) {
+        if let Some(dir) = &self.settings.config_dir {
+            match crate::analyzers::capture::load_policy(dir) {
+                Ok(policy) => {
+                    let mut current = self.policy.write().unwrap_or_else(|p| p.into_inner());
+                    let toggled = current.enabled != policy.enabled;
+                    *current = policy;
+                    drop(current);
+                    if toggled {
+                        tracing::info!("process capture policy changed");
+                        let _ = self.changes.send(Change::Tools);
+                        let _ = self.changes.send(Change::Prompts);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "capture policy refused; keeping the previous one")
+                }
+            }
+        }
+        self.reload_prompts();
+    }
+
+    /// The capture policy in force.
+    pub fn policy(&self) -> crate::analyzers::capture::Policy {
+        self.policy
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Re-reads the operator's prompt files; announces a change when the offered prompts differ.
     pub fn reload_prompts(&self) -> bool {
-        let Some(dir) = self.settings.prompts_dir() else { return false };
+        let Some(dir) = self.settings.prompts_dir() else {
+            return false;
+        };
         let known = all_tool_names();
-        let changed = self.catalog.write().unwrap_or_else(|p| p.into_inner()).reload(&dir, &known);
+        let changed = self
+            .catalog
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .reload(&dir, &known);
         if changed {
             tracing::info!(dir = %dir.display(), "prompt catalog changed");
             let _ = self.changes.send(Change::Prompts);
@@ -134,17 +190,27 @@ impl Shared {
     }
 
     fn prompt(&self, name: &str) -> Option<PromptDef> {
-        self.catalog.read().unwrap_or_else(|p| p.into_inner()).get(name)
+        self.catalog
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
     }
 
     fn prompts(&self) -> Vec<PromptDef> {
-        self.catalog.read().unwrap_or_else(|p| p.into_inner()).prompts()
+        self.catalog
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .prompts()
     }
 }
 
 /// Names of every tool this server has (whether or not currently offered).
 pub fn all_tool_names() -> BTreeSet<String> {
-    ReaServer::router().list_all().into_iter().map(|t| t.name.to_string()).collect()
+    ReaServer::router()
+        .list_all()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
 }
 
 /// rea's MCP handler: one per connection.
@@ -161,16 +227,32 @@ pub struct ReaServer {
     /// The same for `subscriptions/listen`: rmcp acknowledges a subscription before `listen`
     /// runs, so the receiver is taken when the filter is accepted, ahead of the acknowledgment.
     pending_listens: Arc<std::sync::Mutex<std::collections::VecDeque<broadcast::Receiver<Change>>>>,
+    /// Documents recently loaded for analysis tools.
+    images: Arc<crate::tools::analysis::ImageCache>,
 }
 
 impl ReaServer {
     /// A handler for a new connection.
     pub fn new(shared: Arc<Shared>) -> Self {
-        Self { shared, session: Arc::default(), tools: Arc::new(Self::router()), pending_changes: Arc::default(), pending_listens: Arc::default() }
+        Self {
+            shared,
+            session: Arc::default(),
+            tools: Arc::new(Self::router()),
+            pending_changes: Arc::default(),
+            pending_listens: Arc::default(),
+            images: Arc::default(),
+        }
     }
 
     fn router() -> ToolRouter<ReaServer> {
-        Self::session_tools() + Self::ledger_tools() + Self::unknown_tools() + Self::native_tools()
+        Self::session_tools()
+            + Self::ledger_tools()
+            + Self::unknown_tools()
+            + Self::native_tools()
+            + Self::analysis_tools()
+            + Self::artifact_tools()
+            + Self::javascript_tools()
+            + Self::capture_tools()
     }
 
     /// State shared with other connections.
@@ -183,24 +265,51 @@ impl ReaServer {
         &self.session
     }
 
-    /// The tools currently offered.
+    /// Images loaded for analysis tools on this connection.
+    pub(crate) fn images(&self) -> &crate::tools::analysis::ImageCache {
+        &self.images
+    }
+
+    /// The tools currently offered: every tool, except that capture_process_scenario is offered
+    /// only while the operator's policy enables process capture.
     pub fn live_tools(&self) -> Vec<Tool> {
-        self.tools.list_all()
+        let capture = self.shared.policy().enabled;
+        self.tools
+            .list_all()
+            .into_iter()
+            .filter(|t| capture || t.name != crate::tools::capture::CAPTURE_TOOL)
+            .collect()
     }
 
     fn live_tool_names(&self) -> BTreeSet<String> {
-        self.live_tools().into_iter().map(|t| t.name.to_string()).collect()
+        self.live_tools()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
     }
 
     /// Renders a prompt, or explains why it cannot be rendered.
-    pub fn render_prompt(&self, name: &str, arguments: BTreeMap<String, String>) -> Result<GetPromptResult, ErrorData> {
-        let prompt = self
-            .shared
-            .prompt(name)
-            .ok_or_else(|| ErrorData::invalid_params(format!("unknown prompt {name:?}; prompts/list names the prompts"), None))?;
-        if let Some(missing) = prompt.arguments.iter().find(|a| a.required && arguments.get(&a.name).is_none_or(|v| v.trim().is_empty())) {
+    pub fn render_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let prompt = self.shared.prompt(name).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("unknown prompt {name:?}; prompts/list names the prompts"),
+                None,
+            )
+        })?;
+        if let Some(missing) = prompt
+            .arguments
+            .iter()
+            .find(|a| a.required && arguments.get(&a.name).is_none_or(|v| v.trim().is_empty()))
+        {
             return Err(ErrorData::invalid_params(
-                format!("prompt {name:?} needs the argument {:?}: {}", missing.name, missing.description),
+                format!(
+                    "prompt {name:?} needs the argument {:?}: {}",
+                    missing.name, missing.description
+                ),
                 None,
             ));
         }
@@ -208,23 +317,39 @@ impl ReaServer {
             .get("target_path")
             .is_some_and(|p| is_javascript_directory(Path::new(p)));
         let tools = self.live_tool_names();
-        let text = render(&prompt, &arguments, &RenderContext { tools: &tools, javascript_target });
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).with_description(prompt.description))
+        let text = render(
+            &prompt,
+            &arguments,
+            &RenderContext {
+                tools: &tools,
+                javascript_target,
+            },
+        );
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(prompt.description),
+        )
     }
 }
 
 /// Whether `path` is a JavaScript/Electron application directory (and not a `.app` bundle).
 pub fn is_javascript_directory(path: &Path) -> bool {
     path.is_dir()
-        && !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("app"))
-        && crate::providers::native::looks_like_javascript_app(path)
+        && !path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("app"))
+        && crate::analyzers::javascript::looks_like_javascript_app(path)
 }
 
 fn wire_prompt(def: &PromptDef) -> Prompt {
     let arguments = def
         .arguments
         .iter()
-        .map(|a| PromptArgument::new(&a.name).with_description(&a.description).with_required(a.required))
+        .map(|a| {
+            PromptArgument::new(&a.name)
+                .with_description(&a.description)
+                .with_required(a.required)
+        })
         .collect();
     let mut p = Prompt::new(&def.name, Some(&def.description), Some(arguments));
     if let Some(t) = &def.title {
@@ -234,7 +359,9 @@ fn wire_prompt(def: &PromptDef) -> Prompt {
 }
 
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
-    context.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 impl ServerHandler for ReaServer {
@@ -295,19 +422,33 @@ impl ServerHandler for ReaServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let Reference::Prompt(prompt_ref) = &request.r#ref else {
-            return Err(ErrorData::invalid_params("rea completes guided-prompt arguments only (ref/prompt)", None));
+            return Err(ErrorData::invalid_params(
+                "rea completes guided-prompt arguments only (ref/prompt)",
+                None,
+            ));
         };
-        let prompt = self
-            .shared
-            .prompt(&prompt_ref.name)
-            .ok_or_else(|| ErrorData::invalid_params(format!("unknown prompt {:?}", prompt_ref.name), None))?;
-        let family = prompt.argument(&request.argument.name).and_then(|a| a.completion);
+        let prompt = self.shared.prompt(&prompt_ref.name).ok_or_else(|| {
+            ErrorData::invalid_params(format!("unknown prompt {:?}", prompt_ref.name), None)
+        })?;
+        let family = prompt
+            .argument(&request.argument.name)
+            .and_then(|a| a.completion);
         let page = match family {
             None => Default::default(),
             Some(family) => {
-                let document = request.context.as_ref().and_then(|c| c.get_argument("document")).map(String::as_str);
+                let document = request
+                    .context
+                    .as_ref()
+                    .and_then(|c| c.get_argument("document"))
+                    .map(String::as_str);
                 let guard = self.session.read().await;
-                completion::complete(guard.as_ref().map(|s| s.store().as_ref()), family, &request.argument.value, document, CompletionInfo::MAX_VALUES)
+                completion::complete(
+                    guard.as_ref().map(|s| s.store().as_ref()),
+                    family,
+                    &request.argument.value,
+                    document,
+                    CompletionInfo::MAX_VALUES,
+                )
             }
         };
         let total = u32::try_from(page.total).unwrap_or(u32::MAX);
@@ -322,12 +463,17 @@ impl ServerHandler for ReaServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if self.tools.get(&name).is_none() {
-            return Err(ErrorData::invalid_params(format!("unknown tool {name:?}; tools/list names the tools"), None));
+        if self.tools.get(&name).is_none() || !self.live_tool_names().contains(&name) {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {name:?}; tools/list names the tools"),
+                None,
+            ));
         }
         // Arguments that do not fit a tool's struct come back from rmcp as in-band tool errors
         // (isError) naming the mismatch, so the caller can correct them.
-        self.tools.call(ToolCallContext::new(self, request, context)).await
+        self.tools
+            .call(ToolCallContext::new(self, request, context))
+            .await
     }
 
     async fn list_tools(
@@ -355,14 +501,21 @@ impl ServerHandler for ReaServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        *self.pending_changes.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.shared.changes.subscribe());
+        *self
+            .pending_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(self.shared.changes.subscribe());
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // An initialize-handshake client hears catalog changes as list_changed notifications.
-        let pending = self.pending_changes.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let pending = self
+            .pending_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         let mut changes = pending.unwrap_or_else(|| self.shared.changes.subscribe());
         let peer = context.peer.clone();
         tokio::spawn(async move {
@@ -380,13 +533,23 @@ impl ServerHandler for ReaServer {
         });
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        self.pending_listens.lock().unwrap_or_else(|p| p.into_inner()).push_back(self.shared.changes.subscribe());
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.pending_listens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(self.shared.changes.subscribe());
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let pending = self.pending_listens.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let pending = self
+            .pending_listens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
         let mut changes = pending.unwrap_or_else(|| self.shared.changes.subscribe());
         let prompts = context.accepted().prompts_list_changed == Some(true);
         let tools = context.accepted().tools_list_changed == Some(true);
@@ -429,7 +592,7 @@ pub fn watch_config(shared: Arc<Shared>) -> Option<notify::RecommendedWatcher> {
     tokio::spawn(async move {
         while rx.recv().await.is_some() {
             while rx.try_recv().is_ok() {}
-            shared.reload_prompts();
+            shared.reload_config();
         }
     });
     Some(watcher)

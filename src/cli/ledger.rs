@@ -61,17 +61,29 @@ pub enum EvidenceAction {
 /// Runs an evidence subcommand.
 pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCode> {
     let open = |session: Option<&str>| -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
-        super::open_session_store(settings, session)?.context("no session exists under the state directory")
+        super::open_session_store(settings, session)?
+            .context("no session exists under the state directory")
     };
     match action {
-        EvidenceAction::List { session, operation, json } => {
+        EvidenceAction::List {
+            session,
+            operation,
+            json,
+        } => {
             let store = open(session.as_deref())?;
-            let (rows, total) = store.list_evidence(&EvidenceFilter { operation, offset: 0, limit: u64::MAX >> 1 })?;
+            let (rows, total) = store.list_evidence(&EvidenceFilter {
+                operation,
+                offset: 0,
+                limit: u64::MAX >> 1,
+            })?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 for r in &rows {
-                    println!("{:>6} {} {:<24} {:<10} {}", r.seq, r.id, r.operation, r.confidence, r.created_at);
+                    println!(
+                        "{:>6} {} {:<24} {:<10} {}",
+                        r.seq, r.id, r.operation, r.confidence, r.created_at
+                    );
                 }
                 eprintln!("{total} records");
             }
@@ -79,7 +91,9 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
         EvidenceAction::Show { id, session } => {
             let store = open(session.as_deref())?;
             let id = EvidenceId::parse(&id)?;
-            let Some(e) = store.evidence(&id)? else { bail!("{id} is not in this session's ledger") };
+            let Some(e) = store.evidence(&id)? else {
+                bail!("{id} is not in this session's ledger")
+            };
             println!("{}", serde_json::to_string_pretty(&e)?);
         }
         EvidenceAction::Verify { session, json } => {
@@ -105,19 +119,35 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 problems.push(format!("integrity_check: {integrity}"));
             }
             if json {
-                println!("{}", serde_json::json!({ "records": checked, "integrity_check": integrity, "problems": problems }));
+                println!(
+                    "{}",
+                    serde_json::json!({ "records": checked, "integrity_check": integrity, "problems": problems })
+                );
             } else {
-                println!("{checked} records checked, integrity_check {integrity}, {} problems", problems.len());
+                println!(
+                    "{checked} records checked, integrity_check {integrity}, {} problems",
+                    problems.len()
+                );
                 for p in &problems {
                     println!("  {p}");
                 }
             }
-            return Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+            return Ok(if problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
         }
-        EvidenceAction::Export { dest, session, jsonl, overwrite } => {
+        EvidenceAction::Export {
+            dest,
+            session,
+            jsonl,
+            overwrite,
+        } => {
             let store = open(session.as_deref())?;
             if jsonl {
-                let n = crate::tools::ledger::export_jsonl(&store, &dest, overwrite).map_err(|e| anyhow::anyhow!(e.0))?;
+                let n = crate::tools::ledger::export_jsonl(&store, &dest, overwrite)
+                    .map_err(|e| anyhow::anyhow!(e.0))?;
                 println!("exported {n} records to {}", dest.display());
             } else {
                 store.export(&dest, overwrite)?;

@@ -1,6 +1,7 @@
-//! The command line: `rea serve`, `doctor`, `sessions`, `evidence`, `complete`, `documents`,
-//! `procedures`. Every command runs over the same library the server uses.
+//! The command line: `rea serve`, `doctor`, `sessions`, `evidence`, `complete`, `analyze`,
+//! `inspect`, `compare`, `capture`, `documents`, `procedures`. Every command runs over the same library the server uses.
 
+mod analyze;
 mod ledger;
 
 use std::path::{Path, PathBuf};
@@ -73,6 +74,42 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Analyze a JavaScript/Electron directory, app.asar or .app with an app.asar (a report of
+    /// findings and the IPC map), or inventory any other binary or bundle.
+    Analyze {
+        /// The application, archive, binary or bundle.
+        path: PathBuf,
+        /// Print the Evidence record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inventory a binary or .app bundle: parts, edges, occurrences, findings.
+    Inspect {
+        /// A file or .app bundle.
+        target: PathBuf,
+        /// Print the Evidence record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two versions of an artifact.
+    Compare {
+        /// The older artifact.
+        left: PathBuf,
+        /// The newer artifact.
+        right: PathBuf,
+        /// Print the Evidence record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one bounded scenario (a JSON file with the capture_process_scenario arguments) under
+    /// the capture policy of $REA_CONFIG_DIR/rea.toml.
+    Capture {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// Print the Evidence record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the documents of TARGET, without a server.
     Documents {
         /// A file or .app bundle.
@@ -119,23 +156,51 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve => serve(settings),
         Command::Doctor { target, json } => doctor(&settings, target.as_deref(), json),
-        Command::Sessions { action, json } => sessions(&settings, action.unwrap_or(SessionsAction::List), json),
-        Command::Evidence { action } => ledger::run(&settings, action),
-        Command::Complete { prompt, argument, prefix, session, document, json } => {
-            complete(&settings, &prompt, &argument, &prefix, session.as_deref(), document.as_deref(), json)
+        Command::Sessions { action, json } => {
+            sessions(&settings, action.unwrap_or(SessionsAction::List), json)
         }
+        Command::Evidence { action } => ledger::run(&settings, action),
+        Command::Complete {
+            prompt,
+            argument,
+            prefix,
+            session,
+            document,
+            json,
+        } => complete(
+            &settings,
+            &prompt,
+            &argument,
+            &prefix,
+            session.as_deref(),
+            document.as_deref(),
+            json,
+        ),
+        Command::Analyze { path, json } => analyze::analyze(&settings, &path, json),
+        Command::Inspect { target, json } => analyze::inspect(&settings, &target, json),
+        Command::Compare { left, right, json } => analyze::compare(&settings, &left, &right, json),
+        Command::Capture { scenario, json } => analyze::capture(&settings, &scenario, json),
         Command::Documents { target, json } => documents(&target, json),
-        Command::Procedures { target, document, json } => procedures(&target, document.as_deref(), json),
+        Command::Procedures {
+            target,
+            document,
+            json,
+        } => procedures(&target, document.as_deref(), json),
     }
 }
 
 fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         use rmcp::ServiceExt;
         let shared = Shared::new(settings);
         let _watcher = crate::server::watch_config(shared.clone());
-        let service = ReaServer::new(shared).serve(rmcp::transport::stdio()).await.context("starting the MCP service")?;
+        let service = ReaServer::new(shared)
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("starting the MCP service")?;
         service.waiting().await.context("serving MCP over stdio")?;
         anyhow::Ok(())
     })?;
@@ -166,7 +231,14 @@ fn doctor(settings: &Settings, target: Option<&Path>, json: bool) -> anyhow::Res
             None => println!("config directory: not set (REA_CONFIG_DIR)"),
         }
         let ids: Vec<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
-        println!("deep provider candidates: {}", if ids.is_empty() { "none".into() } else { ids.join(", ") });
+        println!(
+            "deep provider candidates: {}",
+            if ids.is_empty() {
+                "none".into()
+            } else {
+                ids.join(", ")
+            }
+        );
         if let Some(c) = &check {
             if c.admitted {
                 println!(
@@ -177,7 +249,11 @@ fn doctor(settings: &Settings, target: Option<&Path>, json: bool) -> anyhow::Res
                     c.documents.join(", ")
                 );
             } else {
-                println!("target {}: not admitted: {}", c.path, c.refusal.as_deref().unwrap_or(""));
+                println!(
+                    "target {}: not admitted: {}",
+                    c.path,
+                    c.refusal.as_deref().unwrap_or("")
+                );
                 if let Some(a) = &c.available_action {
                     println!("available analysis: {a}");
                 }
@@ -200,13 +276,18 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
             } else if list.is_empty() {
                 println!("no sessions under {}", dir.display());
             } else {
-                println!("{:<32} {:<9} {:>9} {:<24} active target", "session", "state", "evidence", "created");
+                println!(
+                    "{:<32} {:<9} {:>9} {:<24} active target",
+                    "session", "state", "evidence", "created"
+                );
                 for s in list {
                     println!(
                         "{:<32} {:<9} {:>9} {:<24} {}",
                         s.id,
                         if s.live { "live" } else { "resumable" },
-                        s.evidence.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+                        s.evidence
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "?".into()),
                         s.created_at.unwrap_or_default(),
                         s.active_target.unwrap_or_default()
                     );
@@ -218,10 +299,17 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
             if json {
                 print_json(&info)?;
             } else {
-                println!("session {}\n  directory: {}\n  state: {}\n  created: {}\n  exported: {}\n  evidence rows: {}\n  active target: {}\n  bytes: {}",
-                    info.id, info.dir, if info.live { "live" } else { "resumable" },
-                    info.created_at.unwrap_or_default(), info.exported_at.unwrap_or_else(|| "never".into()),
-                    info.evidence.unwrap_or(0), info.active_target.unwrap_or_default(), info.bytes);
+                println!(
+                    "session {}\n  directory: {}\n  state: {}\n  created: {}\n  exported: {}\n  evidence rows: {}\n  active target: {}\n  bytes: {}",
+                    info.id,
+                    info.dir,
+                    if info.live { "live" } else { "resumable" },
+                    info.created_at.unwrap_or_default(),
+                    info.exported_at.unwrap_or_else(|| "never".into()),
+                    info.evidence.unwrap_or(0),
+                    info.active_target.unwrap_or_default(),
+                    info.bytes
+                );
             }
         }
         SessionsAction::Prune { force } => {
@@ -253,7 +341,10 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
 }
 
 /// Opens a session's store for reading by a CLI command: the named session, or the only one.
-pub(crate) fn open_session_store(settings: &Settings, id: Option<&str>) -> anyhow::Result<Option<std::sync::Arc<Store>>> {
+pub(crate) fn open_session_store(
+    settings: &Settings,
+    id: Option<&str>,
+) -> anyhow::Result<Option<std::sync::Arc<Store>>> {
     let id = match id {
         Some(id) => id.to_owned(),
         None => {
@@ -263,7 +354,10 @@ pub(crate) fn open_session_store(settings: &Settings, id: Option<&str>) -> anyho
                 [one] => one.id.clone(),
                 many => bail!(
                     "several sessions exist; choose one with --session: {}",
-                    many.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|s| s.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             }
         }
@@ -282,16 +376,30 @@ fn complete(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let shared = Shared::new(settings.clone());
-    let def = shared.catalog.read().map_err(|_| anyhow::anyhow!("prompt catalog poisoned"))?.get(prompt);
-    let Some(def) = def else { bail!("unknown prompt {prompt:?}") };
+    let def = shared
+        .catalog
+        .read()
+        .map_err(|_| anyhow::anyhow!("prompt catalog poisoned"))?
+        .get(prompt);
+    let Some(def) = def else {
+        bail!("unknown prompt {prompt:?}")
+    };
     let family: Option<Family> = def.argument(argument).and_then(|a| a.completion);
     let store = open_session_store(settings, session)?;
     let page = match family {
-        Some(f) => completion::complete(store.as_deref(), f, prefix, document, completion::MAX_VALUES),
+        Some(f) => completion::complete(
+            store.as_deref(),
+            f,
+            prefix,
+            document,
+            completion::MAX_VALUES,
+        ),
         None => Default::default(),
     };
     if json {
-        print_json(&serde_json::json!({ "values": page.values, "total": page.total, "hasMore": page.has_more }))?;
+        print_json(
+            &serde_json::json!({ "values": page.values, "total": page.total, "hasMore": page.has_more }),
+        )?;
     } else {
         for v in &page.values {
             println!("{v}");
@@ -326,7 +434,11 @@ fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Resu
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for doc in t.documents.iter().filter(|d| document.is_none_or(|n| n == d.name)) {
+    for doc in t
+        .documents
+        .iter()
+        .filter(|d| document.is_none_or(|n| n == d.name))
+    {
         for p in native::procedures(doc)? {
             let address = crate::ids::Address(p.address).to_string();
             if json {
@@ -336,7 +448,14 @@ fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Resu
                 )?;
                 writeln!(out)?;
             } else {
-                writeln!(out, "{}\t{}\t{}\t{}", doc.name, address, p.size.map(|s| s.to_string()).unwrap_or_default(), p.name.unwrap_or_default())?;
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}",
+                    doc.name,
+                    address,
+                    p.size.map(|s| s.to_string()).unwrap_or_default(),
+                    p.name.unwrap_or_default()
+                )?;
             }
         }
     }

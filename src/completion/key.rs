@@ -28,7 +28,9 @@ pub fn match_key(text: &str) -> String {
         return text.to_ascii_lowercase();
     }
     let nfkd = DecomposingNormalizerBorrowed::new_nfkd();
-    let folded = CaseMapper::new().fold_string(&nfkd.normalize(text)).into_owned();
+    let folded = CaseMapper::new()
+        .fold_string(&nfkd.normalize(text))
+        .into_owned();
     let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
     nfkd.normalize(&folded)
         .chars()
@@ -65,7 +67,10 @@ mod tests {
 
     fn check(value: &str, typed: &str) {
         let (v, p) = (match_key(value), match_key(typed));
-        assert!(v.starts_with(&p), "{value:?} → {v:?} should start with {typed:?} → {p:?}");
+        assert!(
+            v.starts_with(&p),
+            "{value:?} → {v:?} should start with {typed:?} → {p:?}"
+        );
     }
 
     #[test]
@@ -121,7 +126,9 @@ mod tests {
     fn ascii_fast_path_agrees_with_full_pipeline() {
         let full = |s: &str| {
             let nfkd = DecomposingNormalizerBorrowed::new_nfkd();
-            let f = CaseMapper::new().fold_string(&nfkd.normalize(s)).into_owned();
+            let f = CaseMapper::new()
+                .fold_string(&nfkd.normalize(s))
+                .into_owned();
             nfkd.normalize(&f).into_owned()
         };
         for s in ["Hello_World", "0x10FF", "ev_ABC", " ~!@#$%^&*()"] {

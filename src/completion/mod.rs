@@ -66,18 +66,28 @@ impl Family {
 
 /// Filters and orders a small in-memory list the same way the store's range scans do: match-key
 /// prefix, duplicates removed, code-point order, first `limit` values with the exact total.
-pub fn complete_in_memory<I: IntoIterator<Item = String>>(candidates: I, typed: &str, limit: usize) -> CompletionPage {
+pub fn complete_in_memory<I: IntoIterator<Item = String>>(
+    candidates: I,
+    typed: &str,
+    limit: usize,
+) -> CompletionPage {
     if typed.chars().count() > key::MAX_PREFIX_CHARS {
         return CompletionPage::default();
     }
     let prefix = key::match_key(typed);
-    let mut matches: Vec<String> =
-        candidates.into_iter().filter(|c| key::match_key(c).starts_with(&prefix)).collect();
+    let mut matches: Vec<String> = candidates
+        .into_iter()
+        .filter(|c| key::match_key(c).starts_with(&prefix))
+        .collect();
     matches.sort();
     matches.dedup();
     let total = matches.len() as u64;
     matches.truncate(limit);
-    CompletionPage { has_more: total > matches.len() as u64, values: matches, total }
+    CompletionPage {
+        has_more: total > matches.len() as u64,
+        values: matches,
+        total,
+    }
 }
 
 /// Answers one completion request for `family` from the live session's store (or from no
@@ -122,7 +132,11 @@ fn complete_providers(session: Option<&Store>, typed: &str, limit: usize) -> Com
     let mut candidates = vec![crate::providers::native::PROVIDER_ID.to_owned()];
     match session.map(Store::active_target) {
         Some(Ok(Some(target))) => {
-            candidates.extend(crate::providers::deep::candidates(&target.format, None).into_iter().map(|c| c.id));
+            candidates.extend(
+                crate::providers::deep::candidates(&target.format, None)
+                    .into_iter()
+                    .map(|c| c.id),
+            );
         }
         Some(Err(error)) => {
             tracing::warn!(%error, "provider completion could not read the active target; answering with no values");

@@ -156,7 +156,9 @@ impl EvidenceRecord {
 
     /// The record's id: `ev_` + SHA-256 of its canonical JSON.
     pub fn id(&self) -> Result<EvidenceId, CanonicalError> {
-        Ok(EvidenceId::from_digest_of(self.canonical_json()?.as_bytes()))
+        Ok(EvidenceId::from_digest_of(
+            self.canonical_json()?.as_bytes(),
+        ))
     }
 }
 

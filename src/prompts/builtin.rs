@@ -4,19 +4,36 @@ use super::{ArgumentDef, PromptDef, StepCondition, StepDef};
 use crate::completion::Family;
 
 fn arg(name: &str, required: bool, completion: Option<Family>, description: &str) -> ArgumentDef {
-    ArgumentDef { name: name.into(), description: description.into(), required, completion }
+    ArgumentDef {
+        name: name.into(),
+        description: description.into(),
+        required,
+        completion,
+    }
 }
 
 fn step(tool: &str, text: &str) -> StepDef {
-    StepDef { tool: Some(tool.into()), text: text.into(), when: StepCondition::Always }
+    StepDef {
+        tool: Some(tool.into()),
+        text: text.into(),
+        when: StepCondition::Always,
+    }
 }
 
 fn step_when(when: StepCondition, tool: &str, text: &str) -> StepDef {
-    StepDef { tool: Some(tool.into()), text: text.into(), when }
+    StepDef {
+        tool: Some(tool.into()),
+        text: text.into(),
+        when,
+    }
 }
 
 fn note(text: &str) -> StepDef {
-    StepDef { tool: None, text: text.into(), when: StepCondition::Always }
+    StepDef {
+        tool: None,
+        text: text.into(),
+        when: StepCondition::Always,
+    }
 }
 
 /// The built-in prompts, in the order of `mcp-prompts.md`.

@@ -46,22 +46,47 @@ pub enum CatalogError {
 }
 
 /// Reads and checks one prompt file against the names of all tools the server has.
-pub fn load_prompt_file(path: &Path, known_tools: &BTreeSet<String>) -> Result<PromptDef, CatalogError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io { path: path.to_owned(), source })?;
-    let def: PromptDef =
-        toml::from_str(&text).map_err(|source| CatalogError::Parse { path: path.to_owned(), source: Box::new(source) })?;
-    let valid_name = |n: &str| !n.is_empty() && n.len() <= 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+pub fn load_prompt_file(
+    path: &Path,
+    known_tools: &BTreeSet<String>,
+) -> Result<PromptDef, CatalogError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let def: PromptDef = toml::from_str(&text).map_err(|source| CatalogError::Parse {
+        path: path.to_owned(),
+        source: Box::new(source),
+    })?;
+    let valid_name = |n: &str| {
+        !n.is_empty()
+            && n.len() <= 64
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
     if !valid_name(&def.name) {
-        return Err(CatalogError::Invalid { path: path.to_owned(), reason: format!("prompt name {:?} must be 1-64 letters, digits, _ or -", def.name) });
+        return Err(CatalogError::Invalid {
+            path: path.to_owned(),
+            reason: format!(
+                "prompt name {:?} must be 1-64 letters, digits, _ or -",
+                def.name
+            ),
+        });
     }
     let mut seen = BTreeSet::new();
     for a in &def.arguments {
         if !valid_name(&a.name) || !seen.insert(a.name.as_str()) {
-            return Err(CatalogError::Invalid { path: path.to_owned(), reason: format!("argument name {:?} is malformed or repeated", a.name) });
+            return Err(CatalogError::Invalid {
+                path: path.to_owned(),
+                reason: format!("argument name {:?} is malformed or repeated", a.name),
+            });
         }
     }
     if let Some(tool) = def.tools().find(|t| !known_tools.contains(*t)) {
-        return Err(CatalogError::UnknownTool { path: path.to_owned(), tool: tool.to_owned() });
+        return Err(CatalogError::UnknownTool {
+            path: path.to_owned(),
+            tool: tool.to_owned(),
+        });
     }
     Ok(def)
 }
@@ -76,7 +101,10 @@ pub struct Catalog {
 
 impl Default for Catalog {
     fn default() -> Self {
-        Self { builtin: builtin_prompts(), files: BTreeMap::new() }
+        Self {
+            builtin: builtin_prompts(),
+            files: BTreeMap::new(),
+        }
     }
 }
 
@@ -84,11 +112,20 @@ impl Catalog {
     /// Every prompt: built-ins in their order (overridden in place by a file of the same name),
     /// then the other file prompts by name.
     pub fn prompts(&self) -> Vec<PromptDef> {
-        let by_name: BTreeMap<&str, &PromptDef> = self.files.values().map(|p| (p.name.as_str(), p)).collect();
-        let mut out: Vec<PromptDef> =
-            self.builtin.iter().map(|b| (*by_name.get(b.name.as_str()).unwrap_or(&b)).clone()).collect();
+        let by_name: BTreeMap<&str, &PromptDef> =
+            self.files.values().map(|p| (p.name.as_str(), p)).collect();
+        let mut out: Vec<PromptDef> = self
+            .builtin
+            .iter()
+            .map(|b| (*by_name.get(b.name.as_str()).unwrap_or(&b)).clone())
+            .collect();
         let builtin: BTreeSet<&str> = self.builtin.iter().map(|b| b.name.as_str()).collect();
-        out.extend(by_name.into_iter().filter(|(n, _)| !builtin.contains(n)).map(|(_, p)| p.clone()));
+        out.extend(
+            by_name
+                .into_iter()
+                .filter(|(n, _)| !builtin.contains(n))
+                .map(|(_, p)| p.clone()),
+        );
         out
     }
 
@@ -105,13 +142,18 @@ impl Catalog {
         if let Ok(entries) = std::fs::read_dir(dir) {
             let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
             paths.sort();
-            for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "toml")) {
+            for path in paths
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            {
                 present.insert(path.clone());
                 match load_prompt_file(&path, known_tools) {
                     Ok(def) => {
                         self.files.insert(path, def);
                     }
-                    Err(error) => tracing::warn!(%error, "prompt file refused; keeping its previous definition"),
+                    Err(error) => {
+                        tracing::warn!(%error, "prompt file refused; keeping its previous definition")
+                    }
                 }
             }
         }

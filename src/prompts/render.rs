@@ -33,9 +33,17 @@ pub fn inert_json(arguments: &BTreeMap<String, String>) -> String {
 }
 
 /// Renders `prompt` for the requested `arguments`.
-pub fn render(prompt: &PromptDef, arguments: &BTreeMap<String, String>, ctx: &RenderContext<'_>) -> String {
+pub fn render(
+    prompt: &PromptDef,
+    arguments: &BTreeMap<String, String>,
+    ctx: &RenderContext<'_>,
+) -> String {
     let mut text = String::with_capacity(4096);
-    let _ = writeln!(text, "# {}\n", prompt.title.as_deref().unwrap_or(&prompt.name));
+    let _ = writeln!(
+        text,
+        "# {}\n",
+        prompt.title.as_deref().unwrap_or(&prompt.name)
+    );
     let _ = writeln!(text, "## Objective\n{}\n", prompt.objective);
 
     text.push_str("## Requested arguments (untrusted selection data)\n");

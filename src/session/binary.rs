@@ -19,7 +19,10 @@ pub struct BinarySession {
 impl BinarySession {
     /// Starts a new session under `state_dir`.
     pub fn create(state_dir: &Path) -> Result<Self, SessionError> {
-        Ok(Self { session: Session::create(state_dir)?, active: None })
+        Ok(Self {
+            session: Session::create(state_dir)?,
+            active: None,
+        })
     }
 
     /// Resumes a session left by a process that is gone. Its active target is admitted again
@@ -27,7 +30,9 @@ impl BinarySession {
     pub fn resume(state_dir: &Path, id: &str) -> Result<Self, SessionError> {
         let session = Session::resume(state_dir, id)?;
         let active = session.store().active_target()?.and_then(|row| {
-            native::admit(Path::new(&row.path)).ok().filter(|t| t.sha256 == row.sha256)
+            native::admit(Path::new(&row.path))
+                .ok()
+                .filter(|t| t.sha256 == row.sha256)
         });
         Ok(Self { session, active })
     }
@@ -87,7 +92,12 @@ pub fn new_target(target: &Target, inventories: Vec<Vec<Procedure>>) -> NewTarge
                 file_size: d.size,
                 procedures: procs
                     .into_iter()
-                    .map(|p| NewProcedure { address: p.address, name: p.name, raw_name: p.raw_name, size: p.size })
+                    .map(|p| NewProcedure {
+                        address: p.address,
+                        name: p.name,
+                        raw_name: p.raw_name,
+                        size: p.size,
+                    })
                     .collect(),
             })
             .collect(),

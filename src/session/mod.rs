@@ -59,7 +59,10 @@ pub enum SessionError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
-    move |source| SessionError::Io { path: path.to_owned(), source }
+    move |source| SessionError::Io {
+        path: path.to_owned(),
+        source,
+    }
 }
 
 /// The state directory: `--state-dir`, else `$REA_STATE_DIR`, else `$XDG_STATE_HOME/rea`, else
@@ -68,14 +71,20 @@ pub fn state_dir(explicit: Option<&Path>) -> PathBuf {
     if let Some(p) = explicit {
         return p.to_owned();
     }
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(p) = var("REA_STATE_DIR") {
         return p;
     }
     if let Some(p) = var("XDG_STATE_HOME") {
         return p.join("rea");
     }
-    var("HOME").unwrap_or_else(|| PathBuf::from(".")).join(".local/state/rea")
+    var("HOME")
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(".local/state/rea")
 }
 
 fn sessions_dir(state_dir: &Path) -> PathBuf {
@@ -83,8 +92,9 @@ fn sessions_dir(state_dir: &Path) -> PathBuf {
 }
 
 fn valid_id(id: &str) -> bool {
-    id.strip_prefix("ses_")
-        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit() || b == b'_'))
+    id.strip_prefix("ses_").is_some_and(|rest| {
+        !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit() || b == b'_')
+    })
 }
 
 fn new_id() -> String {
@@ -98,7 +108,11 @@ fn new_id() -> String {
         let _ = f.read_exact(&mut random);
     }
     let seed = format!("{nanos}:{}:{}", std::process::id(), hex::encode(random));
-    format!("ses_{:x}_{}", nanos / 1_000_000, &crate::ids::sha256_hex(seed.as_bytes())[..8])
+    format!(
+        "ses_{:x}_{}",
+        nanos / 1_000_000,
+        &crate::ids::sha256_hex(seed.as_bytes())[..8]
+    )
 }
 
 /// A binary session owned by this process.
@@ -134,7 +148,12 @@ pub struct SessionInfo {
 
 fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
     let path = dir.join(LOCK_FILE);
-    let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io(&path))?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::InUse { id: id.to_owned() }),
@@ -153,7 +172,12 @@ impl Session {
         store.set_meta_blocking("session_id", &id)?;
         store.set_meta_blocking("created_at", &now_rfc3339())?;
         store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))?;
-        Ok(Session { id, dir, store, _lock: lock })
+        Ok(Session {
+            id,
+            dir,
+            store,
+            _lock: lock,
+        })
     }
 
     /// Resumes a session that no live process holds.
@@ -163,11 +187,19 @@ impl Session {
         }
         let dir = sessions_dir(state_dir).join(id);
         if !dir.join(DATABASE_FILE).is_file() {
-            return Err(SessionError::NotFound { id: id.to_owned(), state_dir: state_dir.to_owned() });
+            return Err(SessionError::NotFound {
+                id: id.to_owned(),
+                state_dir: state_dir.to_owned(),
+            });
         }
         let lock = lock(&dir, id)?;
         let store = Store::open(&dir.join(DATABASE_FILE))?;
-        Ok(Session { id: id.to_owned(), dir, store, _lock: lock })
+        Ok(Session {
+            id: id.to_owned(),
+            dir,
+            store,
+            _lock: lock,
+        })
     }
 
     /// The session id.
@@ -188,7 +220,9 @@ impl Session {
     /// Ends the session: closes every connection, then deletes its directory.
     pub fn close(self) -> Result<(), SessionError> {
         self.store.close();
-        let Session { dir, _lock, store, .. } = self;
+        let Session {
+            dir, _lock, store, ..
+        } = self;
         drop(store);
         drop(_lock);
         fs::remove_dir_all(&dir).map_err(io(&dir))
@@ -201,7 +235,12 @@ pub fn list(state_dir: &Path) -> Result<Vec<SessionInfo>, SessionError> {
     let entries = match fs::read_dir(&root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(SessionError::Io { path: root, source: e }),
+        Err(e) => {
+            return Err(SessionError::Io {
+                path: root,
+                source: e,
+            });
+        }
     };
     let mut out = vec![];
     for entry in entries.flatten() {
@@ -240,15 +279,26 @@ fn describe(dir: &Path, id: &str) -> SessionInfo {
         active_target: None,
         bytes,
     };
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if let Ok(conn) = rusqlite::Connection::open_with_flags(dir.join(DATABASE_FILE), flags) {
         let meta = |name: &str| -> Option<String> {
-            conn.query_row("select value from meta where name = ?1", [name], |r| r.get(0)).ok()
+            conn.query_row("select value from meta where name = ?1", [name], |r| {
+                r.get(0)
+            })
+            .ok()
         };
         info.created_at = meta("created_at");
         info.exported_at = meta("exported_at");
-        info.evidence = conn.query_row("select count(*) from evidence", [], |r| r.get::<_, i64>(0)).ok().map(|n| n as u64);
-        info.active_target = conn.query_row("select path from targets where active = 1", [], |r| r.get(0)).ok();
+        info.evidence = conn
+            .query_row("select count(*) from evidence", [], |r| r.get::<_, i64>(0))
+            .ok()
+            .map(|n| n as u64);
+        info.active_target = conn
+            .query_row("select path from targets where active = 1", [], |r| {
+                r.get(0)
+            })
+            .ok();
     }
     info
 }
@@ -260,7 +310,10 @@ pub fn show(state_dir: &Path, id: &str) -> Result<SessionInfo, SessionError> {
     }
     let dir = sessions_dir(state_dir).join(id);
     if !dir.join(DATABASE_FILE).is_file() {
-        return Err(SessionError::NotFound { id: id.to_owned(), state_dir: state_dir.to_owned() });
+        return Err(SessionError::NotFound {
+            id: id.to_owned(),
+            state_dir: state_dir.to_owned(),
+        });
     }
     Ok(describe(&dir, id))
 }
@@ -280,6 +333,9 @@ pub fn database_path(state_dir: &Path, id: &str) -> Result<PathBuf, SessionError
     if path.is_file() {
         Ok(path)
     } else {
-        Err(SessionError::NotFound { id: id.to_owned(), state_dir: state_dir.to_owned() })
+        Err(SessionError::NotFound {
+            id: id.to_owned(),
+            state_dir: state_dir.to_owned(),
+        })
     }
 }

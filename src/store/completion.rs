@@ -7,7 +7,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-
 use rusqlite::{Connection, OptionalExtension, StatementStatus, params};
 
 use super::{Store, StoreError};
@@ -63,7 +62,9 @@ fn page(
     };
     // The limit is written into the statement, not bound: SQLite re-prepares a statement whose
     // bound LIMIT value changes (the planner specializes on it), which would defeat the cache.
-    let values_sql = values_sql.replace("{upper}", &bound).replace(":limit", &limit.to_string());
+    let values_sql = values_sql
+        .replace("{upper}", &bound)
+        .replace(":limit", &limit.to_string());
     let count_sql = count_sql.replace("{upper}", &bound);
     let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":lower", &lower)];
     if let Some(u) = &upper {
@@ -72,13 +73,20 @@ fn page(
     let mut count = conn.prepare_cached(&count_sql)?;
     let total: i64 = count.query_row(named.as_slice(), |r| r.get(0))?;
     let mut select = conn.prepare_cached(&values_sql)?;
-    let values = select.query_map(named.as_slice(), |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
-    let reprepared = count.reset_status(StatementStatus::RePrepare) + select.reset_status(StatementStatus::RePrepare);
+    let values = select
+        .query_map(named.as_slice(), |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let reprepared = count.reset_status(StatementStatus::RePrepare)
+        + select.reset_status(StatementStatus::RePrepare);
     if reprepared > 0 {
         reprepares.fetch_add(reprepared as u64, Ordering::Relaxed);
     }
     let total = total.max(0) as u64;
-    Ok(CompletionPage { has_more: total > values.len() as u64, values, total })
+    Ok(CompletionPage {
+        has_more: total > values.len() as u64,
+        values,
+        total,
+    })
 }
 
 /// The id families: a canonical id is lowercase ASCII, so it is its own key.
@@ -91,12 +99,23 @@ fn id_family(
     typed: &str,
     limit: usize,
 ) -> Result<CompletionPage, StoreError> {
-    let Some((lower, upper)) = range(typed) else { return Ok(CompletionPage::default()) };
+    let Some((lower, upper)) = range(typed) else {
+        return Ok(CompletionPage::default());
+    };
     let values = format!(
         "select {column} from {table} where {filter} {column} >= :lower {{upper}} order by {column} limit :limit"
     );
     let count = format!("select count(*) from {table} where {filter} {column} >= :lower {{upper}}");
-    page(conn, reprepares, &values, &count, column, &lower, upper.as_deref(), limit)
+    page(
+        conn,
+        reprepares,
+        &values,
+        &count,
+        column,
+        &lower,
+        upper.as_deref(),
+        limit,
+    )
 }
 
 /// One pass over the matches of a scoped family (an equality scope plus the key range): counts
@@ -112,7 +131,14 @@ fn scan_page(
     upper: Option<&str>,
     limit: usize,
 ) -> Result<CompletionPage, StoreError> {
-    let sql = sql.replace("{upper}", if upper.is_some() { "and key < :upper" } else { "" });
+    let sql = sql.replace(
+        "{upper}",
+        if upper.is_some() {
+            "and key < :upper"
+        } else {
+            ""
+        },
+    );
     let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":lower", &lower)];
     if let Some(u) = &upper {
         named.push((":upper", u));
@@ -124,7 +150,8 @@ fn scan_page(
     let mut rows = stmt.query(named.as_slice())?;
     let mut total = 0u64;
     // Max-heap of the smallest `limit` values seen so far.
-    let mut first: std::collections::BinaryHeap<String> = std::collections::BinaryHeap::with_capacity(limit + 1);
+    let mut first: std::collections::BinaryHeap<String> =
+        std::collections::BinaryHeap::with_capacity(limit + 1);
     while let Some(row) = rows.next()? {
         total += 1;
         let value: String = row.get(0)?;
@@ -141,7 +168,11 @@ fn scan_page(
         reprepares.fetch_add(reprepared as u64, Ordering::Relaxed);
     }
     let values = first.into_sorted_vec();
-    Ok(CompletionPage { has_more: total > values.len() as u64, values, total })
+    Ok(CompletionPage {
+        has_more: total > values.len() as u64,
+        values,
+        total,
+    })
 }
 
 impl Store {
@@ -153,35 +184,103 @@ impl Store {
     }
 
     /// Evidence ids retained in the ledger.
-    pub fn complete_evidence(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
+    pub fn complete_evidence(
+        &self,
+        typed: &str,
+        limit: usize,
+    ) -> Result<CompletionPage, StoreError> {
         self.read(|conn| id_family(conn, &self.reprepares, "evidence", "id", "", typed, limit))
     }
 
     /// Evidence ids whose operation and validated result identify a process capture.
-    pub fn complete_process_captures(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, &self.reprepares, "process_captures", "evidence_id", "", typed, limit))
+    pub fn complete_process_captures(
+        &self,
+        typed: &str,
+        limit: usize,
+    ) -> Result<CompletionPage, StoreError> {
+        self.read(|conn| {
+            id_family(
+                conn,
+                &self.reprepares,
+                "process_captures",
+                "evidence_id",
+                "",
+                typed,
+                limit,
+            )
+        })
     }
 
     /// Manifest ids of schema-valid artifact inventories.
-    pub fn complete_manifests(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, &self.reprepares, "artifact_manifests", "id", "", typed, limit))
+    pub fn complete_manifests(
+        &self,
+        typed: &str,
+        limit: usize,
+    ) -> Result<CompletionPage, StoreError> {
+        self.read(|conn| {
+            id_family(
+                conn,
+                &self.reprepares,
+                "artifact_manifests",
+                "id",
+                "",
+                typed,
+                limit,
+            )
+        })
     }
 
     /// Occurrence ids of schema-valid artifact inventory pages.
-    pub fn complete_occurrences(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, &self.reprepares, "artifact_occurrences", "id", "", typed, limit))
+    pub fn complete_occurrences(
+        &self,
+        typed: &str,
+        limit: usize,
+    ) -> Result<CompletionPage, StoreError> {
+        self.read(|conn| {
+            id_family(
+                conn,
+                &self.reprepares,
+                "artifact_occurrences",
+                "id",
+                "",
+                typed,
+                limit,
+            )
+        })
     }
 
     /// Ids of residual unknowns whose head is not resolved.
-    pub fn complete_unknowns(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, &self.reprepares, "unknowns", "id", "status <> 'resolved' and", typed, limit))
+    pub fn complete_unknowns(
+        &self,
+        typed: &str,
+        limit: usize,
+    ) -> Result<CompletionPage, StoreError> {
+        self.read(|conn| {
+            id_family(
+                conn,
+                &self.reprepares,
+                "unknowns",
+                "id",
+                "status <> 'resolved' and",
+                typed,
+                limit,
+            )
+        })
     }
 
     /// Names of the active target's documents.
-    pub fn complete_documents(&self, typed: &str, limit: usize) -> Result<CompletionPage, StoreError> {
-        let Some((lower, upper)) = range(typed) else { return Ok(CompletionPage::default()) };
+    pub fn complete_documents(
+        &self,
+        typed: &str,
+        limit: usize,
+    ) -> Result<CompletionPage, StoreError> {
+        let Some((lower, upper)) = range(typed) else {
+            return Ok(CompletionPage::default());
+        };
         self.read(|conn| {
-            let Some(target) = active_target_id(conn)? else { return Ok(CompletionPage::default()) };
+            let Some(target) = active_target_id(conn)? else {
+                return Ok(CompletionPage::default());
+            };
             scan_page(
                 conn,
                 &self.reprepares,
@@ -202,7 +301,9 @@ impl Store {
         typed: &str,
         limit: usize,
     ) -> Result<CompletionPage, StoreError> {
-        let Some((lower, upper)) = range(typed) else { return Ok(CompletionPage::default()) };
+        let Some((lower, upper)) = range(typed) else {
+            return Ok(CompletionPage::default());
+        };
         self.read(|conn| {
             let Some(target) = active_target_id(conn)? else { return Ok(CompletionPage::default()) };
             let document: i64 = match scope {

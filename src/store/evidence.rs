@@ -53,7 +53,10 @@ pub struct EvidenceFilter {
 
 /// Inserts `record` unless an identical one is present, with its links. Runs inside the caller's
 /// transaction.
-pub fn insert_evidence(conn: &Connection, record: &EvidenceRecord) -> Result<RecordOutcome, StoreError> {
+pub fn insert_evidence(
+    conn: &Connection,
+    record: &EvidenceRecord,
+) -> Result<RecordOutcome, StoreError> {
     let canonical = record.canonical_json()?;
     let id = EvidenceId::from_digest_of(canonical.as_bytes());
     if let Some((seq, created_at)) = conn
@@ -61,7 +64,12 @@ pub fn insert_evidence(conn: &Connection, record: &EvidenceRecord) -> Result<Rec
         .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
     {
-        return Ok(RecordOutcome { id, seq, created_at, new: false });
+        return Ok(RecordOutcome {
+            id,
+            seq,
+            created_at,
+            new: false,
+        });
     }
     for link in &record.links {
         let present: Option<i64> = conn
@@ -69,7 +77,9 @@ pub fn insert_evidence(conn: &Connection, record: &EvidenceRecord) -> Result<Rec
             .query_row([link.as_str()], |r| r.get(0))
             .optional()?;
         if present.is_none() {
-            return Err(StoreError::EvidenceNotInLedger { id: link.to_string() });
+            return Err(StoreError::EvidenceNotInLedger {
+                id: link.to_string(),
+            });
         }
     }
     let created_at = now_rfc3339();
@@ -89,24 +99,39 @@ pub fn insert_evidence(conn: &Connection, record: &EvidenceRecord) -> Result<Rec
         canonical,
     ])?;
     let seq = conn.last_insert_rowid();
-    let mut link_stmt =
-        conn.prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
+    let mut link_stmt = conn
+        .prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
     for link in &record.links {
         link_stmt.execute([id.as_str(), link.as_str()])?;
     }
-    Ok(RecordOutcome { id, seq, created_at, new: true })
+    Ok(RecordOutcome {
+        id,
+        seq,
+        created_at,
+        new: true,
+    })
 }
 
 /// Reads one record by id.
-pub fn get_evidence(conn: &Connection, id: &EvidenceId) -> Result<Option<StoredEvidence>, StoreError> {
+pub fn get_evidence(
+    conn: &Connection,
+    id: &EvidenceId,
+) -> Result<Option<StoredEvidence>, StoreError> {
     let row: Option<(i64, String, String)> = conn
         .prepare_cached("select seq, created_at, record from evidence where id = ?1")?
         .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     row.map(|(seq, created_at, record)| {
-        let record = serde_json::from_str(&record)
-            .map_err(|source| StoreError::CorruptRecord { id: id.to_string(), source })?;
-        Ok(StoredEvidence { id: id.clone(), seq, created_at, record })
+        let record = serde_json::from_str(&record).map_err(|source| StoreError::CorruptRecord {
+            id: id.to_string(),
+            source,
+        })?;
+        Ok(StoredEvidence {
+            id: id.clone(),
+            seq,
+            created_at,
+            record,
+        })
     })
     .transpose()
 }
@@ -139,7 +164,10 @@ impl Store {
     }
 
     /// A page of the ledger in recording order, and the total number of rows the filter selects.
-    pub fn list_evidence(&self, filter: &EvidenceFilter) -> Result<(Vec<EvidenceSummary>, u64), StoreError> {
+    pub fn list_evidence(
+        &self,
+        filter: &EvidenceFilter,
+    ) -> Result<(Vec<EvidenceSummary>, u64), StoreError> {
         self.read(|conn| {
             let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, EvidenceSummary)> {
                 let id: String = r.get(0)?;
@@ -186,31 +214,48 @@ impl Store {
     }
 
     /// Every record in recording order, for export and verification.
-    pub fn all_evidence(&self, mut each: impl FnMut(StoredEvidence) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    pub fn all_evidence(
+        &self,
+        mut each: impl FnMut(StoredEvidence) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         self.read(|conn| {
-            let mut stmt = conn.prepare("select id, seq, created_at, record from evidence order by seq")?;
+            let mut stmt =
+                conn.prepare("select id, seq, created_at, record from evidence order by seq")?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
                 let id: String = r.get(0)?;
                 let record: String = r.get(3)?;
-                let record = serde_json::from_str(&record)
-                    .map_err(|source| StoreError::CorruptRecord { id: id.clone(), source })?;
+                let record =
+                    serde_json::from_str(&record).map_err(|source| StoreError::CorruptRecord {
+                        id: id.clone(),
+                        source,
+                    })?;
                 let id = EvidenceId::parse(&id).map_err(|e| StoreError::CorruptRecord {
                     id: id.clone(),
                     source: serde::de::Error::custom(e),
                 })?;
-                each(StoredEvidence { id, seq: r.get(1)?, created_at: r.get(2)?, record })?;
+                each(StoredEvidence {
+                    id,
+                    seq: r.get(1)?,
+                    created_at: r.get(2)?,
+                    record,
+                })?;
             }
             Ok(())
         })
     }
 
     /// Marks `id` as a validated process capture, so Process capture completion offers it.
-    pub async fn mark_process_capture(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
+    pub async fn mark_process_capture(
+        &self,
+        record: EvidenceRecord,
+    ) -> Result<RecordOutcome, StoreError> {
         self.write(move |conn| {
             let outcome = insert_evidence(conn, &record)?;
-            conn.prepare_cached("insert or ignore into process_captures (evidence_id) values (?1)")?
-                .execute([outcome.id.as_str()])?;
+            conn.prepare_cached(
+                "insert or ignore into process_captures (evidence_id) values (?1)",
+            )?
+            .execute([outcome.id.as_str()])?;
             Ok(outcome)
         })
         .await

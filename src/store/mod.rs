@@ -7,6 +7,7 @@
 //! `ANALYZE` and `PRAGMA optimize` are never run: with the bundled SQLite's STAT4 they would make
 //! every cached statement re-prepare.
 
+mod artifacts;
 mod completion;
 mod evidence;
 mod targets;
@@ -20,11 +21,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+pub use artifacts::{OccurrenceRow, insert_manifest, insert_occurrences};
 pub use completion::{CompletionPage, ProcedureScope};
-pub use evidence::{EvidenceFilter, EvidenceSummary, RecordOutcome};
-pub use targets::{
-    DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRow, TargetRow,
-};
+pub use evidence::{EvidenceFilter, EvidenceSummary, RecordOutcome, insert_evidence};
+pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRow, TargetRow};
 pub use unknowns::{
     NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus, UnknownUpdate,
 };
@@ -191,17 +191,25 @@ impl Store {
         let mut conn = Connection::open(path)?;
         let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
         if found != 0 && found != APPLICATION_ID {
-            return Err(StoreError::NotASessionDatabase { path: path.to_owned(), found });
+            return Err(StoreError::NotASessionDatabase {
+                path: path.to_owned(),
+                found,
+            });
         }
         configure(&conn, Role::Writer)?;
-        embedded::migrations::runner().set_grouped(true).run(&mut conn)?;
+        embedded::migrations::runner()
+            .set_grouped(true)
+            .run(&mut conn)?;
         rekey_if_needed(&mut conn)?;
 
         let (tx, rx) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("rea-store-writer".into())
             .spawn(move || writer_loop(conn, rx))
-            .map_err(|source| StoreError::Io { path: path.to_owned(), source })?;
+            .map_err(|source| StoreError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
         Ok(Arc::new(Store {
             path: path.to_owned(),
             writer: Mutex::new(Some(tx)),
@@ -216,7 +224,10 @@ impl Store {
         &self.path
     }
 
-    fn enqueue<R, F>(&self, f: F) -> Result<tokio::sync::oneshot::Receiver<Result<R, StoreError>>, StoreError>
+    fn enqueue<R, F>(
+        &self,
+        f: F,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<R, StoreError>>, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -260,7 +271,9 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        self.enqueue(f)?.await.map_err(|_| StoreError::NotPerformed)?
+        self.enqueue(f)?
+            .await
+            .map_err(|_| StoreError::NotPerformed)?
     }
 
     /// [`Store::write`] for callers outside an async runtime.
@@ -269,11 +282,16 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        self.enqueue(f)?.blocking_recv().map_err(|_| StoreError::NotPerformed)?
+        self.enqueue(f)?
+            .blocking_recv()
+            .map_err(|_| StoreError::NotPerformed)?
     }
 
     /// Runs `f` on a read-only connection. Never waits for the writer (WAL).
-    pub fn read<R>(&self, f: impl FnOnce(&Connection) -> Result<R, StoreError>) -> Result<R, StoreError> {
+    pub fn read<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
         let conn = self.take_reader()?;
         let result = f(&conn);
         let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
@@ -301,13 +319,21 @@ impl Store {
     pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
         if dest.exists() {
             if !overwrite {
-                return Err(StoreError::ExportExists { path: dest.to_owned() });
+                return Err(StoreError::ExportExists {
+                    path: dest.to_owned(),
+                });
             }
-            std::fs::remove_file(dest).map_err(|source| StoreError::Io { path: dest.to_owned(), source })?;
+            std::fs::remove_file(dest).map_err(|source| StoreError::Io {
+                path: dest.to_owned(),
+                source,
+            })?;
         }
         // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
         // writer is always inside a transaction, where VACUUM cannot run.
-        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.execute("vacuum into ?1", [dest.to_string_lossy()])?;
         self.set_meta_blocking("exported_at", &now_rfc3339())
@@ -317,10 +343,18 @@ impl Store {
     /// Idempotent.
     pub fn close(&self) {
         drop(self.writer.lock().unwrap_or_else(|p| p.into_inner()).take());
-        if let Some(thread) = self.writer_thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(thread) = self
+            .writer_thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             let _ = thread.join();
         }
-        self.readers.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.readers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// A value from the `meta` table.
@@ -386,7 +420,11 @@ fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Job>) {
 /// Recomputes every stored match key when the database was written by another key algorithm.
 fn rekey_if_needed(conn: &mut Connection) -> Result<(), StoreError> {
     let stored: Option<String> = conn
-        .query_row("select value from meta where name = 'key_algorithm'", [], |r| r.get(0))
+        .query_row(
+            "select value from meta where name = 'key_algorithm'",
+            [],
+            |r| r.get(0),
+        )
         .optional()?;
     if stored.as_deref() == Some(KEY_ALGORITHM) {
         return Ok(());
@@ -405,8 +443,9 @@ fn rekey_if_needed(conn: &mut Connection) -> Result<(), StoreError> {
             .prepare("select document_id, address, name from procedures where name is not null")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
-        let mut update =
-            tx.prepare("update procedures set name_key = ?3 where document_id = ?1 and address = ?2")?;
+        let mut update = tx.prepare(
+            "update procedures set name_key = ?3 where document_id = ?1 and address = ?2",
+        )?;
         for (doc, address, name) in procs {
             update.execute(rusqlite::params![doc, address, match_key(&name)])?;
         }
@@ -436,5 +475,6 @@ pub fn now_rfc3339() -> String {
     let fmt = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );
-    now.format(&fmt).unwrap_or_else(|_| now.unix_timestamp().to_string())
+    now.format(&fmt)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string())
 }

@@ -134,13 +134,15 @@ fn from_i64(v: i64) -> u64 {
 /// Inserts (or re-activates) a target with its documents, procedures and procedure completion
 /// values, and makes it the active target. Returns the target's row id.
 pub fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64, StoreError> {
-    conn.prepare_cached("update targets set active = 0 where active = 1")?.execute([])?;
+    conn.prepare_cached("update targets set active = 0 where active = 1")?
+        .execute([])?;
     let existing: Option<i64> = conn
         .prepare_cached("select id from targets where path = ?1 and sha256 = ?2")?
         .query_row([&target.path, &target.sha256], |r| r.get(0))
         .optional()?;
     if let Some(id) = existing {
-        conn.prepare_cached("update targets set active = 1 where id = ?1")?.execute([id])?;
+        conn.prepare_cached("update targets set active = 1 where id = ?1")?
+            .execute([id])?;
         return Ok(id);
     }
     conn.prepare_cached(
@@ -248,7 +250,8 @@ fn procedure_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProcedureRow> {
     })
 }
 
-const DOCUMENT_COLUMNS: &str = "d.id, d.name, d.format, d.architecture, d.role, d.file, d.file_offset, d.file_size,
+const DOCUMENT_COLUMNS: &str =
+    "d.id, d.name, d.format, d.architecture, d.role, d.file, d.file_offset, d.file_size,
      (select count(*) from procedures p where p.document_id = d.id)";
 
 impl Store {
@@ -265,8 +268,10 @@ impl Store {
     /// Makes the target with this row id active.
     pub async fn activate_target(&self, id: i64) -> Result<(), StoreError> {
         self.write(move |conn| {
-            conn.prepare_cached("update targets set active = 0 where active = 1")?.execute([])?;
-            conn.prepare_cached("update targets set active = 1 where id = ?1")?.execute([id])?;
+            conn.prepare_cached("update targets set active = 0 where active = 1")?
+                .execute([])?;
+            conn.prepare_cached("update targets set active = 1 where id = ?1")?
+                .execute([id])?;
             Ok(())
         })
         .await
@@ -395,7 +400,12 @@ impl Store {
     }
 
     /// Every procedure of a document, by address (for providers that need the whole inventory).
-    pub fn document_procedures(&self, target_id: i64, document: &str) -> Result<Vec<ProcedureRow>, StoreError> {
-        self.procedures(target_id, Some(document), 0, u64::MAX >> 1).map(|(rows, _)| rows)
+    pub fn document_procedures(
+        &self,
+        target_id: i64,
+        document: &str,
+    ) -> Result<Vec<ProcedureRow>, StoreError> {
+        self.procedures(target_id, Some(document), 0, u64::MAX >> 1)
+            .map(|(rows, _)| rows)
     }
 }

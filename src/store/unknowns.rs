@@ -198,7 +198,9 @@ fn read_head(conn: &Connection, id: &UnknownId) -> Result<Option<UnknownHead>, S
         .prepare_cached("select head_revision from unknowns where id = ?1")?
         .query_row([id.as_str()], |r| r.get(0))
         .optional()?;
-    let Some(revision) = head else { return Ok(None) };
+    let Some(revision) = head else {
+        return Ok(None);
+    };
     let mut rev = conn
         .prepare_cached(
             "select status, question, resolution, rationale, note, recorded_at from unknown_revisions
@@ -236,7 +238,10 @@ fn read_head(conn: &Connection, id: &UnknownId) -> Result<Option<UnknownHead>, S
             }
         }
     }
-    Ok(Some(UnknownHead { id: id.clone(), head: rev }))
+    Ok(Some(UnknownHead {
+        id: id.clone(),
+        head: rev,
+    }))
 }
 
 impl Store {

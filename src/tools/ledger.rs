@@ -84,7 +84,11 @@ pub struct Exported {
 }
 
 /// Writes every record of `store` as JSON lines to `dest`.
-pub fn export_jsonl(store: &Store, dest: &std::path::Path, overwrite: bool) -> Result<u64, ToolError> {
+pub fn export_jsonl(
+    store: &Store,
+    dest: &std::path::Path,
+    overwrite: bool,
+) -> Result<u64, ToolError> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true);
@@ -93,12 +97,23 @@ pub fn export_jsonl(store: &Store, dest: &std::path::Path, overwrite: bool) -> R
     } else {
         options.create_new(true);
     }
-    let file = options.open(dest).map_err(|e| ToolError(format!("{}: {e}", dest.display())))?;
+    let file = options
+        .open(dest)
+        .map_err(|e| ToolError(format!("{}: {e}", dest.display())))?;
     let mut out = std::io::BufWriter::new(file);
     let mut n = 0;
     store.all_evidence(|e: StoredEvidence| {
-        serde_json::to_writer(&mut out, &e).map_err(|source| crate::store::StoreError::CorruptRecord { id: e.id.to_string(), source })?;
-        out.write_all(b"\n").map_err(|source| crate::store::StoreError::Io { path: dest.to_owned(), source })?;
+        serde_json::to_writer(&mut out, &e).map_err(|source| {
+            crate::store::StoreError::CorruptRecord {
+                id: e.id.to_string(),
+                source,
+            }
+        })?;
+        out.write_all(b"\n")
+            .map_err(|source| crate::store::StoreError::Io {
+                path: dest.to_owned(),
+                source,
+            })?;
         n += 1;
         Ok(())
     })?;
@@ -110,31 +125,66 @@ pub fn export_jsonl(store: &Store, dest: &std::path::Path, overwrite: bool) -> R
 impl ReaServer {
     /// Read one Evidence record of this session's ledger, whole: subject, provider, operation,
     /// parameters, result, confidence, authority, limitations, locations and links.
-    #[tool(name = "get_evidence", annotations(read_only_hint = true, open_world_hint = false))]
-    pub async fn get_evidence(&self, Parameters(args): Parameters<GetArgs>) -> Result<Json<StoredEvidence>, ToolError> {
+    #[tool(
+        name = "get_evidence",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn get_evidence(
+        &self,
+        Parameters(args): Parameters<GetArgs>,
+    ) -> Result<Json<StoredEvidence>, ToolError> {
         let store = self.session_store().await?;
-        store
-            .evidence(&args.evidence_id)?
-            .map(Json)
-            .ok_or_else(|| ToolError(format!("Evidence {} is not in this session's ledger", args.evidence_id)))
+        store.evidence(&args.evidence_id)?.map(Json).ok_or_else(|| {
+            ToolError(format!(
+                "Evidence {} is not in this session's ledger",
+                args.evidence_id
+            ))
+        })
     }
 
     /// List this session's Evidence in recording order, optionally of one operation, a page at a time.
-    #[tool(name = "list_evidence", annotations(read_only_hint = true, open_world_hint = false))]
-    pub async fn list_evidence(&self, Parameters(args): Parameters<ListArgs>) -> Result<Json<EvidencePage>, ToolError> {
+    #[tool(
+        name = "list_evidence",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn list_evidence(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+    ) -> Result<Json<EvidencePage>, ToolError> {
         let store = self.session_store().await?;
         let limit = page_limit(args.limit);
-        let (evidence, total) =
-            store.list_evidence(&EvidenceFilter { operation: args.operation, offset: args.offset, limit })?;
+        let (evidence, total) = store.list_evidence(&EvidenceFilter {
+            operation: args.operation,
+            offset: args.offset,
+            limit,
+        })?;
         let next = next_offset(args.offset, evidence.len(), total);
-        Ok(Json(EvidencePage { evidence, total, next_offset: next }))
+        Ok(Json(EvidencePage {
+            evidence,
+            total,
+            next_offset: next,
+        }))
     }
 
     /// Export this session's ledger to a file: a consistent SQLite copy (default) or JSON lines.
     /// Never overwrites an existing file unless overwrite is true.
-    #[tool(name = "export_evidence", annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
-    pub async fn export_evidence(&self, Parameters(args): Parameters<ExportArgs>) -> Result<Json<Exported>, ToolError> {
-        let dest = self.shared().settings.check_new_path(std::path::Path::new(&args.path)).map_err(ToolError)?;
+    #[tool(
+        name = "export_evidence",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    pub async fn export_evidence(
+        &self,
+        Parameters(args): Parameters<ExportArgs>,
+    ) -> Result<Json<Exported>, ToolError> {
+        let dest = self
+            .shared()
+            .settings
+            .check_new_path(std::path::Path::new(&args.path))
+            .map_err(ToolError)?;
         let store = self.session_store().await?;
         let (format, overwrite, path) = (args.format, args.overwrite, dest.clone());
         let evidence = tokio::task::spawn_blocking(move || -> Result<u64, ToolError> {
@@ -148,6 +198,11 @@ impl ReaServer {
         })
         .await??;
         let bytes = std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
-        Ok(Json(Exported { path: dest.display().to_string(), format: args.format, evidence, bytes }))
+        Ok(Json(Exported {
+            path: dest.display().to_string(),
+            format: args.format,
+            evidence,
+            bytes,
+        }))
     }
 }

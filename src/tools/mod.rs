@@ -2,6 +2,10 @@
 //! the struct), returns a typed result with its Evidence inline, and reports failures the caller
 //! should read as tool results with `isError`.
 
+pub(crate) mod analysis;
+pub(crate) mod artifacts;
+pub(crate) mod capture;
+pub(crate) mod javascript;
 pub(crate) mod ledger;
 pub(crate) mod native;
 pub(crate) mod session;
@@ -108,7 +112,11 @@ impl Qualifiers {
 
     /// Computed from Evidence in the ledger.
     pub fn derived() -> Self {
-        Self { confidence: Confidence::Derived, authority: Authority::LedgerEvaluation, ..Self::observed() }
+        Self {
+            confidence: Confidence::Derived,
+            authority: Authority::LedgerEvaluation,
+            ..Self::observed()
+        }
     }
 
     /// With these limitations.
@@ -158,7 +166,10 @@ pub async fn observe<P: Serialize, T: Serialize>(
         links: q.links,
     };
     let outcome: RecordOutcome = store.record(record.clone()).await?;
-    Ok(Observed { result, evidence: inline(outcome, record) })
+    Ok(Observed {
+        result,
+        evidence: inline(outcome, record),
+    })
 }
 
 /// The inline form of a stored record.
@@ -202,7 +213,12 @@ impl ReaServer {
             .await
             .as_ref()
             .map(|s| s.store().clone())
-            .ok_or_else(|| ToolError("no binary session is open: open_binary a target or resume_session first".into()))
+            .ok_or_else(|| {
+                ToolError(
+                    "no binary session is open: open_binary a target or resume_session first"
+                        .into(),
+                )
+            })
     }
 
     /// Canonicalizes `path` and checks it against the operator's allowed roots.

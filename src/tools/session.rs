@@ -85,7 +85,9 @@ pub fn check_target(path: &std::path::Path) -> TargetCheck {
             architecture: None,
             documents: vec![],
             available_action: match &e {
-                native::AdmitError::UnsupportedDirectory { suggestion, .. } => suggestion.map(str::to_owned),
+                native::AdmitError::UnsupportedDirectory { suggestion, .. } => {
+                    suggestion.map(str::to_owned)
+                }
                 _ => None,
             },
             refusal: Some(e.to_string()),
@@ -180,7 +182,13 @@ pub struct ResumeArgs {
     pub session_id: Option<String>,
 }
 
-async fn progress(context: &RequestContext<RoleServer>, token: &Option<ProgressToken>, done: usize, total: usize, message: String) {
+async fn progress(
+    context: &RequestContext<RoleServer>,
+    token: &Option<ProgressToken>,
+    done: usize,
+    total: usize,
+    message: String,
+) {
     if let Some(token) = token {
         let mut p = ProgressNotificationParam::new(token.clone(), done as f64);
         p.total = Some(total as f64);
@@ -193,8 +201,14 @@ async fn progress(context: &RequestContext<RoleServer>, token: &Option<ProgressT
 impl ReaServer {
     /// Check this server: version, state and config directories, deep provider candidates, and
     /// optionally whether a path would open as a target. Starts nothing and opens nothing.
-    #[tool(name = "doctor", annotations(read_only_hint = true, open_world_hint = false))]
-    pub async fn doctor(&self, Parameters(args): Parameters<DoctorArgs>) -> Result<Json<DoctorReport>, ToolError> {
+    #[tool(
+        name = "doctor",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn doctor(
+        &self,
+        Parameters(args): Parameters<DoctorArgs>,
+    ) -> Result<Json<DoctorReport>, ToolError> {
         let settings = &self.shared().settings;
         let target = match args.target {
             Some(t) => Some(match settings.check_path(std::path::Path::new(&t)) {
@@ -217,19 +231,47 @@ impl ReaServer {
             version: env!("CARGO_PKG_VERSION").into(),
             state_dir: settings.state_dir.display().to_string(),
             state_dir_writable: writable,
-            config_dir: settings.config_dir.as_ref().map(|d| d.display().to_string()),
-            allowed_roots: settings.allowed_roots.iter().map(|r| r.display().to_string()).collect(),
-            prompts: self.shared().catalog.read().map(|c| c.prompts().len()).unwrap_or(0),
+            config_dir: settings
+                .config_dir
+                .as_ref()
+                .map(|d| d.display().to_string()),
+            allowed_roots: settings
+                .allowed_roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect(),
+            prompts: self
+                .shared()
+                .catalog
+                .read()
+                .map(|c| c.prompts().len())
+                .unwrap_or(0),
             deep_candidates: deep::candidates("any", None),
-            process_capture: "not available in this build".into(),
+            process_capture: {
+                let policy = self.shared().policy();
+                if policy.enabled {
+                    format!(
+                        "enabled: executables under {:?}, working directories under {:?}",
+                        policy.executable_roots, policy.working_directory_roots
+                    )
+                } else {
+                    "disabled: an operator enables it in $REA_CONFIG_DIR/rea.toml ([capture] enabled = true with roots)".into()
+                }
+            },
             target,
         }))
     }
 
     /// Describe this connection's binary session: id, database, targets (one active), and
     /// ledger counts.
-    #[tool(name = "binary_session", annotations(read_only_hint = true, open_world_hint = false))]
-    pub async fn binary_session(&self, Parameters(_): Parameters<NoArgs>) -> Result<Json<SessionState>, ToolError> {
+    #[tool(
+        name = "binary_session",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn binary_session(
+        &self,
+        Parameters(_): Parameters<NoArgs>,
+    ) -> Result<Json<SessionState>, ToolError> {
         let guard = self.session().read().await;
         let Some(s) = guard.as_ref() else {
             return Ok(Json(SessionState {
@@ -243,7 +285,10 @@ impl ReaServer {
             }));
         };
         let store = s.store();
-        let (_, evidence) = store.list_evidence(&crate::store::EvidenceFilter { limit: 0, ..Default::default() })?;
+        let (_, evidence) = store.list_evidence(&crate::store::EvidenceFilter {
+            limit: 0,
+            ..Default::default()
+        })?;
         let (_, unknowns) = store.list_unknowns(false, 0, 0)?;
         Ok(Json(SessionState {
             open: true,
@@ -260,7 +305,15 @@ impl ReaServer {
     /// complete procedure inventory of each. The first open starts the binary session; opening
     /// another target switches to it and keeps the ledger. A JavaScript/Electron directory is not
     /// opened here: use analyze_javascript_application.
-    #[tool(name = "open_binary", annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    #[tool(
+        name = "open_binary",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
     pub async fn open_binary(
         &self,
         Parameters(args): Parameters<OpenArgs>,
@@ -274,26 +327,50 @@ impl ReaServer {
         let mut inventories = Vec::with_capacity(total);
         for (i, doc) in target.documents.iter().enumerate() {
             if context.ct.is_cancelled() {
-                return Err(ToolError("open_binary was cancelled; nothing was opened".into()));
+                return Err(ToolError(
+                    "open_binary was cancelled; nothing was opened".into(),
+                ));
             }
-            progress(&context, &token, i, total, format!("reading procedures of {}", doc.name)).await;
+            progress(
+                &context,
+                &token,
+                i,
+                total,
+                format!("reading procedures of {}", doc.name),
+            )
+            .await;
             let d = doc.clone();
             inventories.push(tokio::task::spawn_blocking(move || native::procedures(&d)).await??);
         }
-        progress(&context, &token, total, total, "storing the inventory".into()).await;
+        progress(
+            &context,
+            &token,
+            total,
+            total,
+            "storing the inventory".into(),
+        )
+        .await;
         let counts: Vec<u64> = inventories.iter().map(|p| p.len() as u64).collect();
         let store = {
             let mut guard = self.session().write().await;
             if guard.is_none() {
                 let state_dir = self.shared().settings.state_dir.clone();
-                *guard = Some(tokio::task::spawn_blocking(move || BinarySession::create(&state_dir)).await??);
+                *guard = Some(
+                    tokio::task::spawn_blocking(move || BinarySession::create(&state_dir))
+                        .await??,
+                );
             }
-            guard.as_ref().map(|s| s.store().clone()).ok_or_else(|| ToolError("no session".into()))?
+            guard
+                .as_ref()
+                .map(|s| s.store().clone())
+                .ok_or_else(|| ToolError("no session".into()))?
         };
         store.open_target(new_target(&target, inventories)).await?;
         let session_id = {
             let mut guard = self.session().write().await;
-            let s = guard.as_mut().ok_or_else(|| ToolError("the session was closed while opening".into()))?;
+            let s = guard
+                .as_mut()
+                .ok_or_else(|| ToolError("the session was closed while opening".into()))?;
             s.set_active(target.clone());
             s.id().to_owned()
         };
@@ -318,46 +395,97 @@ impl ReaServer {
                 })
                 .collect(),
         };
-        Ok(Json(observe(&store, "open_binary", Some(subject_of(&target)), &args, opened, Qualifiers::observed()).await?))
+        Ok(Json(
+            observe(
+                &store,
+                "open_binary",
+                Some(subject_of(&target)),
+                &args,
+                opened,
+                Qualifiers::observed(),
+            )
+            .await?,
+        ))
     }
 
     /// End the binary session: closes its database and deletes it with its Evidence ledger and
     /// residual unknowns. Export first (export_evidence) to keep a copy.
-    #[tool(name = "close_binary", annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false))]
-    pub async fn close_binary(&self, Parameters(_): Parameters<NoArgs>) -> Result<Json<Closed>, ToolError> {
-        let session = self.session().write().await.take().ok_or_else(|| ToolError("no binary session is open".into()))?;
-        let (_, evidence) = session.store().list_evidence(&crate::store::EvidenceFilter::default())?;
+    #[tool(
+        name = "close_binary",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    pub async fn close_binary(
+        &self,
+        Parameters(_): Parameters<NoArgs>,
+    ) -> Result<Json<Closed>, ToolError> {
+        let session = self
+            .session()
+            .write()
+            .await
+            .take()
+            .ok_or_else(|| ToolError("no binary session is open".into()))?;
+        let (_, evidence) = session
+            .store()
+            .list_evidence(&crate::store::EvidenceFilter::default())?;
         let id = session.id().to_owned();
         tokio::task::spawn_blocking(move || session.close()).await??;
-        Ok(Json(Closed { session_id: id, evidence_dropped: evidence }))
+        Ok(Json(Closed {
+            session_id: id,
+            evidence_dropped: evidence,
+        }))
     }
 
     /// Resume a session left by a server that stopped or was killed (a session no live process
     /// holds). Its ledger, targets and unknowns are as they were at the last commit.
-    #[tool(name = "resume_session", annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
-    pub async fn resume_session(&self, Parameters(args): Parameters<ResumeArgs>) -> Result<Json<SessionInfo>, ToolError> {
+    #[tool(
+        name = "resume_session",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    pub async fn resume_session(
+        &self,
+        Parameters(args): Parameters<ResumeArgs>,
+    ) -> Result<Json<SessionInfo>, ToolError> {
         let mut guard = self.session().write().await;
         if let Some(s) = guard.as_ref() {
-            return Err(ToolError(format!("session {} is open on this connection; close_binary it first", s.id())));
+            return Err(ToolError(format!(
+                "session {} is open on this connection; close_binary it first",
+                s.id()
+            )));
         }
         let state_dir = self.shared().settings.state_dir.clone();
         let id = match args.session_id {
             Some(id) => id,
             None => {
-                let free: Vec<SessionInfo> = session::list(&state_dir)?.into_iter().filter(|s| !s.live).collect();
+                let free: Vec<SessionInfo> = session::list(&state_dir)?
+                    .into_iter()
+                    .filter(|s| !s.live)
+                    .collect();
                 match free.as_slice() {
                     [one] => one.id.clone(),
                     [] => return Err(ToolError("no session is waiting to be resumed".into())),
                     many => {
                         let ids: Vec<&str> = many.iter().map(|s| s.id.as_str()).collect();
-                        return Err(ToolError(format!("several sessions can be resumed; name one: {}", ids.join(", "))));
+                        return Err(ToolError(format!(
+                            "several sessions can be resumed; name one: {}",
+                            ids.join(", ")
+                        )));
                     }
                 }
             }
         };
         let dir = state_dir.clone();
         let resumed_id = id.clone();
-        let resumed = tokio::task::spawn_blocking(move || BinarySession::resume(&dir, &resumed_id)).await??;
+        let resumed =
+            tokio::task::spawn_blocking(move || BinarySession::resume(&dir, &resumed_id)).await??;
         *guard = Some(resumed);
         drop(guard);
         let mut info = session::show(&state_dir, &id)?;

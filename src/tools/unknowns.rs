@@ -85,20 +85,48 @@ pub struct UnknownPage {
 impl ReaServer {
     /// Record a residual unknown: an open question the investigation has not settled. Returns its
     /// id and revision 1.
-    #[tool(name = "record_unknown", annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
-    pub async fn record_unknown(&self, Parameters(args): Parameters<RecordArgs>) -> Result<Json<UnknownHead>, ToolError> {
+    #[tool(
+        name = "record_unknown",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    pub async fn record_unknown(
+        &self,
+        Parameters(args): Parameters<RecordArgs>,
+    ) -> Result<Json<UnknownHead>, ToolError> {
         if args.question.trim().is_empty() {
             return Err(ToolError("question must not be empty".into()));
         }
         let store = self.session_store().await?;
-        Ok(Json(store.record_unknown(NewUnknown { question: args.question, supporting: args.evidence_ids, note: args.note }).await?))
+        Ok(Json(
+            store
+                .record_unknown(NewUnknown {
+                    question: args.question,
+                    supporting: args.evidence_ids,
+                    note: args.note,
+                })
+                .await?,
+        ))
     }
 
     /// Revise a residual unknown in place (a new revision becomes its head). Resolving as
     /// verified needs at least one supporting Evidence id from this ledger; withdrawn and
     /// out-of-scope need a rationale.
-    #[tool(name = "update_unknown", annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
-    pub async fn update_unknown(&self, Parameters(args): Parameters<UpdateArgs>) -> Result<Json<UnknownHead>, ToolError> {
+    #[tool(
+        name = "update_unknown",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    pub async fn update_unknown(
+        &self,
+        Parameters(args): Parameters<UpdateArgs>,
+    ) -> Result<Json<UnknownHead>, ToolError> {
         let store = self.session_store().await?;
         Ok(Json(
             store
@@ -118,13 +146,22 @@ impl ReaServer {
     }
 
     /// List residual unknowns at their head revision: by default only those not resolved.
-    #[tool(name = "list_unknowns", annotations(read_only_hint = true, open_world_hint = false))]
-    pub async fn list_unknowns(&self, Parameters(args): Parameters<ListArgs>) -> Result<Json<UnknownPage>, ToolError> {
+    #[tool(
+        name = "list_unknowns",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn list_unknowns(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+    ) -> Result<Json<UnknownPage>, ToolError> {
         let store = self.session_store().await?;
         let limit = page_limit(args.limit);
         let (unknowns, total) = store.list_unknowns(args.include_resolved, args.offset, limit)?;
         let next = next_offset(args.offset, unknowns.len(), total);
-        Ok(Json(UnknownPage { unknowns, total, next_offset: next }))
+        Ok(Json(UnknownPage {
+            unknowns,
+            total,
+            next_offset: next,
+        }))
     }
 }
-

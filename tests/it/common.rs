@@ -1,14 +1,13 @@
 //! Test harness: a real `ReaServer` on one end of a duplex pipe and an rmcp client on the other.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rea::server::{ReaServer, Settings, Shared};
 use rmcp::model::{
-    ArgumentInfo, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompletionContext, CompletionInfo,
-    GetPromptRequestParams, GetPromptResult, ProtocolVersion, Reference,
+    ArgumentInfo, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompletionContext,
+    CompletionInfo, GetPromptRequestParams, GetPromptResult, ProtocolVersion, Reference,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, ClientServiceExt, RoleClient, ServiceError, ServiceExt};
@@ -34,7 +33,8 @@ impl ClientHandler for Client {
 pub struct Harness {
     pub client: RunningService<RoleClient, Client>,
     pub changes: mpsc::UnboundedReceiver<&'static str>,
-    pub state: tempfile::TempDir,
+    /// Kept alive for the test: the state directory holding session databases.
+    pub _state: tempfile::TempDir,
     pub config: tempfile::TempDir,
     pub shared: Arc<Shared>,
     _watcher: Option<notify::RecommendedWatcher>,
@@ -82,18 +82,28 @@ pub async fn start_in(mode: Mode, state: tempfile::TempDir, config: tempfile::Te
         Mode::Modern => handler
             .serve_with_lifecycle(
                 client_io,
-                rmcp::ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
+                rmcp::ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
             )
             .await
             .unwrap(),
     };
-    Harness { client, changes: rx, state, config, shared, _watcher: watcher }
+    Harness {
+        client,
+        changes: rx,
+        _state: state,
+        config,
+        shared,
+        _watcher: watcher,
+    }
 }
 
 impl Harness {
     /// Calls a tool; returns the raw result.
     pub async fn call_raw(&self, name: &str, args: Value) -> CallToolResult {
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().cloned().unwrap_or_default());
+        let params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
         self.client.call_tool(params).await.unwrap()
     }
 
@@ -101,18 +111,31 @@ impl Harness {
     pub async fn call(&self, name: &str, args: Value) -> Value {
         let r = self.call_raw(name, args).await;
         assert_ne!(r.is_error, Some(true), "{name} failed: {:?}", r.content);
-        r.structured_content.clone().unwrap_or_else(|| panic!("{name} returned no structured content"))
+        r.structured_content
+            .clone()
+            .unwrap_or_else(|| panic!("{name} returned no structured content"))
     }
 
     /// Calls a tool that must fail with a tool error; returns its message.
     pub async fn call_err(&self, name: &str, args: Value) -> String {
         let r = self.call_raw(name, args).await;
-        assert_eq!(r.is_error, Some(true), "{name} should fail: {:?}", r.structured_content);
-        r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+        assert_eq!(
+            r.is_error,
+            Some(true),
+            "{name} should fail: {:?}",
+            r.structured_content
+        );
+        r.content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     pub async fn complete(&self, prompt: &str, argument: &str, value: &str) -> CompletionInfo {
-        self.complete_ctx(prompt, argument, value, &[]).await.unwrap()
+        self.complete_ctx(prompt, argument, value, &[])
+            .await
+            .unwrap()
     }
 
     pub async fn complete_ctx(
@@ -122,32 +145,59 @@ impl Harness {
         value: &str,
         context: &[(&str, &str)],
     ) -> Result<CompletionInfo, ServiceError> {
-        let mut params = CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, value));
+        let mut params = CompleteRequestParams::new(
+            Reference::for_prompt(prompt),
+            ArgumentInfo::new(argument, value),
+        );
         if !context.is_empty() {
-            let args = context.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let args = context
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
             params = params.with_context(CompletionContext::with_arguments(args));
         }
         self.client.complete(params).await.map(|r| r.completion)
     }
 
-    pub async fn get_prompt(&self, name: &str, args: &[(&str, &str)]) -> Result<GetPromptResult, ServiceError> {
-        let map: serde_json::Map<String, Value> =
-            args.iter().map(|(k, v)| (k.to_string(), Value::String(v.to_string()))).collect();
-        self.client.get_prompt(GetPromptRequestParams::new(name).with_arguments(map)).await
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        args: &[(&str, &str)],
+    ) -> Result<GetPromptResult, ServiceError> {
+        let map: serde_json::Map<String, Value> = args
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
+        self.client
+            .get_prompt(GetPromptRequestParams::new(name).with_arguments(map))
+            .await
     }
 
     pub async fn prompt_text(&self, name: &str, args: &[(&str, &str)]) -> String {
         let r = self.get_prompt(name, args).await.unwrap();
-        r.messages.iter().filter_map(|m| m.content.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+        r.messages
+            .iter()
+            .filter_map(|m| m.content.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     pub async fn tool_names(&self) -> Vec<String> {
-        self.client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect()
+        self.client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
     }
 
     /// Waits for the next list-changed notification (bounded, so a missing one fails the test).
     pub async fn next_change(&mut self) -> Option<&'static str> {
-        tokio::time::timeout(Duration::from_secs(10), self.changes.recv()).await.ok().flatten()
+        tokio::time::timeout(Duration::from_secs(10), self.changes.recv())
+            .await
+            .ok()
+            .flatten()
     }
 
     pub fn prompts_dir(&self) -> PathBuf {
@@ -165,20 +215,30 @@ pub fn error_code(e: &ServiceError) -> Option<i32> {
 
 /// Where test fixtures were fetched (`.ci/fixtures.sh`).
 pub fn fixtures() -> PathBuf {
-    std::env::var_os("REA_FIXTURES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
+    std::env::var_os("REA_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
 }
 
 /// A fixture file that `.ci/fixtures.sh` fetched; fails the test with a hint when missing.
 pub fn fixture(rel: &str) -> PathBuf {
     let p = fixtures().join(rel);
-    assert!(p.exists(), "fixture {} missing: run .ci/fixtures.sh", p.display());
+    assert!(
+        p.exists(),
+        "fixture {} missing: run .ci/fixtures.sh",
+        p.display()
+    );
     p
 }
 
 /// A small JavaScript/Electron app directory.
 pub fn javascript_app() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("package.json"), r#"{"name":"demo","version":"1.0.0","main":"main.js"}"#).unwrap();
+    std::fs::write(
+        dir.path().join("package.json"),
+        r#"{"name":"demo","version":"1.0.0","main":"main.js"}"#,
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("main.js"),
         "const { app, BrowserWindow, ipcMain } = require('electron');\nipcMain.handle('search', () => 1);\n",
@@ -189,8 +249,4 @@ pub fn javascript_app() -> tempfile::TempDir {
 
 pub fn str_values(info: &CompletionInfo) -> Vec<&str> {
     info.values.iter().map(String::as_str).collect()
-}
-
-pub fn arg_map(v: &[(&str, &str)]) -> BTreeMap<String, String> {
-    v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }

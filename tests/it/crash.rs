@@ -25,7 +25,12 @@ impl Server {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut s = Server { child, stdin, stdout, next_id: 0 };
+        let mut s = Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
         s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "crash", "version": "1"}}));
         s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         s
@@ -46,8 +51,12 @@ impl Server {
     fn read(&mut self) -> Value {
         loop {
             let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server closed stdout");
-            let v: Value = serde_json::from_str(&line).expect("stdout carries only JSON-RPC frames");
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let v: Value =
+                serde_json::from_str(&line).expect("stdout carries only JSON-RPC frames");
             if v.get("id").is_some() {
                 return v;
             }
@@ -70,13 +79,18 @@ impl Server {
 
 /// A small deterministic generator, so a failing cycle can be replayed.
 fn lcg(seed: &mut u64) -> u64 {
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     *seed >> 33
 }
 
 #[test]
 fn sigkill_during_writes_loses_no_acknowledged_row_and_the_session_resumes() {
-    let cycles: u64 = std::env::var("REA_CRASH_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(12);
+    let cycles: u64 = std::env::var("REA_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
     let state = tempfile::tempdir().unwrap();
     let mut acked: Vec<String> = vec![];
     let mut seed = 0x5eed;
@@ -89,7 +103,10 @@ fn sigkill_during_writes_loses_no_acknowledged_row_and_the_session_resumes() {
         let read = lcg(&mut seed) % burst;
         for _ in 0..burst {
             offset += 1;
-            server.submit("tools/call", json!({"name": "list_procedures", "arguments": {"offset": offset, "limit": 1}}));
+            server.submit(
+                "tools/call",
+                json!({"name": "list_procedures", "arguments": {"offset": offset, "limit": 1}}),
+            );
         }
         for _ in 0..read {
             let v = server.read();
@@ -102,10 +119,19 @@ fn sigkill_during_writes_loses_no_acknowledged_row_and_the_session_resumes() {
 
         server = Server::start(state.path());
         let resumed = server.tool("resume_session", json!({}));
-        assert!(resumed["id"].as_str().unwrap().starts_with("ses_"), "cycle {cycle}");
+        assert!(
+            resumed["id"].as_str().unwrap().starts_with("ses_"),
+            "cycle {cycle}"
+        );
         for id in &acked {
-            let v = server.request("tools/call", json!({"name": "get_evidence", "arguments": {"evidence_id": id}}));
-            assert_ne!(v["result"]["isError"], true, "cycle {cycle}: acknowledged {id} lost: {v}");
+            let v = server.request(
+                "tools/call",
+                json!({"name": "get_evidence", "arguments": {"evidence_id": id}}),
+            );
+            assert_ne!(
+                v["result"]["isError"], true,
+                "cycle {cycle}: acknowledged {id} lost: {v}"
+            );
         }
     }
     // Every row is whole: ids recompute from the stored records and SQLite finds no damage.

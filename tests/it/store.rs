@@ -54,7 +54,9 @@ async fn concurrent_writers_are_group_committed_and_all_acknowledged() {
     let mut tasks = vec![];
     for i in 0..2000u64 {
         let s = s.clone();
-        tasks.push(tokio::spawn(async move { s.record(record("concurrent", i)).await.unwrap().id }));
+        tasks.push(tokio::spawn(async move {
+            s.record(record("concurrent", i)).await.unwrap().id
+        }));
     }
     let mut ids = vec![];
     for t in tasks {
@@ -72,15 +74,25 @@ fn a_failing_write_rolls_back_alone() {
     let (_d, s) = store();
     let ok = s.record_blocking(record("a", 1)).unwrap();
     let failed = s.write_blocking(|conn| {
-        conn.execute("insert into meta (name, value) values ('half', 'written')", [])?;
+        conn.execute(
+            "insert into meta (name, value) values ('half', 'written')",
+            [],
+        )?;
         Err::<(), _>(StoreError::InvalidResolution("refused".into()))
     });
     assert!(failed.is_err());
-    assert_eq!(s.meta("half").unwrap(), None, "the failed write left nothing");
+    assert_eq!(
+        s.meta("half").unwrap(),
+        None,
+        "the failed write left nothing"
+    );
     assert!(s.has_evidence(&ok.id).unwrap());
 }
 
-fn target(name: &str, docs: &[(&str, &[(u64, Option<&str>)])]) -> NewTarget {
+/// A document name and its procedures (address, name).
+type Doc<'a> = (&'a str, &'a [(u64, Option<&'a str>)]);
+
+fn target(name: &str, docs: &[Doc<'_>]) -> NewTarget {
     NewTarget {
         path: format!("/t/{name}"),
         name: name.into(),
@@ -99,7 +111,12 @@ fn target(name: &str, docs: &[(&str, &[(u64, Option<&str>)])]) -> NewTarget {
                 file_size: 1,
                 procedures: procs
                     .iter()
-                    .map(|(a, n)| NewProcedure { address: *a, name: n.map(str::to_owned), raw_name: None, size: None })
+                    .map(|(a, n)| NewProcedure {
+                        address: *a,
+                        name: n.map(str::to_owned),
+                        raw_name: None,
+                        size: None,
+                    })
                     .collect(),
             })
             .collect(),
@@ -112,8 +129,23 @@ fn procedure_names_must_identify_one_address_in_the_scope() {
     s.open_target_blocking(target(
         "t",
         &[
-            ("arm64", &[(0x10, Some("main")), (0x20, Some("dup")), (0x30, Some("dup")), (0x40, Some("Straße"))]),
-            ("x86_64", &[(0x10, Some("main")), (0x50, Some("main")), (0x60, Some("only_x86"))]),
+            (
+                "arm64",
+                &[
+                    (0x10, Some("main")),
+                    (0x20, Some("dup")),
+                    (0x30, Some("dup")),
+                    (0x40, Some("Straße")),
+                ],
+            ),
+            (
+                "x86_64",
+                &[
+                    (0x10, Some("main")),
+                    (0x50, Some("main")),
+                    (0x60, Some("only_x86")),
+                ],
+            ),
         ],
     ))
     .unwrap();
@@ -126,11 +158,16 @@ fn procedure_names_must_identify_one_address_in_the_scope() {
     // The whole target: main names 0x10 and 0x50; only_x86 is unique; addresses are deduplicated.
     assert!(values(ProcedureScope::Target, "main").is_empty());
     assert_eq!(values(ProcedureScope::Target, "ONLY"), ["only_x86"]);
-    let all = s.complete_procedures(ProcedureScope::Target, "0x", 100).unwrap();
+    let all = s
+        .complete_procedures(ProcedureScope::Target, "0x", 100)
+        .unwrap();
     assert_eq!(all.values, ["0x10", "0x20", "0x30", "0x40", "0x50", "0x60"]);
     assert_eq!(all.total, 6);
     // Normalized match: typed SS finds Straße.
-    assert_eq!(values(ProcedureScope::Document("arm64"), "STRASS"), ["Straße"]);
+    assert_eq!(
+        values(ProcedureScope::Document("arm64"), "STRASS"),
+        ["Straße"]
+    );
 }
 
 #[test]
@@ -148,7 +185,10 @@ fn totals_are_exact_and_values_are_the_first_in_code_point_order() {
         let page = s.complete_evidence(prefix, 100).unwrap();
         assert_eq!(page.total, expected.len() as u64, "total for {prefix:?}");
         assert_eq!(page.values.len(), expected.len().min(100));
-        assert!(page.values.iter().zip(&expected).all(|(a, b)| a == *b), "order for {prefix:?}");
+        assert!(
+            page.values.iter().zip(&expected).all(|(a, b)| a == *b),
+            "order for {prefix:?}"
+        );
         assert_eq!(page.has_more, expected.len() > 100);
     }
 }
@@ -156,7 +196,8 @@ fn totals_are_exact_and_values_are_the_first_in_code_point_order() {
 #[test]
 fn hot_completion_statements_are_never_re_prepared() {
     let (_d, s) = store();
-    s.open_target_blocking(target("t", &[("d", &[(0x10, Some("f"))])])).unwrap();
+    s.open_target_blocking(target("t", &[("d", &[(0x10, Some("f"))])]))
+        .unwrap();
     let before = s.completion_reprepares();
     for i in 0..200u64 {
         s.record_blocking(record("w", i)).unwrap();
@@ -165,17 +206,25 @@ fn hot_completion_statements_are_never_re_prepared() {
         }
         complete(Some(&s), Family::Procedure, "0x", Some("d"), 100);
     }
-    assert_eq!(s.completion_reprepares(), before, "a cached completion statement was re-prepared");
+    assert_eq!(
+        s.completion_reprepares(),
+        before,
+        "a cached completion statement was re-prepared"
+    );
 }
 
 #[test]
 fn process_capture_completion_offers_only_validated_captures() {
     let (_d, s) = store();
     // Evidence that claims the operation but was never validated as a capture is not offered.
-    let bogus = s.record_blocking(record("capture_process_scenario", 1)).unwrap();
+    let bogus = s
+        .record_blocking(record("capture_process_scenario", 1))
+        .unwrap();
     assert_eq!(s.complete_process_captures("", 100).unwrap().total, 0);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let good = rt.block_on(s.mark_process_capture(record("capture_process_scenario", 2))).unwrap();
+    let good = rt
+        .block_on(s.mark_process_capture(record("capture_process_scenario", 2)))
+        .unwrap();
     let page = s.complete_process_captures("", 100).unwrap();
     assert_eq!(page.values, [good.id.to_string()]);
     assert!(!page.values.contains(&bogus.id.to_string()));
@@ -186,18 +235,36 @@ fn keys_written_by_another_algorithm_are_recomputed_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
     let s = Store::open(&path).unwrap();
-    s.open_target_blocking(target("t", &[("Doc", &[(0x10, Some("Größe"))])])).unwrap();
+    s.open_target_blocking(target("t", &[("Doc", &[(0x10, Some("Größe"))])]))
+        .unwrap();
     s.close();
     drop(s);
     let raw = rusqlite::Connection::open(&path).unwrap();
-    raw.execute("update meta set value = 'old' where name = 'key_algorithm'", []).unwrap();
-    raw.execute("update documents set key = 'garbage'", []).unwrap();
-    raw.execute("update procedure_completions set key = 'garbage' where value = 'Größe'", []).unwrap();
+    raw.execute(
+        "update meta set value = 'old' where name = 'key_algorithm'",
+        [],
+    )
+    .unwrap();
+    raw.execute("update documents set key = 'garbage'", [])
+        .unwrap();
+    raw.execute(
+        "update procedure_completions set key = 'garbage' where value = 'Größe'",
+        [],
+    )
+    .unwrap();
     drop(raw);
     let s = Store::open(&path).unwrap();
     assert_eq!(s.complete_documents("doc", 10).unwrap().values, ["Doc"]);
-    assert_eq!(s.complete_procedures(ProcedureScope::Target, "GRÖSS", 10).unwrap().values, ["Größe"]);
-    assert_eq!(s.meta("key_algorithm").unwrap().as_deref(), Some(rea::completion::key::KEY_ALGORITHM));
+    assert_eq!(
+        s.complete_procedures(ProcedureScope::Target, "GRÖSS", 10)
+            .unwrap()
+            .values,
+        ["Größe"]
+    );
+    assert_eq!(
+        s.meta("key_algorithm").unwrap().as_deref(),
+        Some(rea::completion::key::KEY_ALGORITHM)
+    );
 }
 
 #[test]
@@ -209,7 +276,10 @@ fn a_database_of_another_application_is_refused() {
     c.execute("create table t (x)", []).unwrap();
     drop(c);
     let e = Store::open(&path).unwrap_err();
-    assert!(matches!(e, StoreError::NotASessionDatabase { found: 1234, .. }), "{e}");
+    assert!(
+        matches!(e, StoreError::NotASessionDatabase { found: 1234, .. }),
+        "{e}"
+    );
 }
 
 #[test]
@@ -221,7 +291,10 @@ fn a_live_session_is_locked_and_a_dead_one_resumes() {
     let listed = session::list(state.path()).unwrap();
     assert_eq!(listed.len(), 1);
     assert!(listed[0].live);
-    assert!(matches!(Session::resume(state.path(), &id), Err(SessionError::InUse { .. })));
+    assert!(matches!(
+        Session::resume(state.path(), &id),
+        Err(SessionError::InUse { .. })
+    ));
     drop(s); // the owning process "goes away": its lock is released, its files stay
     let listed = session::list(state.path()).unwrap();
     assert!(!listed[0].live);
@@ -231,8 +304,14 @@ fn a_live_session_is_locked_and_a_dead_one_resumes() {
     resumed.close().unwrap();
     assert!(!dir.exists());
     assert!(session::list(state.path()).unwrap().is_empty());
-    assert!(matches!(Session::resume(state.path(), "ses_0000"), Err(SessionError::NotFound { .. })));
-    assert!(matches!(Session::resume(state.path(), "../etc"), Err(SessionError::BadId { .. })));
+    assert!(matches!(
+        Session::resume(state.path(), "ses_0000"),
+        Err(SessionError::NotFound { .. })
+    ));
+    assert!(matches!(
+        Session::resume(state.path(), "../etc"),
+        Err(SessionError::BadId { .. })
+    ));
 }
 
 #[test]
@@ -241,7 +320,10 @@ fn export_writes_a_consistent_copy_and_never_overwrites_unless_told() {
     s.record_blocking(record("x", 1)).unwrap();
     let dest = dir.path().join("export.db");
     s.export(&dest, false).unwrap();
-    assert!(matches!(s.export(&dest, false), Err(StoreError::ExportExists { .. })));
+    assert!(matches!(
+        s.export(&dest, false),
+        Err(StoreError::ExportExists { .. })
+    ));
     s.record_blocking(record("x", 2)).unwrap();
     s.export(&dest, true).unwrap();
     let copy = Store::open(&dest).unwrap();
@@ -251,11 +333,21 @@ fn export_writes_a_consistent_copy_and_never_overwrites_unless_told() {
 
 #[test]
 fn schema_reads_as_documentation() {
-    let sql = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/V1__init.sql")).unwrap();
+    let sql = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/migrations/V1__init.sql"
+    ))
+    .unwrap();
     let lines: Vec<&str> = sql.lines().collect();
     for (i, line) in lines.iter().enumerate() {
-        if line.starts_with("create table") || line.starts_with("create index") || line.starts_with("create unique index") {
-            assert!(i > 0 && lines[i - 1].starts_with("--"), "no comment above: {line}");
+        if line.starts_with("create table")
+            || line.starts_with("create index")
+            || line.starts_with("create unique index")
+        {
+            assert!(
+                i > 0 && lines[i - 1].starts_with("--"),
+                "no comment above: {line}"
+            );
         }
         if line.starts_with(") ") || *line == ");" {
             assert!(line.contains("strict"), "table not STRICT near line {i}");

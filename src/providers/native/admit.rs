@@ -24,8 +24,8 @@ pub fn admit(path: &Path) -> Result<Target, AdmitError> {
         if is_app_bundle(&canonical) {
             return admit_bundle(&canonical);
         }
-        let suggestion =
-            looks_like_javascript_app(&canonical).then_some("analyze_javascript_application");
+        let suggestion = crate::analyzers::javascript::looks_like_javascript_app(&canonical)
+            .then_some("analyze_javascript_application");
         return Err(AdmitError::UnsupportedDirectory {
             path: canonical,
             suggestion,
@@ -35,26 +35,6 @@ pub fn admit(path: &Path) -> Result<Target, AdmitError> {
         return Err(AdmitError::NotAFile { path: canonical });
     }
     admit_file(&canonical)
-}
-
-/// Whether a directory looks like a JavaScript or Electron application: a `package.json`, an
-/// `app.asar` (at the top or under `resources/`), or JavaScript files at its top level.
-pub fn looks_like_javascript_app(dir: &Path) -> bool {
-    if dir.join("package.json").is_file()
-        || dir.join("app.asar").is_file()
-        || dir.join("resources").join("app.asar").is_file()
-    {
-        return true;
-    }
-    let Ok(entries) = fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        (name.ends_with(".js") || name.ends_with(".mjs") || name.ends_with(".cjs"))
-            && entry.path().is_file()
-    })
 }
 
 fn io_error(path: &Path, source: io::Error) -> AdmitError {

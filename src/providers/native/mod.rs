@@ -32,7 +32,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use address::{format_address, hex, hex_opt, parse_address};
-pub use admit::{admit, looks_like_javascript_app};
+pub use admit::admit;
 pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,

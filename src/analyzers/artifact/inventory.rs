@@ -1,0 +1,1234 @@
+//! Builds an [`Inventory`]: walks the target, records every part, reads native images, plists and
+//! asar archives, resolves library edges, derives findings and pages the occurrences.
+//!
+//! Occurrence ids depend on the manifest id, which depends on every part, so occurrences and
+//! findings are first collected by content and only given ids once the manifest is sealed.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io::Read;
+use std::path::Path;
+
+use super::bundle::{self, PlistFacts};
+use super::ids::{self, sha256_hex};
+use super::image::{self, Image, Signature, Sniffed};
+use super::macho_sig::{FLAG_ADHOC, FLAG_LINKER_SIGNED, FLAG_RUNTIME};
+use super::page;
+use super::resolve::{self, MachoLoader, Tree};
+use super::walk::{self, file_name, parent};
+use super::{
+    ArtifactError, Edge, EdgeKind, Finding, FindingRule, InspectOptions, Inventory, KindGap,
+    Manifest, Occurrence, OccurrenceKind, OccurrenceSet, PROVIDER_ID, Part, PartKind,
+    ProviderStamp, Resolution, Severity, TargetInfo, TargetKind,
+};
+use crate::analyzers::asar;
+
+/// Bytes read from a file too large to parse, enough to classify it.
+const HEAD_BYTES: usize = 4096;
+
+/// Occurrence kinds derived from a native image's load commands and signature.
+const IMAGE_KINDS: [OccurrenceKind; 3] = [
+    OccurrenceKind::CodeSignature,
+    OccurrenceKind::Entitlement,
+    OccurrenceKind::Library,
+];
+
+/// Entitlements that switch off a hardened-runtime or debugging protection, with how much each
+/// one weakens the process.
+const PROTECTION_ENTITLEMENTS: [(&str, Severity, &str); 6] = [
+    (
+        "com.apple.security.cs.disable-library-validation",
+        Severity::Medium,
+        "lets the process load libraries signed by anyone",
+    ),
+    (
+        "com.apple.security.cs.allow-unsigned-executable-memory",
+        Severity::Medium,
+        "lets the process create writable and executable memory without restriction",
+    ),
+    (
+        "com.apple.security.cs.allow-dyld-environment-variables",
+        Severity::High,
+        "lets DYLD_* environment variables inject libraries into the process",
+    ),
+    (
+        "com.apple.security.cs.allow-jit",
+        Severity::Low,
+        "lets the process map memory for just-in-time compiled code",
+    ),
+    (
+        "com.apple.security.get-task-allow",
+        Severity::Medium,
+        "lets other processes attach a debugger to the process",
+    ),
+    (
+        "com.apple.security.cs.disable-executable-page-protection",
+        Severity::High,
+        "turns off code-signing protection of executable pages entirely",
+    ),
+];
+
+/// An edge without its architectures: `(from, kind, target, resolution, resolved, via)`.
+type EdgeKey = (
+    String,
+    EdgeKind,
+    String,
+    Resolution,
+    Option<String>,
+    Option<String>,
+);
+
+/// Content key of an occurrence, used to cite it before ids exist.
+type OccKey = (String, OccurrenceKind, Option<String>, String);
+
+struct PendingFinding {
+    rule: FindingRule,
+    severity: Severity,
+    part: String,
+    message: String,
+    cites: Vec<OccKey>,
+}
+
+/// Linking facts of one image, resolved once every file is known.
+struct PendingImage {
+    file: String,
+    image_part: String,
+    arch: Option<String>,
+    is_macho: bool,
+    is_main_executable_type: bool,
+    has_signature: bool,
+    libraries: Vec<(EdgeKind, String)>,
+    rpaths: Vec<String>,
+}
+
+struct AsarFacts {
+    header_sha256: Option<String>,
+    unpacked_entries: usize,
+    unpacked_dir: bool,
+}
+
+/// The bytes of one file, or for a file too large to parse, its digest and first bytes.
+enum Content {
+    Full(Vec<u8>),
+    Large { sha256: String, head: Vec<u8> },
+}
+
+struct Builder<'o> {
+    options: &'o InspectOptions,
+    directory_target: bool,
+    parts: Vec<Part>,
+    part_paths: HashSet<String>,
+    occurrences: Vec<OccKey>,
+    findings: Vec<PendingFinding>,
+    edges: Vec<Edge>,
+    images: Vec<PendingImage>,
+    plists: Vec<(String, PlistFacts)>,
+    asars: BTreeMap<String, AsarFacts>,
+    tree: Tree,
+    gaps: Vec<KindGap>,
+    reasons: BTreeSet<String>,
+    limitations: BTreeSet<String>,
+    manifest_complete: bool,
+    total_size: u64,
+}
+
+/// Inspects a file or a directory (a `.app` bundle or any directory the caller admits).
+///
+/// The result is reproducible: the same bytes give the same manifest id, whatever the target's
+/// location or modification times.
+pub fn inspect(target: &Path, options: &InspectOptions) -> Result<Inventory, ArtifactError> {
+    let unreadable = |source| ArtifactError::Unreadable {
+        path: target.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(target).map_err(unreadable)?;
+    let canonical = std::fs::canonicalize(target).map_err(unreadable)?;
+    // The name as given (a symbolic link keeps its own name), else the resolved one for
+    // paths such as `.`.
+    let name = match target.file_name().or_else(|| canonical.file_name()) {
+        None => String::from("/"),
+        Some(name) => name
+            .to_str()
+            .ok_or_else(|| ArtifactError::NonUtf8Name {
+                path: target.to_path_buf(),
+            })?
+            .to_string(),
+    };
+    let mut options = options.clone();
+    if options.page_size == 0 {
+        options.page_size = InspectOptions::default().page_size;
+    }
+    if meta.is_file() {
+        let content =
+            read_content(&canonical, meta.len(), options.max_parse_bytes).map_err(unreadable)?;
+        let sha256 = match &content {
+            Content::Full(bytes) => sha256_hex(bytes),
+            Content::Large { sha256, .. } => sha256.clone(),
+        };
+        let mut builder = Builder::new(&options, false);
+        builder.total_size = meta.len();
+        builder.add_file(&name, &canonical, meta.len(), content);
+        let info = TargetInfo {
+            name,
+            kind: TargetKind::File,
+            sha256: Some(sha256),
+            size: meta.len(),
+        };
+        builder.finish(info)
+    } else if meta.is_dir() {
+        let kind = if name.to_ascii_lowercase().ends_with(".app") {
+            TargetKind::Bundle
+        } else {
+            TargetKind::Directory
+        };
+        let walked = walk::walk(&canonical, options.max_files);
+        let mut builder = Builder::new(&options, true);
+        if walked.truncated {
+            builder.manifest_complete = false;
+            builder.reasons.insert(format!(
+                "the walk stopped after {} files (max_files); later files are not in the manifest",
+                options.max_files
+            ));
+        }
+        for problem in &walked.problems {
+            builder.manifest_complete = false;
+            builder.reasons.insert(problem.clone());
+        }
+        for entry in &walked.entries {
+            builder.tree.insert(entry.rel.clone(), entry.link.clone());
+        }
+        for entry in walked.entries {
+            if let Some(link) = entry.link {
+                builder.push_part(Part {
+                    path: entry.rel,
+                    kind: PartKind::Symlink,
+                    size: entry.size,
+                    sha256: Some(sha256_hex(link.as_bytes())),
+                    architecture: None,
+                    container: None,
+                    address: None,
+                    file_offset: None,
+                    link_target: Some(link),
+                });
+                continue;
+            }
+            builder.total_size = builder.total_size.saturating_add(entry.size);
+            match read_content(&entry.abs, entry.size, options.max_parse_bytes) {
+                Ok(content) => builder.add_file(&entry.rel, &entry.abs, entry.size, content),
+                Err(e) => {
+                    builder.manifest_complete = false;
+                    builder
+                        .reasons
+                        .insert(format!("cannot read {}: {e}", entry.rel));
+                    builder.push_part(Part {
+                        path: entry.rel,
+                        kind: PartKind::Other,
+                        size: entry.size,
+                        sha256: None,
+                        architecture: None,
+                        container: None,
+                        address: None,
+                        file_offset: None,
+                        link_target: None,
+                    });
+                }
+            }
+        }
+        let info = TargetInfo {
+            name,
+            kind,
+            sha256: None,
+            size: builder.total_size,
+        };
+        builder.finish(info)
+    } else {
+        Err(ArtifactError::NotFileOrDirectory {
+            path: target.to_path_buf(),
+        })
+    }
+}
+
+fn read_content(path: &Path, size: u64, max_parse_bytes: u64) -> std::io::Result<Content> {
+    if size <= max_parse_bytes {
+        return std::fs::read(path).map(Content::Full);
+    }
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+    let mut head = Vec::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        if head.len() < HEAD_BYTES {
+            let take = (HEAD_BYTES - head.len()).min(read);
+            head.extend_from_slice(&buffer[..take]);
+        }
+        sha2::Digest::update(&mut hasher, &buffer[..read]);
+    }
+    Ok(Content::Large {
+        sha256: hex::encode(sha2::Digest::finalize(hasher)),
+        head,
+    })
+}
+
+fn bool_text(flag: bool) -> String {
+    flag.to_string()
+}
+
+impl<'o> Builder<'o> {
+    fn new(options: &'o InspectOptions, directory_target: bool) -> Builder<'o> {
+        Builder {
+            options,
+            directory_target,
+            parts: Vec::new(),
+            part_paths: HashSet::new(),
+            occurrences: Vec::new(),
+            findings: Vec::new(),
+            edges: Vec::new(),
+            images: Vec::new(),
+            plists: Vec::new(),
+            asars: BTreeMap::new(),
+            tree: Tree::default(),
+            gaps: Vec::new(),
+            reasons: BTreeSet::new(),
+            limitations: BTreeSet::new(),
+            manifest_complete: true,
+            total_size: 0,
+        }
+    }
+
+    /// Returns `path`, or `path~2`, `path~3`, … when it is taken (duplicate section names).
+    fn unique_path(&self, path: String) -> String {
+        if !self.part_paths.contains(&path) {
+            return path;
+        }
+        (2u32..)
+            .map(|n| format!("{path}~{n}"))
+            .find(|candidate| !self.part_paths.contains(candidate))
+            .unwrap_or(path)
+    }
+
+    fn push_part(&mut self, part: Part) {
+        self.part_paths.insert(part.path.clone());
+        self.parts.push(part);
+    }
+
+    fn occ(&mut self, part: &str, kind: OccurrenceKind, key: Option<&str>, value: &str) -> OccKey {
+        let occ = (
+            part.to_string(),
+            kind,
+            key.filter(|k| !k.is_empty()).map(str::to_string),
+            value.to_string(),
+        );
+        self.occurrences.push(occ.clone());
+        occ
+    }
+
+    fn finding(
+        &mut self,
+        rule: FindingRule,
+        severity: Severity,
+        part: &str,
+        message: String,
+        cites: Vec<OccKey>,
+    ) {
+        self.findings.push(PendingFinding {
+            rule,
+            severity,
+            part: part.to_string(),
+            message,
+            cites,
+        });
+    }
+
+    fn gap(&mut self, kind: OccurrenceKind, part: &str, reason: String) {
+        self.gaps.push(KindGap {
+            kind,
+            part: Some(part.to_string()),
+            reason,
+        });
+    }
+
+    fn add_file(&mut self, rel: &str, abs: &Path, size: u64, content: Content) {
+        let (bytes, sha256) = match content {
+            Content::Full(bytes) => {
+                let sha = sha256_hex(&bytes);
+                (bytes, sha)
+            }
+            Content::Large { sha256, head } => {
+                let kind = walk::classify(rel, &head, image::sniff(&head));
+                self.reasons.insert(format!(
+                    "{rel} ({size} bytes) is larger than max_parse_bytes and was hashed but not parsed"
+                ));
+                self.push_part(Part {
+                    path: rel.to_string(),
+                    kind,
+                    size,
+                    sha256: Some(sha256),
+                    architecture: None,
+                    container: None,
+                    address: None,
+                    file_offset: None,
+                    link_target: None,
+                });
+                return;
+            }
+        };
+        let head = &bytes[..bytes.len().min(HEAD_BYTES)];
+        let sniffed = image::sniff(head);
+        let mut kind = walk::classify(rel, head, sniffed);
+        let with_regions = !self.directory_target;
+        let images = if sniffed == Sniffed::None {
+            None
+        } else {
+            image::analyze(&bytes, with_regions)
+        };
+        let Some(images) = images else {
+            self.push_part(Part {
+                path: rel.to_string(),
+                kind,
+                size,
+                sha256: Some(sha256),
+                architecture: None,
+                container: None,
+                address: None,
+                file_offset: None,
+                link_target: None,
+            });
+            self.add_data_file(rel, abs, kind, &bytes);
+            return;
+        };
+        let thin_arch = if images.universal {
+            None
+        } else {
+            images.images.first().map(|image| image.arch.clone())
+        };
+        if let (false, Some(first)) = (images.universal, images.images.first())
+            && kind == PartKind::MachoOther
+        {
+            kind = first.kind;
+        }
+        self.push_part(Part {
+            path: rel.to_string(),
+            kind,
+            size,
+            sha256: Some(sha256),
+            architecture: thin_arch,
+            container: None,
+            address: None,
+            file_offset: None,
+            link_target: None,
+        });
+        for error in &images.errors {
+            self.reasons.insert(format!("{rel}: {error}"));
+        }
+        if kind == PartKind::FrameworkBinary && file_name(rel) == "Electron Framework" {
+            self.occ(
+                rel,
+                OccurrenceKind::Electron,
+                Some("framework"),
+                "Electron Framework",
+            );
+        }
+        for image in &images.images {
+            let image_part = match image.slice {
+                Some((offset, slice_size)) => {
+                    let path = self.unique_path(format!("{rel}#{}", image.arch));
+                    let digest = usize::try_from(offset)
+                        .ok()
+                        .zip(usize::try_from(slice_size).ok())
+                        .and_then(|(start, len)| bytes.get(start..start.checked_add(len)?))
+                        .map(sha256_hex);
+                    self.push_part(Part {
+                        path: path.clone(),
+                        kind: image.kind,
+                        size: slice_size,
+                        sha256: digest,
+                        architecture: Some(image.arch.clone()),
+                        container: Some(rel.to_string()),
+                        address: None,
+                        file_offset: Some(offset),
+                        link_target: None,
+                    });
+                    path
+                }
+                None => rel.to_string(),
+            };
+            for region in &image.regions {
+                let path = self.unique_path(format!("{image_part}/{}", region.name));
+                self.push_part(Part {
+                    path,
+                    kind: region.kind,
+                    size: region.size,
+                    sha256: region.sha256.clone(),
+                    architecture: Some(image.arch.clone()),
+                    container: Some(image_part.clone()),
+                    address: Some(format!("0x{:x}", region.address)),
+                    file_offset: region.file_offset,
+                    link_target: None,
+                });
+            }
+            self.add_image_facts(rel, &image_part, image, images.universal);
+        }
+    }
+
+    /// Plists and asar archives.
+    fn add_data_file(&mut self, rel: &str, abs: &Path, kind: PartKind, bytes: &[u8]) {
+        match kind {
+            PartKind::Plist | PartKind::BinaryPlist if file_name(rel) == "Info.plist" => {
+                match bundle::info_plist_facts(bytes) {
+                    Ok(facts) => {
+                        self.add_plist_facts(rel, &facts);
+                        self.plists.push((rel.to_string(), facts));
+                    }
+                    Err(e) => {
+                        self.limitations
+                            .insert(format!("{rel} could not be read as a property list: {e}"));
+                        self.gap(
+                            OccurrenceKind::InfoPlist,
+                            rel,
+                            format!("{rel} could not be read as a property list: {e}"),
+                        );
+                    }
+                }
+            }
+            PartKind::Asar => self.add_asar(rel, abs),
+            _ => {}
+        }
+    }
+
+    fn add_plist_facts(&mut self, rel: &str, facts: &PlistFacts) {
+        for (key, value) in &facts.entries {
+            let occ = self.occ(rel, OccurrenceKind::InfoPlist, Some(key), value);
+            if key == "NSAppTransportSecurity.NSAllowsArbitraryLoads" && value == "true" {
+                self.finding(
+                    FindingRule::AtsArbitraryLoads,
+                    Severity::Medium,
+                    rel,
+                    format!(
+                        "{rel} sets NSAllowsArbitraryLoads: App Transport Security allows plain-HTTP and weak-TLS connections"
+                    ),
+                    vec![occ],
+                );
+            }
+        }
+    }
+
+    fn add_asar(&mut self, rel: &str, abs: &Path) {
+        let mut unpacked_path = abs.as_os_str().to_os_string();
+        unpacked_path.push(".unpacked");
+        let unpacked_dir = std::fs::symlink_metadata(&unpacked_path).is_ok_and(|m| m.is_dir());
+        if file_name(rel) == "app.asar" {
+            self.occ(rel, OccurrenceKind::Electron, Some("app-asar"), "present");
+        }
+        match asar::Archive::open(abs) {
+            Ok(archive) => {
+                let sha = archive.header_sha256();
+                self.occ(
+                    rel,
+                    OccurrenceKind::Electron,
+                    Some("asar-header-sha256"),
+                    &sha,
+                );
+                let entries = archive.entries();
+                let unpacked_entries = entries.iter().filter(|e| e.unpacked).count();
+                self.occ(
+                    rel,
+                    OccurrenceKind::Electron,
+                    Some("asar-entries"),
+                    &entries.len().to_string(),
+                );
+                self.occ(
+                    rel,
+                    OccurrenceKind::Electron,
+                    Some("asar-unpacked-entries"),
+                    &unpacked_entries.to_string(),
+                );
+                self.asars.insert(
+                    rel.to_string(),
+                    AsarFacts {
+                        header_sha256: Some(sha),
+                        unpacked_entries,
+                        unpacked_dir,
+                    },
+                );
+            }
+            Err(e) => {
+                // The reader names the archive by its absolute path; the inventory must not
+                // depend on where the target is stored.
+                let message = e.to_string().replace(abs.to_string_lossy().as_ref(), rel);
+                self.occ(
+                    rel,
+                    OccurrenceKind::Electron,
+                    Some("asar-unreadable"),
+                    &message,
+                );
+                self.limitations.insert(format!(
+                    "{rel} could not be read as an asar archive: {message}"
+                ));
+                self.asars.insert(
+                    rel.to_string(),
+                    AsarFacts {
+                        header_sha256: None,
+                        unpacked_entries: 0,
+                        unpacked_dir,
+                    },
+                );
+            }
+        }
+    }
+
+    fn add_image_facts(&mut self, file: &str, part: &str, image: &Image, universal: bool) {
+        for error in &image.errors {
+            let reason = format!("{part}: {error}");
+            self.limitations.insert(reason.clone());
+            for kind in IMAGE_KINDS
+                .into_iter()
+                .chain([OccurrenceKind::ExportedSymbol])
+            {
+                self.gap(kind, part, reason.clone());
+            }
+        }
+        if image.is_macho {
+            self.add_signature_facts(part, image);
+        }
+        self.add_capped(
+            part,
+            OccurrenceKind::Url,
+            &image.urls,
+            self.options.max_urls_per_part,
+        );
+        let hosts: BTreeSet<String> = image
+            .urls
+            .iter()
+            .filter_map(|u| image::url_host(u))
+            .collect();
+        let hosts: Vec<String> = hosts.into_iter().collect();
+        self.add_capped(
+            part,
+            OccurrenceKind::Hostname,
+            &hosts,
+            self.options.max_urls_per_part,
+        );
+        self.add_capped(
+            part,
+            OccurrenceKind::ExportedSymbol,
+            &image.exports,
+            self.options.max_symbols_per_part,
+        );
+        if let Some(wire) = &image.fuse_wire {
+            self.occ(
+                part,
+                OccurrenceKind::ElectronFuse,
+                Some("wire-version"),
+                &wire.version.to_string(),
+            );
+            for (index, byte) in wire.fuses.iter().enumerate() {
+                let name = bundle::fuse_name(index);
+                let state = bundle::fuse_state(*byte);
+                let occ = self.occ(part, OccurrenceKind::ElectronFuse, Some(&name), &state);
+                if let Some((severity, why)) = bundle::insecure_fuse(&name, &state) {
+                    self.finding(
+                        FindingRule::InsecureElectronFuse,
+                        severity,
+                        part,
+                        format!("Electron fuse {name} is {state} in {part}: {why}"),
+                        vec![occ],
+                    );
+                }
+            }
+        }
+        self.limitations.insert(String::from(
+            "URLs are searched in ASCII strings of executable images only; UTF-16 strings and compressed data are not read",
+        ));
+        if image.kind == PartKind::Pe {
+            self.limitations
+                .insert(String::from("PE Authenticode signatures are not examined"));
+        }
+        self.images.push(PendingImage {
+            file: file.to_string(),
+            image_part: part.to_string(),
+            arch: universal.then(|| image.arch.clone()),
+            is_macho: image.is_macho,
+            is_main_executable_type: image.is_main_executable_type,
+            has_signature: matches!(
+                image.signature,
+                Signature::Present(_) | Signature::Malformed(_)
+            ),
+            libraries: image.libraries.clone(),
+            rpaths: image.rpaths.clone(),
+        });
+    }
+
+    /// Records the first `cap` values (already sorted) and a gap when more exist.
+    fn add_capped(&mut self, part: &str, kind: OccurrenceKind, values: &[String], cap: usize) {
+        for value in values.iter().take(cap) {
+            self.occ(part, kind, None, value);
+        }
+        if values.len() > cap {
+            self.gap(
+                kind,
+                part,
+                format!(
+                    "{part}: {} {} values found, only the first {cap} (sorted) are kept",
+                    values.len(),
+                    kind.as_str()
+                ),
+            );
+        }
+    }
+
+    fn add_signature_facts(&mut self, part: &str, image: &Image) {
+        let kind = OccurrenceKind::CodeSignature;
+        match &image.signature {
+            Signature::NotApplicable => {}
+            Signature::Absent => {
+                let occ = self.occ(part, kind, Some("signed"), "false");
+                self.finding(
+                    FindingRule::UnsignedCode,
+                    Severity::Medium,
+                    part,
+                    format!(
+                        "{part} ({}) has no embedded code signature, so nothing vouches for its origin or integrity",
+                        image.arch
+                    ),
+                    vec![occ],
+                );
+            }
+            Signature::Malformed(reason) => {
+                let signed = self.occ(part, kind, Some("signed"), "malformed");
+                let detail = self.occ(part, kind, Some("malformed"), reason);
+                self.finding(
+                    FindingRule::UnsignedCode,
+                    Severity::Medium,
+                    part,
+                    format!(
+                        "{part} ({}) has a malformed code signature: {reason}",
+                        image.arch
+                    ),
+                    vec![signed, detail],
+                );
+            }
+            Signature::Present(info) => {
+                self.occ(part, kind, Some("signed"), "true");
+                if let Some(identifier) = &info.identifier {
+                    self.occ(part, kind, Some("identifier"), identifier);
+                }
+                if let Some(team) = &info.team_id {
+                    self.occ(part, kind, Some("team-id"), team);
+                }
+                self.occ(part, kind, Some("flags"), &format!("0x{:08x}", info.flags));
+                self.occ(
+                    part,
+                    kind,
+                    Some("hardened-runtime"),
+                    &bool_text(info.flags & FLAG_RUNTIME != 0),
+                );
+                let adhoc = info.flags & FLAG_ADHOC != 0;
+                let adhoc_occ = self.occ(part, kind, Some("adhoc"), &bool_text(adhoc));
+                self.occ(
+                    part,
+                    kind,
+                    Some("linker-signed"),
+                    &bool_text(info.flags & FLAG_LINKER_SIGNED != 0),
+                );
+                if !info.hash_types.is_empty() {
+                    self.occ(part, kind, Some("hash-type"), &info.hash_types.join(","));
+                }
+                self.occ(part, kind, Some("cms-signature"), &bool_text(info.has_cms));
+                if info.has_der_entitlements {
+                    self.occ(part, kind, Some("der-entitlements"), "true");
+                    self.limitations.insert(String::from(
+                        "DER-encoded entitlements are not decoded; the XML entitlements blob is reported",
+                    ));
+                }
+                if adhoc {
+                    self.finding(
+                        FindingRule::AdhocSignature,
+                        Severity::Low,
+                        part,
+                        format!(
+                            "{part} ({}) is signed ad hoc: the signature seals its contents but names no signer",
+                            image.arch
+                        ),
+                        vec![adhoc_occ],
+                    );
+                }
+                if let Some(xml) = &info.entitlements_xml {
+                    self.add_entitlements(part, xml);
+                }
+            }
+        }
+    }
+
+    fn add_entitlements(&mut self, part: &str, xml: &[u8]) {
+        let parsed = plist::Value::from_reader_xml(std::io::Cursor::new(xml));
+        let dict = match parsed {
+            Ok(plist::Value::Dictionary(dict)) => dict,
+            Ok(_) => {
+                self.gap(
+                    OccurrenceKind::Entitlement,
+                    part,
+                    format!("{part}: entitlements are not a dictionary"),
+                );
+                return;
+            }
+            Err(e) => {
+                self.gap(
+                    OccurrenceKind::Entitlement,
+                    part,
+                    format!("{part}: entitlements could not be parsed: {e}"),
+                );
+                return;
+            }
+        };
+        self.occ(
+            part,
+            OccurrenceKind::CodeSignature,
+            Some("entitlements"),
+            &dict.len().to_string(),
+        );
+        for (key, value) in &dict {
+            let text = bundle::render(value);
+            let occ = self.occ(part, OccurrenceKind::Entitlement, Some(key), &text);
+            let protection = PROTECTION_ENTITLEMENTS
+                .iter()
+                .find(|(name, _, _)| name == key);
+            if let (Some((_, severity, why)), true) = (protection, text == "true") {
+                self.finding(
+                    FindingRule::ProtectionDisablingEntitlement,
+                    *severity,
+                    part,
+                    format!("{part} is entitled to {key}, which {why}"),
+                    vec![occ],
+                );
+            }
+        }
+    }
+
+    /// The directory `@executable_path` stands for when `image` is loaded.
+    fn executable_dir(&self, image: &PendingImage) -> Option<String> {
+        if image.is_main_executable_type {
+            return Some(parent(&image.file).to_string());
+        }
+        let components: Vec<&str> = image.file.split('/').collect();
+        let app = (0..components.len().saturating_sub(1))
+            .rev()
+            .find(|&i| components[i].ends_with(".app") && components[i + 1] == "Contents");
+        match app {
+            Some(i) => Some(format!("{}/Contents/MacOS", components[..=i].join("/"))),
+            None if self.directory_target && image.file.starts_with("Contents/") => {
+                Some(String::from("Contents/MacOS"))
+            }
+            None => None,
+        }
+    }
+
+    /// Where a bundle keeps its executable and seal, from the location of its Info.plist:
+    /// `(bundle directory, content directory, executable directory)`.
+    fn bundle_layout(plist: &str) -> (String, String, String) {
+        let dir = parent(plist);
+        let root = |path: &str| {
+            if path.is_empty() {
+                ".".to_string()
+            } else {
+                path.to_string()
+            }
+        };
+        if file_name(dir) == "Contents" {
+            let macos = format!("{dir}/MacOS");
+            (root(parent(dir)), dir.to_string(), macos)
+        } else if file_name(dir) == "Resources" && !parent(dir).is_empty() {
+            let version = parent(dir).to_string();
+            (version.clone(), version.clone(), version)
+        } else {
+            (root(dir), dir.to_string(), dir.to_string())
+        }
+    }
+
+    /// Resolves library edges, bundle edges and asar integrity once every part is known.
+    fn link(&mut self) {
+        let main_executable = self
+            .plists
+            .iter()
+            .find(|(rel, _)| rel == "Contents/Info.plist")
+            .and_then(|(_, facts)| facts.executable.clone())
+            .map(|exe| format!("Contents/MacOS/{exe}"));
+        let images = std::mem::take(&mut self.images);
+        // The tree is only read while edges are added; it is put back afterwards.
+        let tree_store = std::mem::take(&mut self.tree);
+        let mut merged: BTreeMap<EdgeKey, BTreeSet<String>> = BTreeMap::new();
+        for image in &images {
+            let tree = self.directory_target.then_some(&tree_store);
+            let executable_dir = self.executable_dir(image);
+            let main = main_executable.as_ref().and_then(|exe| {
+                images
+                    .iter()
+                    .filter(|other| &other.file == exe && other.file != image.file)
+                    .find(|other| other.arch == image.arch || other.arch.is_none())
+            });
+            let inherited = main.map(|main| (main.rpaths.as_slice(), parent(&main.file)));
+            for (kind, name) in &image.libraries {
+                let resolved = if image.is_macho {
+                    MachoLoader {
+                        tree,
+                        loader: &image.file,
+                        executable_dir: executable_dir.as_deref(),
+                        rpaths: &image.rpaths,
+                        inherited,
+                    }
+                    .resolve(name)
+                } else {
+                    resolve::resolve_bare(tree, &image.file, name)
+                };
+                let occ = self.occ(
+                    &image.image_part,
+                    OccurrenceKind::Library,
+                    Some(resolved.resolution.as_str()),
+                    name,
+                );
+                if resolved.resolution == Resolution::Outside {
+                    let place = if self.directory_target {
+                        "the bundle"
+                    } else {
+                        "the file"
+                    };
+                    self.finding(
+                        FindingRule::LibraryOutsideBundle,
+                        Severity::Medium,
+                        &image.image_part,
+                        format!(
+                            "{} loads {name} from a non-system location outside {place}; whoever controls that path controls the code",
+                            image.image_part
+                        ),
+                        vec![occ],
+                    );
+                }
+                let arches = merged
+                    .entry((
+                        image.file.clone(),
+                        *kind,
+                        name.clone(),
+                        resolved.resolution,
+                        resolved.resolved,
+                        resolved.via,
+                    ))
+                    .or_default();
+                arches.extend(image.arch.clone());
+            }
+            if image.has_signature {
+                merged
+                    .entry((
+                        image.file.clone(),
+                        EdgeKind::CodeSignature,
+                        String::from("LC_CODE_SIGNATURE"),
+                        Resolution::Embedded,
+                        None,
+                        None,
+                    ))
+                    .or_default()
+                    .extend(image.arch.clone());
+            }
+        }
+        for ((from, kind, target, resolution, resolved, via), arches) in merged {
+            self.edges.push(Edge {
+                from,
+                kind,
+                target,
+                resolution,
+                resolved,
+                via,
+                architectures: arches.into_iter().collect(),
+            });
+        }
+        self.tree = tree_store;
+        if self.directory_target {
+            self.link_bundles();
+        }
+        self.images = images;
+    }
+
+    fn internal_edge(from: &str, kind: EdgeKind, target: &str, resolved: Option<String>) -> Edge {
+        Edge {
+            from: from.to_string(),
+            kind,
+            target: target.to_string(),
+            resolution: if resolved.is_some() {
+                Resolution::Internal
+            } else {
+                Resolution::Unresolved
+            },
+            resolved,
+            via: None,
+            architectures: Vec::new(),
+        }
+    }
+
+    fn link_bundles(&mut self) {
+        let plists = std::mem::take(&mut self.plists);
+        // Content directory → main executable part, for code seals.
+        let mut executables: BTreeMap<String, String> = BTreeMap::new();
+        for (rel, facts) in &plists {
+            let (bundle_dir, content_dir, exe_dir) = Self::bundle_layout(rel);
+            self.edges.push(Self::internal_edge(
+                &bundle_dir,
+                EdgeKind::InfoPlist,
+                rel,
+                Some(rel.clone()),
+            ));
+            if let Some(exe) = &facts.executable {
+                let path = resolve::join(&exe_dir, exe).unwrap_or_default();
+                let found = self.tree.lookup(&path);
+                if let Some(found) = &found {
+                    executables.insert(content_dir.clone(), found.clone());
+                }
+                self.edges.push(Self::internal_edge(
+                    &bundle_dir,
+                    EdgeKind::MainExecutable,
+                    &path,
+                    found,
+                ));
+            }
+            for integrity in &facts.asar_integrity {
+                self.check_asar_integrity(rel, &content_dir, integrity);
+            }
+        }
+        let seals: Vec<String> = self
+            .parts
+            .iter()
+            .filter(|part| part.kind == PartKind::CodeSignature)
+            .map(|part| part.path.clone())
+            .collect();
+        for seal in seals {
+            let content_dir = parent(parent(&seal));
+            let from = executables.get(content_dir).cloned().unwrap_or_else(|| {
+                if content_dir.is_empty() {
+                    ".".to_string()
+                } else {
+                    content_dir.to_string()
+                }
+            });
+            self.edges.push(Self::internal_edge(
+                &from,
+                EdgeKind::CodeResources,
+                &seal,
+                Some(seal.clone()),
+            ));
+        }
+        let asars: Vec<(String, bool, usize)> = self
+            .asars
+            .iter()
+            .map(|(rel, facts)| (rel.clone(), facts.unpacked_dir, facts.unpacked_entries))
+            .collect();
+        for (rel, unpacked_dir, unpacked_entries) in asars {
+            let folder = format!("{rel}.unpacked");
+            if unpacked_dir || unpacked_entries > 0 {
+                self.edges.push(Self::internal_edge(
+                    &rel,
+                    EdgeKind::AsarUnpacked,
+                    &folder,
+                    unpacked_dir.then(|| folder.clone()),
+                ));
+            }
+        }
+        self.plists = plists;
+    }
+
+    fn check_asar_integrity(
+        &mut self,
+        plist: &str,
+        content_dir: &str,
+        integrity: &bundle::AsarIntegrity,
+    ) {
+        let key_hash = format!("ElectronAsarIntegrity.{}.hash", integrity.archive);
+        let archive = resolve::join(content_dir, &integrity.archive).unwrap_or_default();
+        let electron = OccurrenceKind::Electron;
+        let Some(facts) = self.asars.get(&archive) else {
+            self.occ(
+                plist,
+                electron,
+                Some("asar-integrity"),
+                &format!("missing-archive:{archive}"),
+            );
+            return;
+        };
+        let Some(header) = facts.header_sha256.clone() else {
+            self.occ(
+                &archive,
+                electron,
+                Some("asar-integrity"),
+                "unreadable-archive",
+            );
+            return;
+        };
+        let algorithm_ok = integrity
+            .algorithm
+            .as_deref()
+            .is_some_and(|a| a.eq_ignore_ascii_case("SHA256"));
+        let Some(hash) = integrity.hash.as_deref().filter(|_| algorithm_ok) else {
+            self.occ(
+                &archive,
+                electron,
+                Some("asar-integrity"),
+                "unsupported-algorithm",
+            );
+            return;
+        };
+        if hash.eq_ignore_ascii_case(&header) {
+            self.occ(&archive, electron, Some("asar-integrity"), "match");
+            return;
+        }
+        let status = self.occ(&archive, electron, Some("asar-integrity"), "mismatch");
+        let recorded = (
+            plist.to_string(),
+            OccurrenceKind::InfoPlist,
+            Some(key_hash),
+            hash.to_string(),
+        );
+        let actual = (
+            archive.clone(),
+            electron,
+            Some("asar-header-sha256".to_string()),
+            header.clone(),
+        );
+        self.finding(
+            FindingRule::AsarIntegrityMismatch,
+            Severity::High,
+            &archive,
+            format!(
+                "{plist} records SHA-256 {hash} for {archive}, but the archive's header hashes to {header}: the archive was changed after the app was built, or the record is stale"
+            ),
+            vec![recorded, actual, status],
+        );
+    }
+
+    fn finish(mut self, target: TargetInfo) -> Result<Inventory, ArtifactError> {
+        self.parts.sort_by(|a, b| a.path.cmp(&b.path));
+        let manifest_id = ids::manifest_id(&target, self.manifest_complete, &self.parts)
+            .map_err(|reason| ArtifactError::Canonical { reason })?;
+        self.link();
+        self.edges.sort_by(|a, b| {
+            (
+                &a.from,
+                a.kind,
+                &a.target,
+                a.resolution,
+                &a.resolved,
+                &a.via,
+            )
+                .cmp(&(
+                    &b.from,
+                    b.kind,
+                    &b.target,
+                    b.resolution,
+                    &b.resolved,
+                    &b.via,
+                ))
+        });
+        self.edges.dedup();
+
+        let unique: BTreeSet<OccKey> = self.occurrences.drain(..).collect();
+        let occurrences: Vec<Occurrence> = unique
+            .into_iter()
+            .map(|(part, kind, key, value)| Occurrence {
+                id: ids::occurrence_id(&manifest_id, &part, kind, key.as_deref(), &value),
+                part,
+                kind,
+                key,
+                value,
+            })
+            .collect();
+        let id_of = |key: &OccKey| {
+            ids::occurrence_id(&manifest_id, &key.0, key.1, key.2.as_deref(), &key.3)
+        };
+        let known: HashSet<&super::OccurrenceId> = occurrences.iter().map(|o| &o.id).collect();
+        let mut findings: Vec<Finding> = self
+            .findings
+            .iter()
+            .map(|pending| Finding {
+                rule: pending.rule,
+                severity: pending.severity,
+                part: pending.part.clone(),
+                message: pending.message.clone(),
+                occurrence_ids: pending
+                    .cites
+                    .iter()
+                    .map(id_of)
+                    .filter(|id| known.contains(id))
+                    .collect(),
+            })
+            .collect();
+        findings.sort_by(|a, b| (a.rule, &a.part, &a.message).cmp(&(b.rule, &b.part, &b.message)));
+        findings.dedup();
+
+        if !self.manifest_complete {
+            self.reasons.insert(String::from(
+                "the manifest is incomplete, so parts may be missing",
+            ));
+        }
+        self.gaps
+            .sort_by(|a, b| (a.kind, &a.part, &a.reason).cmp(&(b.kind, &b.part, &b.reason)));
+        self.gaps.dedup();
+        let complete = self.gaps.is_empty() && self.reasons.is_empty();
+        let total = occurrences.len() as u64;
+        let pages = page::paginate(&manifest_id, occurrences, self.options.page_size, complete);
+        let occurrence_set = OccurrenceSet {
+            complete,
+            total,
+            pages: u32::try_from(pages.len()).unwrap_or(u32::MAX),
+            page_size: u32::try_from(self.options.page_size).unwrap_or(u32::MAX),
+            incomplete_kinds: self.gaps,
+            reasons: self.reasons.into_iter().collect(),
+        };
+        for gap in &occurrence_set.incomplete_kinds {
+            self.limitations.insert(gap.reason.clone());
+        }
+        Ok(Inventory {
+            provider: ProviderStamp {
+                id: PROVIDER_ID.to_string(),
+                version: self.options.provider_version.clone(),
+            },
+            manifest: Manifest {
+                id: manifest_id,
+                target,
+                complete: self.manifest_complete,
+                parts: self.parts,
+            },
+            edges: self.edges,
+            findings,
+            occurrence_set,
+            pages,
+            limitations: self.limitations.into_iter().collect(),
+        })
+    }
+}
+
+/// Builds an inventory whose only part, `image`, carries the given XML entitlements, so the
+/// entitlement rules can be tested without a signed fixture that has any.
+#[cfg(test)]
+pub(crate) fn entitlement_inventory_for_tests(xml: &[u8], options: &InspectOptions) -> Inventory {
+    let mut builder = Builder::new(options, false);
+    builder.push_part(Part {
+        path: String::from("image"),
+        kind: PartKind::MachoExecutable,
+        size: 0,
+        sha256: None,
+        architecture: None,
+        container: None,
+        address: None,
+        file_offset: None,
+        link_target: None,
+    });
+    builder.add_entitlements("image", xml);
+    let target = TargetInfo {
+        name: String::from("image"),
+        kind: TargetKind::File,
+        sha256: None,
+        size: 0,
+    };
+    match builder.finish(target) {
+        Ok(inventory) => inventory,
+        Err(e) => panic!("test inventory: {e}"),
+    }
+}

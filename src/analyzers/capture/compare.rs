@@ -1,0 +1,553 @@
+//! Comparing two captures dimension by dimension (exit status, stdout, stderr, the limit that
+//! ended each, the crash site), after normalization rules that hide what is expected to vary.
+
+use regex::bytes::{Regex, RegexBuilder};
+use serde::{Deserialize, Serialize};
+
+use super::outcome::{Capture, CapturedStream, Fault};
+
+/// A built-in normalization, named by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuiltinRule {
+    /// ISO-8601 date-times (`2024-05-01T12:00:00Z`, with optional fraction and offset) become
+    /// `<timestamp>`, then clock times `HH:MM:SS` become `<time>`.
+    Timestamps,
+    /// `0x` followed by six or more hex digits becomes `0x<address>`.
+    HexAddresses,
+    /// Numbers after `pid`, `ppid`, `tid` or `process` (with `=`, `:`, `#` or spaces between)
+    /// and `name[1234]` as in syslog lines become `<pid>`.
+    Pids,
+}
+
+/// One rewrite applied to both captures' stdout and stderr before they are compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum NormalizationRule {
+    /// A built-in rule by name: `"timestamps"`, `"hex-addresses"` or `"pids"`.
+    Builtin(BuiltinRule),
+    /// A caller's rule: every match of `pattern` is replaced by `replacement`.
+    Pattern {
+        /// A regular expression (Rust `regex` syntax, matched on bytes; `(?i)` for case-blind).
+        pattern: String,
+        /// The replacement; `$1` or `${name}` insert capture groups, `$$` is a literal `$`.
+        replacement: String,
+    },
+}
+
+impl NormalizationRule {
+    /// A short description for the comparison's `rules` list.
+    fn describe(&self) -> String {
+        match self {
+            NormalizationRule::Builtin(BuiltinRule::Timestamps) => "timestamps".to_owned(),
+            NormalizationRule::Builtin(BuiltinRule::HexAddresses) => "hex-addresses".to_owned(),
+            NormalizationRule::Builtin(BuiltinRule::Pids) => "pids".to_owned(),
+            NormalizationRule::Pattern {
+                pattern,
+                replacement,
+            } => format!("/{pattern}/ -> {replacement:?}"),
+        }
+    }
+
+    /// The regular expressions and replacements this rule applies, in order.
+    fn compile(&self) -> Result<Vec<(Regex, Vec<u8>)>, regex::Error> {
+        let sources: Vec<(String, String)> = match self {
+            NormalizationRule::Builtin(BuiltinRule::Timestamps) => vec![
+                (
+                    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+                        .to_owned(),
+                    "<timestamp>".to_owned(),
+                ),
+                (
+                    r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b".to_owned(),
+                    "<time>".to_owned(),
+                ),
+            ],
+            NormalizationRule::Builtin(BuiltinRule::HexAddresses) => vec![(
+                r"(?i)\b0x[0-9a-f]{6,}\b".to_owned(),
+                "0x<address>".to_owned(),
+            )],
+            NormalizationRule::Builtin(BuiltinRule::Pids) => vec![
+                (
+                    r"(?i)\b(pid|ppid|tid|process)(\s*[:=#]?\s*)\d+\b".to_owned(),
+                    "${1}${2}<pid>".to_owned(),
+                ),
+                (
+                    r"\b([A-Za-z_][\w.-]*)\[\d+\]".to_owned(),
+                    "${1}[<pid>]".to_owned(),
+                ),
+            ],
+            NormalizationRule::Pattern {
+                pattern,
+                replacement,
+            } => vec![(pattern.clone(), replacement.clone())],
+        };
+        sources
+            .into_iter()
+            .map(|(pattern, replacement)| {
+                // Bounded compiled size: a hostile pattern is rejected instead of eating memory.
+                let regex = RegexBuilder::new(&pattern)
+                    .size_limit(1 << 22)
+                    .dfa_size_limit(1 << 22)
+                    .build()?;
+                Ok((regex, replacement.into_bytes()))
+            })
+            .collect()
+    }
+}
+
+/// A caller's rule that could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InvalidRule {
+    /// Position of the rule in the list given, from 0.
+    pub index: usize,
+    /// The rule as described in `rules`.
+    pub rule: String,
+    /// What the regular-expression compiler said.
+    pub message: String,
+}
+
+/// Errors of `validate_rules`, for callers that want to reject bad rules up front.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// A pattern is not a valid regular expression (or compiles too large).
+    #[error("normalization rule {index} ({rule}) is invalid: {message}")]
+    InvalidRule {
+        /// Position of the rule, from 0.
+        index: usize,
+        /// The rule.
+        rule: String,
+        /// What the compiler said.
+        message: String,
+    },
+}
+
+/// Checks that every rule compiles.
+pub fn validate_rules(rules: &[NormalizationRule]) -> Result<(), CompareError> {
+    for (index, rule) in rules.iter().enumerate() {
+        if let Err(error) = rule.compile() {
+            return Err(CompareError::InvalidRule {
+                index,
+                rule: rule.describe(),
+                message: error.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The verdict on one dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The two captures agree on it.
+    Equal,
+    /// They disagree.
+    Different,
+    /// It cannot be decided (a truncated stream, an invalid rule, a crash site without a
+    /// static address).
+    Unknown,
+}
+
+/// One dimension of the comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DimensionComparison {
+    /// Equal, different or unknown.
+    pub verdict: Verdict,
+    /// The left capture's value, summarized.
+    pub left: String,
+    /// The right capture's value, summarized.
+    pub right: String,
+    /// Where they first differ, or why the verdict is unknown.
+    pub detail: Option<String>,
+}
+
+/// Two captures compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CaptureComparison {
+    /// `different` if any dimension differs, else `unknown` if any is unknown, else `equal`.
+    pub verdict: Verdict,
+    /// How the leaders ended (exit code, or signal and core dump).
+    pub exit_status: DimensionComparison,
+    /// stdout after normalization; unknown if either was truncated.
+    pub stdout: DimensionComparison,
+    /// stderr after normalization; unknown if either was truncated.
+    pub stderr: DimensionComparison,
+    /// Which limit ended each run.
+    pub ended_by: DimensionComparison,
+    /// The crash site: signal, module file name and static address.
+    pub fault: DimensionComparison,
+    /// The normalization rules applied, in order.
+    pub rules: Vec<String>,
+    /// Rules that did not compile; while any is listed, stdout and stderr are `unknown`.
+    pub invalid_rules: Vec<InvalidRule>,
+}
+
+/// Compares `left` and `right` after applying `rules` to both outputs.
+pub fn compare(left: &Capture, right: &Capture, rules: &[NormalizationRule]) -> CaptureComparison {
+    let mut compiled = Vec::new();
+    let mut invalid_rules = Vec::new();
+    for (index, rule) in rules.iter().enumerate() {
+        match rule.compile() {
+            Ok(parts) => compiled.extend(parts),
+            Err(error) => invalid_rules.push(InvalidRule {
+                index,
+                rule: rule.describe(),
+                message: error.to_string(),
+            }),
+        }
+    }
+    let rules_ok = invalid_rules.is_empty();
+
+    let exit_status = plain(
+        left.termination.describe(),
+        right.termination.describe(),
+        left.termination == right.termination,
+    );
+    let ended_by = plain(
+        left.ended_by.as_str().to_owned(),
+        right.ended_by.as_str().to_owned(),
+        left.ended_by == right.ended_by,
+    );
+    let stdout = compare_streams("stdout", &left.stdout, &right.stdout, &compiled, rules_ok);
+    let stderr = compare_streams("stderr", &left.stderr, &right.stderr, &compiled, rules_ok);
+    let fault = compare_faults(left.fault.as_ref(), right.fault.as_ref());
+
+    let dimensions = [&exit_status, &stdout, &stderr, &ended_by, &fault];
+    let verdict = if dimensions.iter().any(|d| d.verdict == Verdict::Different) {
+        Verdict::Different
+    } else if dimensions.iter().any(|d| d.verdict == Verdict::Unknown) {
+        Verdict::Unknown
+    } else {
+        Verdict::Equal
+    };
+    CaptureComparison {
+        verdict,
+        exit_status,
+        stdout,
+        stderr,
+        ended_by,
+        fault,
+        rules: rules.iter().map(NormalizationRule::describe).collect(),
+        invalid_rules,
+    }
+}
+
+fn plain(left: String, right: String, equal: bool) -> DimensionComparison {
+    DimensionComparison {
+        verdict: if equal {
+            Verdict::Equal
+        } else {
+            Verdict::Different
+        },
+        left,
+        right,
+        detail: None,
+    }
+}
+
+fn summarize_stream(stream: &CapturedStream) -> String {
+    if stream.truncated {
+        format!(
+            "{} bytes kept of {} (truncated)",
+            stream.captured_bytes, stream.total_bytes
+        )
+    } else {
+        format!("{} bytes", stream.captured_bytes)
+    }
+}
+
+fn normalize(bytes: &[u8], rules: &[(Regex, Vec<u8>)]) -> Vec<u8> {
+    let mut current = bytes.to_vec();
+    for (regex, replacement) in rules {
+        current = regex
+            .replace_all(&current, replacement.as_slice())
+            .into_owned();
+    }
+    current
+}
+
+fn compare_streams(
+    name: &str,
+    left: &CapturedStream,
+    right: &CapturedStream,
+    rules: &[(Regex, Vec<u8>)],
+    rules_ok: bool,
+) -> DimensionComparison {
+    let mut result = DimensionComparison {
+        verdict: Verdict::Unknown,
+        left: summarize_stream(left),
+        right: summarize_stream(right),
+        detail: None,
+    };
+    if left.truncated || right.truncated {
+        let which = match (left.truncated, right.truncated) {
+            (true, true) => "both",
+            (true, false) => "the left",
+            _ => "the right",
+        };
+        result.detail = Some(format!(
+            "{which} {name} was truncated at its cap, so the full outputs cannot be compared"
+        ));
+        return result;
+    }
+    if !rules_ok {
+        result.detail = Some("a normalization rule is invalid (see invalid_rules)".to_owned());
+        return result;
+    }
+    let (Some(left_bytes), Some(right_bytes)) = (left.bytes(), right.bytes()) else {
+        result.detail = Some(format!("a {name} is not valid for its encoding"));
+        return result;
+    };
+    let left_normal = normalize(&left_bytes, rules);
+    let right_normal = normalize(&right_bytes, rules);
+    if left_normal == right_normal {
+        result.verdict = Verdict::Equal;
+    } else {
+        result.verdict = Verdict::Different;
+        result.detail = Some(first_difference(&left_normal, &right_normal));
+    }
+    result
+}
+
+/// Describes where two byte strings first differ: byte offset, line, and a little context.
+fn first_difference(left: &[u8], right: &[u8]) -> String {
+    let at = left
+        .iter()
+        .zip(right)
+        .position(|(l, r)| l != r)
+        .unwrap_or(left.len().min(right.len()));
+    let line = left[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = left[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let excerpt = |bytes: &[u8]| {
+        let start = line_start.min(bytes.len());
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| start + p)
+            .min(start + 120);
+        String::from_utf8_lossy(&bytes[start..end]).into_owned()
+    };
+    format!(
+        "first difference at byte {at} (line {line}) after normalization: left {:?}, right {:?}",
+        excerpt(left),
+        excerpt(right)
+    )
+}
+
+fn describe_fault(fault: Option<&Fault>) -> String {
+    match fault {
+        None => "no crash".to_owned(),
+        Some(fault) => {
+            let module = fault
+                .module
+                .as_ref()
+                .and_then(|m| m.file_name())
+                .map_or_else(|| "?".to_owned(), |n| n.to_string_lossy().into_owned());
+            format!(
+                "{} in {} at {}",
+                fault.signal.name,
+                module,
+                fault
+                    .static_address
+                    .as_deref()
+                    .unwrap_or("(no static address)")
+            )
+        }
+    }
+}
+
+/// Crash sites are compared by signal, module file name (the two versions may live in
+/// different directories) and static address.
+fn compare_faults(left: Option<&Fault>, right: Option<&Fault>) -> DimensionComparison {
+    let mut result = DimensionComparison {
+        verdict: Verdict::Equal,
+        left: describe_fault(left),
+        right: describe_fault(right),
+        detail: None,
+    };
+    match (left, right) {
+        (None, None) => {}
+        (Some(_), None) | (None, Some(_)) => result.verdict = Verdict::Different,
+        (Some(l), Some(r)) => {
+            let name = |f: &Fault| {
+                f.module
+                    .as_ref()
+                    .and_then(|m| m.file_name())
+                    .map(|n| n.to_owned())
+            };
+            if l.signal.number != r.signal.number || name(l) != name(r) {
+                result.verdict = Verdict::Different;
+            } else if l.static_address.is_none() || r.static_address.is_none() {
+                result.verdict = Verdict::Unknown;
+                result.detail = Some(
+                    "a crash site has no static address (anonymous memory or not an ELF)"
+                        .to_owned(),
+                );
+            } else if l.static_address != r.static_address {
+                result.verdict = Verdict::Different;
+            }
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::analyzers::capture::outcome::{
+        EndedBy, ExecutableFormat, Limits, NetworkIsolation, OutputOverflow, ScenarioEcho,
+        SignalId, Termination,
+    };
+
+    fn capture(stdout: &str, code: i32) -> Capture {
+        Capture {
+            scenario: ScenarioEcho {
+                executable: PathBuf::from("/bin/prog"),
+                resolved_executable: PathBuf::from("/usr/bin/prog"),
+                format: ExecutableFormat::Elf {
+                    machine: "x86_64".to_owned(),
+                },
+                arguments: Vec::new(),
+                working_directory: PathBuf::from("/tmp"),
+                environment_names: Vec::new(),
+                stdin_bytes: 0,
+                network: false,
+            },
+            limits: Limits {
+                wall_time_ms: 1000,
+                cpu_time_ms: 1000,
+                cpu_time_limit_seconds: 1,
+                memory_bytes: 1 << 30,
+                stdout_cap_bytes: 1 << 20,
+                stderr_cap_bytes: 1 << 20,
+                max_processes: 64,
+                core_dumps: false,
+                output_overflow: OutputOverflow::Kill,
+            },
+            network_isolation: NetworkIsolation::NetworkNamespace,
+            traced: true,
+            termination: Termination::Exited { code },
+            ended_by: EndedBy::None,
+            wall_time_ms: 5,
+            user_cpu_time_ms: 1,
+            system_cpu_time_ms: 1,
+            cpu_time_ms: 2,
+            peak_rss_bytes: 1 << 20,
+            leader_memory: None,
+            stdout: CapturedStream::from_bytes(stdout.as_bytes(), stdout.len() as u64, false),
+            stderr: CapturedStream::from_bytes(b"", 0, false),
+            fault: None,
+            leftover_processes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn builtin_rules_hide_what_varies() {
+        let left = capture(
+            "2024-05-01T12:00:00.123Z started pid=4242 at 0x7ffd12345678\nworker[77]: ok 10:11:12\n",
+            0,
+        );
+        let right = capture(
+            "2025-01-02 08:09:10+02:00 started pid=17 at 0x55d0c0a01139\nworker[9001]: ok 23:59:59\n",
+            0,
+        );
+        let raw = compare(&left, &right, &[]);
+        assert_eq!(raw.stdout.verdict, Verdict::Different);
+        assert!(raw.stdout.detail.as_deref().unwrap().contains("byte 3"));
+        let rules = [
+            NormalizationRule::Builtin(BuiltinRule::Timestamps),
+            NormalizationRule::Builtin(BuiltinRule::Pids),
+            NormalizationRule::Builtin(BuiltinRule::HexAddresses),
+        ];
+        let normalized = compare(&left, &right, &rules);
+        assert_eq!(normalized.stdout.verdict, Verdict::Equal, "{normalized:?}");
+        assert_eq!(normalized.verdict, Verdict::Equal);
+        assert_eq!(
+            normalized.rules,
+            vec!["timestamps", "pids", "hex-addresses"]
+        );
+    }
+
+    #[test]
+    fn caller_rules_exit_status_and_truncation() {
+        let left = capture("build 1234 done\n", 0);
+        let right = capture("build 9 done\n", 1);
+        let rules = [NormalizationRule::Pattern {
+            pattern: r"build \d+".to_owned(),
+            replacement: "build N".to_owned(),
+        }];
+        let result = compare(&left, &right, &rules);
+        assert_eq!(result.stdout.verdict, Verdict::Equal);
+        assert_eq!(result.exit_status.verdict, Verdict::Different);
+        assert_eq!(result.exit_status.right, "exit code 1");
+        assert_eq!(result.verdict, Verdict::Different);
+
+        let mut truncated = capture("same", 0);
+        truncated.stdout.truncated = true;
+        truncated.stdout.total_bytes = 10_000;
+        let result = compare(&truncated, &truncated.clone(), &[]);
+        assert_eq!(result.stdout.verdict, Verdict::Unknown);
+        assert_eq!(result.verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn invalid_rule_makes_outputs_unknown() {
+        let left = capture("a", 0);
+        let rules = [NormalizationRule::Pattern {
+            pattern: "(".to_owned(),
+            replacement: String::new(),
+        }];
+        let result = compare(&left, &left.clone(), &rules);
+        assert_eq!(result.invalid_rules.len(), 1);
+        assert_eq!(result.stdout.verdict, Verdict::Unknown);
+        assert!(validate_rules(&rules).is_err());
+        assert!(validate_rules(&[NormalizationRule::Builtin(BuiltinRule::Pids)]).is_ok());
+    }
+
+    #[test]
+    fn rules_parse_from_json() {
+        let rules: Vec<NormalizationRule> = serde_json::from_str(
+            r#"["timestamps", "hex-addresses", {"pattern": "a+", "replacement": "a"}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            rules[1],
+            NormalizationRule::Builtin(BuiltinRule::HexAddresses)
+        );
+        assert!(matches!(rules[2], NormalizationRule::Pattern { .. }));
+    }
+
+    #[test]
+    fn faults_compare_by_module_name_and_static_address() {
+        let fault = |module: &str, address: &str| Fault {
+            signal: SignalId::from_number(11),
+            code: 1,
+            address: Some("0x0".to_owned()),
+            instruction_pointer: "0x55d0c0a01139".to_owned(),
+            module: Some(PathBuf::from(module)),
+            module_offset: Some("0x1139".to_owned()),
+            static_address: Some(address.to_owned()),
+        };
+        let mut left = capture("", 0);
+        let mut right = capture("", 0);
+        left.fault = Some(fault("/v1/app", "0x1139"));
+        right.fault = Some(fault("/v2/app", "0x1139"));
+        assert_eq!(compare(&left, &right, &[]).fault.verdict, Verdict::Equal);
+        right.fault = Some(fault("/v2/app", "0x2000"));
+        assert_eq!(
+            compare(&left, &right, &[]).fault.verdict,
+            Verdict::Different
+        );
+        right.fault = None;
+        assert_eq!(
+            compare(&left, &right, &[]).fault.verdict,
+            Verdict::Different
+        );
+    }
+}

@@ -1,0 +1,36 @@
+//! Process capture: one bounded, policy-approved run of a program, observed.
+//!
+//! Layout:
+//! - `policy`: the operator's `[capture]` table of `rea.toml` (roots, allowed variables,
+//!   ceilings); a missing file means capture is disabled.
+//! - `scenario`: what the agent asks to run, and `check`, which approves it against the policy
+//!   or refuses with a typed `Refusal` without starting anything.
+//! - `run`: starts an approved scenario in its own session with limits, a new network
+//!   namespace, and ptrace for crash details; kills the whole group at the end.
+//! - `outcome`: the typed `Capture` result and its vocabulary (limits, signals, streams).
+//! - `fault`: instruction pointer → module, file offset and static ELF address.
+//! - `compare`: two captures compared per dimension after normalization rules.
+//! - `report`: a plain-text rendering of a capture.
+//!
+//! Typical use: `load_policy` → `check` → `run` (on a blocking thread) → record the `Capture`.
+
+pub mod compare;
+pub mod fault;
+pub mod outcome;
+pub mod policy;
+pub mod report;
+pub mod run;
+pub mod scenario;
+
+pub use compare::{
+    BuiltinRule, CaptureComparison, CompareError, DimensionComparison, InvalidRule,
+    NormalizationRule, Verdict, compare, validate_rules,
+};
+pub use outcome::{
+    Capture, CapturedStream, EndedBy, ExecutableFormat, Fault, LeaderMemory, Limits,
+    NetworkIsolation, OutputOverflow, ScenarioEcho, SignalId, StreamEncoding, Termination,
+};
+pub use policy::{Policy, PolicyError, load_policy};
+pub use report::render_report;
+pub use run::{CaptureError, run};
+pub use scenario::{ApprovedScenario, Refusal, Scenario, check};
