@@ -214,7 +214,7 @@ fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 
 fn doctor(settings: &Settings, target: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let check = target.map(crate::tools::session::check_target);
-    let candidates = crate::providers::deep::candidates("any", None);
+    let candidates = crate::providers::deep::candidates(crate::providers::deep::ANY_FORMAT, None);
     if json {
         print_json(&serde_json::json!({
             "version": env!("CARGO_PKG_VERSION"),

@@ -115,6 +115,9 @@ pub enum DeepError {
 }
 
 /// What a candidate can read: `elf`, `pe`, `macho`; `All` for the multi-format analyzers.
+/// The format that every candidate fits: `candidates(ANY_FORMAT, ..)` lists all of them (doctor).
+pub const ANY_FORMAT: &str = "any";
+
 #[derive(Clone, Copy)]
 enum Formats {
     ElfPe,
@@ -125,6 +128,9 @@ enum Formats {
 
 impl Formats {
     fn accepts(self, format: &str) -> bool {
+        if format == ANY_FORMAT {
+            return true;
+        }
         let macho = matches!(format, "macho" | "macho-universal" | "app-bundle");
         match self {
             Formats::All => true,

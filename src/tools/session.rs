@@ -246,7 +246,7 @@ impl ReaServer {
                 .read()
                 .map(|c| c.prompts().len())
                 .unwrap_or(0),
-            deep_candidates: deep::candidates("any", None),
+            deep_candidates: deep::candidates(deep::ANY_FORMAT, None),
             process_capture: {
                 let policy = self.shared().policy();
                 if policy.enabled {

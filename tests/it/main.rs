@@ -1,9 +1,13 @@
 //! Integration tests: the real server driven by an in-process rmcp client over
 //! `tokio::io::duplex`, the store through its public API, and the built binary over stdio.
 
+mod analysis;
+mod artifacts;
+mod capture;
 mod common;
 mod completion;
 mod crash;
+mod javascript;
 mod prompts;
 mod store;
 mod tools;

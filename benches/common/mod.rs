@@ -1,0 +1,487 @@
+//! Helpers shared by rea's benchmarks: settings from the environment, cached synthetic ledgers,
+//! per-call latency samples taken under criterion, peak RSS, and the results summary.
+//!
+//! Every benchmark reports ratios against a baseline measured in the same run, never asserts an
+//! absolute time, and prints its figures as a Markdown table on stderr at the end. With
+//! `REA_BENCH_RESULTS=<file>` the table also replaces that benchmark's section of `<file>`.
+//!
+//! Environment:
+//! - `REA_BENCH_ROWS`: ledger sizes, comma separated (`1M,10M`, `250k`, `2000000`). Default
+//!   `1M,10M`.
+//! - `REA_BENCH_DIR`: where built ledgers are cached (default `<target dir>/rea-bench`). A ledger
+//!   takes minutes to build at 10M rows, so it is built once, in a child process (its memory never
+//!   counts against the peak RSS measured here), and reused by later runs.
+//! - `REA_BENCH_RESULTS`: a Markdown file whose section for each benchmark is kept up to date.
+
+use std::hint::black_box;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, SamplingMode};
+use rea::evidence::{Authority, Confidence, EvidenceRecord, Location, ProviderStamp, Subject};
+use rea::session::Session;
+
+/// Environment variable that turns a bench binary into a ledger builder (see [`child_entry`]).
+const BUILD_ROWS: &str = "REA_BENCH_BUILD_ROWS";
+const BUILD_DIR: &str = "REA_BENCH_BUILD_DIR";
+
+/// Version of the synthetic ledger layout; a cached ledger of another version is rebuilt.
+const GENERATOR: &str = "rea-bench-ledger-v1";
+
+/// Rows per write transaction while building a ledger.
+const BUILD_CHUNK: u64 = 50_000;
+
+/// The criterion driver every bench binary uses: arguments from `cargo bench`, short default
+/// times (the machine is small and shared), no plots.
+pub fn criterion() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .without_plots()
+        .configure_from_args()
+}
+
+/// Ledger sizes from `REA_BENCH_ROWS`.
+pub fn ledger_sizes() -> Vec<u64> {
+    let text = std::env::var("REA_BENCH_ROWS").unwrap_or_else(|_| "1M,10M".into());
+    text.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| parse_count(s.trim()).unwrap_or_else(|| panic!("REA_BENCH_ROWS: {s:?} is not a row count")))
+        .collect()
+}
+
+fn parse_count(text: &str) -> Option<u64> {
+    let lower = text.to_ascii_lowercase().replace('_', "");
+    let (digits, scale) = match lower.as_bytes().last()? {
+        b'k' => (&lower[..lower.len() - 1], 1_000),
+        b'm' => (&lower[..lower.len() - 1], 1_000_000),
+        _ => (&lower[..], 1),
+    };
+    digits.parse::<u64>().ok().map(|n| n * scale)
+}
+
+/// `1000000` → `1M`, for labels.
+pub fn label(rows: u64) -> String {
+    if rows >= 1_000_000 && rows % 1_000_000 == 0 {
+        format!("{}M", rows / 1_000_000)
+    } else if rows >= 1_000 && rows % 1_000 == 0 {
+        format!("{}k", rows / 1_000)
+    } else {
+        rows.to_string()
+    }
+}
+
+/// Where cached ledgers and scratch sessions live.
+pub fn bench_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("REA_BENCH_DIR").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    // The binary runs from `<target>/release/deps/`.
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.ancestors().nth(3).map(Path::to_owned))
+            .unwrap_or_else(|| PathBuf::from("target"))
+    });
+    target.join("rea-bench")
+}
+
+/// A fresh, empty directory under the bench directory, for sessions a benchmark throws away.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = bench_dir().join("scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch directory");
+    dir
+}
+
+/// The synthetic Evidence record number `i`: shaped like what `procedure_assembly` and friends
+/// record for a 64-bit ELF target (subject, provider, parameters, a small result, one location).
+/// Distinct `i` give distinct ids.
+pub fn synthetic_record(i: u64) -> EvidenceRecord {
+    const OPERATIONS: [&str; 6] =
+        ["procedure_assembly", "analyze_function", "procedure_callers", "xrefs", "search_strings", "list_procedures"];
+    let address = format!("0x{:x}", 0x40_0000 + i * 16);
+    EvidenceRecord {
+        subject: Some(Subject {
+            name: "gdb".into(),
+            sha256: "8f9c1d3be1d0c5f2c4a1e62b9d1c0a3b6f7e8d9c0b1a2f3e4d5c6b7a8f9e0d1c".into(),
+            format: "elf".into(),
+            architecture: "x86_64".into(),
+            path: "/usr/bin/gdb".into(),
+        }),
+        provider: ProviderStamp::builtin(),
+        operation: OPERATIONS[(i % OPERATIONS.len() as u64) as usize].into(),
+        parameters: serde_json::json!({ "address": address, "document": "gdb", "limit": 50 }),
+        result: serde_json::json!({
+            "procedure": format!("sub_{:x}", 0x40_0000 + i * 16),
+            "instructions": i % 97,
+            "callers": i % 13,
+        }),
+        confidence: Confidence::Observed,
+        authority: Authority::ShippedArtifact,
+        limitations: vec![],
+        locations: vec![Location { document: Some("gdb".into()), address: Some(address), file: None, line: None }],
+        links: vec![],
+    }
+}
+
+/// A built ledger: a real rea session directory holding `rows` synthetic Evidence rows.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    /// The state directory the session lives under.
+    pub state_dir: PathBuf,
+    /// The session id.
+    pub id: String,
+    /// Evidence rows in it.
+    pub rows: u64,
+}
+
+impl Ledger {
+    /// The session database file.
+    pub fn database(&self) -> PathBuf {
+        self.state_dir.join("sessions").join(&self.id).join(rea::session::DATABASE_FILE)
+    }
+
+    /// Resumes the session (takes its lock; dropping the session releases it).
+    pub fn resume(&self) -> Session {
+        Session::resume(&self.state_dir, &self.id).expect("resume ledger session")
+    }
+
+    /// A copy of this ledger under a fresh state directory, for benchmarks that write into it.
+    pub fn copy_to(&self, name: &str) -> Ledger {
+        let state_dir = scratch_dir(name);
+        let dir = state_dir.join("sessions").join(&self.id);
+        std::fs::create_dir_all(&dir).expect("create session directory");
+        std::fs::copy(self.database(), dir.join(rea::session::DATABASE_FILE)).expect("copy ledger");
+        Ledger { state_dir, id: self.id.clone(), rows: self.rows }
+    }
+}
+
+/// The cached ledger of `rows` rows, built first (in a child process) when it is missing or stale.
+pub fn ensure_ledger(rows: u64) -> Ledger {
+    let state_dir = bench_dir().join(format!("ledger-{}", label(rows)));
+    if let Some(ledger) = find_ledger(&state_dir, rows) {
+        return ledger;
+    }
+    let building = state_dir.with_extension("building");
+    let _ = std::fs::remove_dir_all(&building);
+    let _ = std::fs::remove_dir_all(&state_dir);
+    std::fs::create_dir_all(&building).expect("create ledger directory");
+    eprintln!("rea-bench: building a {} row ledger in {} (once; cached for later runs)", label(rows), state_dir.display());
+    let started = Instant::now();
+    let status = Command::new(std::env::current_exe().expect("current exe"))
+        .env(BUILD_ROWS, rows.to_string())
+        .env(BUILD_DIR, &building)
+        .status()
+        .expect("start ledger builder");
+    assert!(status.success(), "ledger builder failed: {status}");
+    std::fs::rename(&building, &state_dir).expect("move built ledger into place");
+    eprintln!("rea-bench: built {} rows in {:.1} s", label(rows), started.elapsed().as_secs_f64());
+    find_ledger(&state_dir, rows).expect("the ledger just built")
+}
+
+fn find_ledger(state_dir: &Path, rows: u64) -> Option<Ledger> {
+    let sessions = rea::session::list(state_dir).ok()?;
+    let info = sessions.into_iter().next()?;
+    let conn = rusqlite::Connection::open_with_flags(
+        state_dir.join("sessions").join(&info.id).join(rea::session::DATABASE_FILE),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .ok()?;
+    let meta = |name: &str| -> Option<String> {
+        conn.query_row("select value from meta where name = ?1", [name], |r| r.get(0)).ok()
+    };
+    (meta("rea_bench_generator").as_deref() == Some(GENERATOR)
+        && meta("rea_bench_rows") == Some(rows.to_string()))
+    .then(|| Ledger { state_dir: state_dir.to_owned(), id: info.id, rows })
+}
+
+/// When this process was started by [`ensure_ledger`], builds the ledger and exits. Every bench
+/// binary calls this first in `main`.
+pub fn child_entry() {
+    let (Ok(rows), Some(dir)) = (std::env::var(BUILD_ROWS), std::env::var_os(BUILD_DIR)) else { return };
+    let rows: u64 = rows.parse().expect("row count");
+    build_ledger(Path::new(&dir), rows);
+    std::process::exit(0);
+}
+
+/// One row as `insert_evidence` writes it.
+struct Row {
+    id: String,
+    operation: String,
+    subject_sha256: Option<String>,
+    provider_id: String,
+    provider_version: String,
+    confidence: &'static str,
+    authority: &'static str,
+    record: String,
+}
+
+fn row_of(i: u64) -> Row {
+    let record = synthetic_record(i);
+    let canonical = record.canonical_json().expect("canonical JSON");
+    Row {
+        id: rea::ids::EvidenceId::from_digest_of(canonical.as_bytes()).as_str().to_owned(),
+        operation: record.operation,
+        subject_sha256: record.subject.map(|s| s.sha256),
+        provider_id: record.provider.id,
+        provider_version: record.provider.version,
+        confidence: record.confidence.as_str(),
+        authority: record.authority.as_str(),
+        record: canonical,
+    }
+}
+
+/// Builds the ledger: a real session (created with `Session::create`, so its schema, pragmas and
+/// meta are rea's own), filled through the store's writer with `Store::write_blocking`. The rows
+/// are those `insert_evidence` would write for [`synthetic_record`]s; `insert_evidence` itself is
+/// not reachable from outside the crate (it lives in the private `store::evidence` module), so
+/// the closure runs the same INSERT. Each transaction holds [`BUILD_CHUNK`] rows sorted by id,
+/// which keeps the id index inserts local; a generator thread hashes the next chunk meanwhile.
+fn build_ledger(state_dir: &Path, rows: u64) {
+    let session = Session::create(state_dir).expect("create ledger session");
+    let store = session.store().clone();
+    // Building only: a large page cache for the writer, so random id-index inserts do not spill.
+    store
+        .write_blocking(|conn| Ok(conn.pragma_update(None, "cache_size", -1_048_576)?))
+        .expect("set cache size");
+    let (tx, rx) = mpsc::sync_channel::<Vec<Row>>(2);
+    let generator = std::thread::spawn(move || {
+        let mut start = 0;
+        while start < rows {
+            let end = (start + BUILD_CHUNK).min(rows);
+            let mut chunk: Vec<Row> = (start..end).map(row_of).collect();
+            chunk.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+            if tx.send(chunk).is_err() {
+                return;
+            }
+            start = end;
+        }
+    });
+    let started = Instant::now();
+    let mut done = 0u64;
+    for chunk in rx {
+        done += chunk.len() as u64;
+        store
+            .write_blocking(move |conn| {
+                let created_at = rea::store::now_rfc3339();
+                let mut insert = conn.prepare_cached(
+                    "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
+                     values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )?;
+                for r in chunk {
+                    insert.execute(rusqlite::params![
+                        r.id, r.operation, r.subject_sha256, r.provider_id, r.provider_version,
+                        r.confidence, r.authority, created_at, r.record
+                    ])?;
+                }
+                Ok(())
+            })
+            .expect("insert chunk");
+        if done % 1_000_000 == 0 {
+            eprintln!(
+                "rea-bench: {} / {} rows ({:.0} rows/s)",
+                label(done),
+                label(rows),
+                done as f64 / started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    generator.join().expect("generator thread");
+    store.set_meta_blocking("rea_bench_rows", &rows.to_string()).expect("meta");
+    store.set_meta_blocking("rea_bench_generator", GENERATOR).expect("meta");
+    // Dropping (not closing) keeps the session on disk; the last connection checkpoints the WAL.
+    drop(store);
+    drop(session);
+}
+
+/// Peak resident set size of this process so far (`VmHWM`), in bytes.
+pub fn peak_rss() -> Option<u64> {
+    proc_status_kib("VmHWM:").map(|kib| kib * 1024)
+}
+
+/// Current resident set size (`VmRSS`), in bytes.
+pub fn current_rss() -> Option<u64> {
+    proc_status_kib("VmRSS:").map(|kib| kib * 1024)
+}
+
+fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// Resets `VmHWM` to the current RSS (Linux `clear_refs` 5), so the next reading is the peak of
+/// what follows. Returns false where the kernel does not allow it.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Latency figures of one benchmark, from the per-call samples taken after warm-up.
+#[derive(Debug, Clone, Copy)]
+pub struct Latency {
+    /// Calls measured.
+    pub calls: usize,
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile (nearest rank).
+    pub p99: Duration,
+    /// Mean.
+    pub mean: Duration,
+}
+
+impl Latency {
+    /// Figures of `samples` (any order); `None` when there are none (the benchmark was filtered
+    /// out on the command line).
+    pub fn of(samples: &[Duration]) -> Option<Latency> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+        let total: Duration = sorted.iter().sum();
+        Some(Latency { calls: sorted.len(), p50: rank(0.50), p99: rank(0.99), mean: total / sorted.len() as u32 })
+    }
+}
+
+/// Settings for a benchmark whose single call takes about `probe`: fast calls get criterion's
+/// usual sampling; slow ones (tens of milliseconds and up) ten flat samples, so a 10M-row naive
+/// scan costs seconds rather than minutes.
+pub fn fit_group(group: &mut BenchmarkGroup<'_, WallTime>, probe: Duration) {
+    if probe > Duration::from_millis(20) {
+        group
+            .sampling_mode(SamplingMode::Flat)
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(1))
+            .measurement_time(probe * 10);
+    } else {
+        group
+            .sampling_mode(SamplingMode::Auto)
+            .sample_size(100)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2));
+    }
+}
+
+/// Benchmarks `f` under criterion and keeps the duration of every call made after criterion's
+/// warm-up, for percentiles. Returns `None` when the benchmark was filtered out.
+pub fn latency<R>(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, mut f: impl FnMut() -> R) -> Option<Latency> {
+    let probe = {
+        let start = Instant::now();
+        black_box(f());
+        start.elapsed()
+    };
+    fit_group(group, probe);
+    let warm_up = if probe > Duration::from_millis(20) { Duration::ZERO } else { Duration::from_millis(500) };
+    let mut first: Option<Instant> = None;
+    let mut samples = Vec::new();
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let began = *first.get_or_insert_with(Instant::now);
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                black_box(f());
+                let took = start.elapsed();
+                total += took;
+                if start.duration_since(began) >= warm_up {
+                    samples.push(took);
+                }
+            }
+            total
+        })
+    });
+    Latency::of(&samples)
+}
+
+/// A figure for the tables: microseconds below a millisecond, else milliseconds.
+pub fn fmt_duration(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+/// `a / b` as a ratio for the tables.
+pub fn fmt_ratio(a: Duration, b: Duration) -> String {
+    let r = a.as_secs_f64() / b.as_secs_f64().max(1e-12);
+    if r >= 100.0 { format!("{r:.0}×") } else { format!("{r:.1}×") }
+}
+
+/// `yes`/`NO` against a target, for the tables (informational: nothing is asserted).
+pub fn meets(ok: bool) -> &'static str {
+    if ok { "yes" } else { "NO" }
+}
+
+/// MiB with one decimal.
+pub fn fmt_mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// The machine the figures come from: CPU model, cores, load when the run started.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, load average {load} at start")
+}
+
+/// Prints a benchmark's summary on stderr and, with `REA_BENCH_RESULTS`, replaces its section in
+/// that file.
+pub fn publish(bench: &str, markdown: &str) {
+    eprintln!("\n{markdown}");
+    let Some(path) = std::env::var_os("REA_BENCH_RESULTS").filter(|v| !v.is_empty()) else { return };
+    let path = PathBuf::from(path);
+    let begin = format!("<!-- bench:{bench} -->");
+    let end = format!("<!-- /bench:{bench} -->");
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let section = format!("{begin}\n{}\n{end}", markdown.trim_end());
+    let new = match (old.find(&begin), old.find(&end)) {
+        (Some(b), Some(e)) if e > b => format!("{}{section}{}", &old[..b], &old[e + end.len()..]),
+        _ if old.is_empty() => format!("# rea benchmark results\n\n{section}\n"),
+        _ => format!("{}\n{section}\n", old.trim_end()),
+    };
+    match std::fs::File::create(&path).and_then(|mut f| f.write_all(new.as_bytes())) {
+        Ok(()) => eprintln!("rea-bench: wrote the {bench} section of {}", path.display()),
+        Err(e) => eprintln!("rea-bench: could not write {}: {e}", path.display()),
+    }
+}
+
+/// A Markdown table under construction.
+pub struct Table {
+    text: String,
+}
+
+impl Table {
+    /// A table with these column headers.
+    pub fn new(headers: &[&str]) -> Table {
+        let mut text = format!("| {} |\n", headers.join(" | "));
+        text.push_str(&format!("|{}\n", "---|".repeat(headers.len())));
+        Table { text }
+    }
+
+    /// Appends a row.
+    pub fn row(&mut self, cells: &[String]) {
+        self.text.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+
+    /// The Markdown.
+    pub fn finish(self) -> String {
+        self.text
+    }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test of rea: fetches the pinned fixtures, runs the Rust tests (unit, integration,
+# doc), then the official-MCP-SDK client suite in Python against the built binary.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+bash .ci/fixtures.sh
+cargo build --locked
+cargo test --locked --all-targets
+cargo test --locked --doc
+venv="${REA_VENV:-$root/.venv}"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+"$venv/bin/python" -m pytest tests/python -q
