@@ -47,35 +47,30 @@ struct SizeRun {
     rss_reset: bool,
 }
 
-/// Hex digits after `ev_` that leave about `target` matches among `rows` uniformly random ids.
-fn digits_for(rows: u64, target: f64) -> usize {
-    ((rows as f64 / target).log(16.0)).round().max(0.0) as usize
-}
-
-/// Ids of rows spread over the ledger, as prefix sources.
-fn sample_ids(store: &Store, rows: u64, count: u64) -> Vec<String> {
-    let step = (rows / count).max(1);
-    store
-        .read(|conn| {
-            let mut stmt = conn.prepare("select id from evidence where seq = ?1")?;
-            let mut ids = Vec::new();
-            for k in 0..count.min(rows) {
-                ids.push(stmt.query_row([(1 + k * step) as i64], |r| r.get::<_, String>(0))?);
-            }
-            Ok(ids)
-        })
-        .expect("sample ids")
-}
-
 fn cases(store: &Store, rows: u64) -> Vec<Case> {
-    let ids = sample_ids(store, rows, 64);
+    let ids = common::sample_ids(store, rows, 64);
     let prefixes = |digits: usize, n: usize| -> Vec<String> {
-        ids.iter().take(n).map(|id| id[..3 + digits.min(64)].to_owned()).collect()
+        ids.iter()
+            .take(n)
+            .map(|id| id[..3 + digits.min(64)].to_owned())
+            .collect()
     };
-    let case = |name, prefixes| Case { name, prefixes, answer: None, rea: None, naive: None };
+    let case = |name, prefixes| Case {
+        name,
+        prefixes,
+        answer: None,
+        rea: None,
+        naive: None,
+    };
     vec![
-        case("selective (~10)", prefixes(digits_for(rows, 10.0), 64)),
-        case("~100k matches", prefixes(digits_for(rows, 100_000.0).max(1), 8)),
+        case(
+            "selective (~10)",
+            prefixes(common::digits_for(rows, 10.0), 64),
+        ),
+        case(
+            "~100k matches",
+            prefixes(common::digits_for(rows, 100_000.0).max(1), 8),
+        ),
         case("every row (`ev_`)", vec!["ev_".to_owned()]),
     ]
 }
@@ -83,8 +78,11 @@ fn cases(store: &Store, rows: u64) -> Vec<Case> {
 /// The naive baseline: every id in memory, each re-normalized per request.
 fn naive_complete<'a>(ids: &'a [String], typed: &str, limit: usize) -> (Vec<&'a str>, u64) {
     let prefix = match_key(typed);
-    let mut matches: Vec<&str> =
-        ids.iter().filter(|id| match_key(id).starts_with(&prefix)).map(String::as_str).collect();
+    let mut matches: Vec<&str> = ids
+        .iter()
+        .filter(|id| match_key(id).starts_with(&prefix))
+        .map(String::as_str)
+        .collect();
     matches.sort_unstable();
     matches.dedup();
     let total = matches.len() as u64;
@@ -97,7 +95,10 @@ fn main() {
     let mut criterion = common::criterion();
     let machine = common::machine();
     let sizes = common::ledger_sizes();
-    let ledgers: Vec<common::Ledger> = sizes.iter().map(|&rows| common::ensure_ledger(rows)).collect();
+    let ledgers: Vec<common::Ledger> = sizes
+        .iter()
+        .map(|&rows| common::ensure_ledger(rows))
+        .collect();
     let started = std::time::Instant::now();
 
     // Phase A: rea alone, size by size, with the peak RSS of each.
@@ -107,27 +108,50 @@ fn main() {
         let session = ledger.resume();
         let store = session.store();
         let mut cases = cases(store, ledger.rows);
-        let mut group = criterion.benchmark_group(format!("evidence-completion/{}", label(ledger.rows)));
+        let mut group =
+            criterion.benchmark_group(format!("evidence-completion/{}", label(ledger.rows)));
         for case in &mut cases {
-            case.answer = Some(store.complete_evidence(&case.prefixes[0], LIMIT).expect("complete"));
+            case.answer = Some(
+                store
+                    .complete_evidence(&case.prefixes[0], LIMIT)
+                    .expect("complete"),
+            );
             let mut turn = 0usize;
             let prefixes = case.prefixes.clone();
             case.rea = common::latency(&mut group, &format!("rea/{}", case.name), || {
                 turn += 1;
-                store.complete_evidence(&prefixes[turn % prefixes.len()], LIMIT).expect("complete")
+                store
+                    .complete_evidence(&prefixes[turn % prefixes.len()], LIMIT)
+                    .expect("complete")
             });
         }
         let selective = cases[0].prefixes.clone();
         let mut turn = 0usize;
         let server_side = common::latency(&mut group, "server-side complete()/selective", || {
             turn += 1;
-            complete(Some(store), Family::Evidence, &selective[turn % selective.len()], None, LIMIT)
+            complete(
+                Some(store),
+                Family::Evidence,
+                &selective[turn % selective.len()],
+                None,
+                LIMIT,
+            )
         });
         group.finish();
         let peak_rss = common::peak_rss();
-        assert_eq!(store.completion_reprepares(), 0, "a cached completion statement was re-prepared");
+        assert_eq!(
+            store.completion_reprepares(),
+            0,
+            "a cached completion statement was re-prepared"
+        );
         drop(session);
-        runs.push(SizeRun { rows: ledger.rows, cases, server_side, peak_rss, rss_reset });
+        runs.push(SizeRun {
+            rows: ledger.rows,
+            cases,
+            server_side,
+            peak_rss,
+            rss_reset,
+        });
     }
 
     // Phase B: the naive baseline on the same ledgers and prefixes.
@@ -137,17 +161,27 @@ fn main() {
             .store()
             .read(|conn| {
                 let mut stmt = conn.prepare("select id from evidence order by seq")?;
-                let ids = stmt.query_map([], |r| r.get(0))?.collect::<Result<Vec<String>, _>>()?;
+                let ids = stmt
+                    .query_map([], |r| r.get(0))?
+                    .collect::<Result<Vec<String>, _>>()?;
                 Ok(ids)
             })
             .expect("load every id");
         drop(session);
-        let mut group = criterion.benchmark_group(format!("evidence-completion/{}", label(ledger.rows)));
+        let mut group =
+            criterion.benchmark_group(format!("evidence-completion/{}", label(ledger.rows)));
         for case in &mut run.cases {
             if let Some(answer) = &case.answer {
                 let (values, total) = naive_complete(&ids, &case.prefixes[0], LIMIT);
-                assert_eq!((values, total), (answer.values.iter().map(String::as_str).collect(), answer.total),
-                    "rea and the baseline disagree on {:?}", case.prefixes[0]);
+                assert_eq!(
+                    (values, total),
+                    (
+                        answer.values.iter().map(String::as_str).collect(),
+                        answer.total
+                    ),
+                    "rea and the baseline disagree on {:?}",
+                    case.prefixes[0]
+                );
             }
             let mut turn = 0usize;
             let prefixes = case.prefixes.clone();
@@ -167,16 +201,32 @@ fn main() {
          ### `Store::complete_evidence(prefix, 100)` vs the naive scan\n\n"
     );
     let mut table = Table::new(&[
-        "rows", "case", "prefix", "matches", "rea p50", "rea p99", "naive p50", "naive p99", "speed-up (p50)", "issue 2 target", "met",
+        "rows",
+        "case",
+        "prefix",
+        "matches",
+        "rea p50",
+        "rea p99",
+        "naive p50",
+        "naive p99",
+        "speed-up (p50)",
+        "issue 2 target",
+        "met",
     ]);
     for run in &runs {
         for case in &run.cases {
-            let (Some(rea), Some(answer)) = (case.rea, &case.answer) else { continue };
+            let (Some(rea), Some(answer)) = (case.rea, &case.answer) else {
+                continue;
+            };
             let naive = case.naive;
             let ratio = naive.map(|n| n.p50.as_secs_f64() / rea.p50.as_secs_f64());
             let (target, ok) = match case.name {
                 n if n.starts_with("selective") => {
-                    let need = if run.rows >= 10_000_000 { 1000.0 } else { 100.0 };
+                    let need = if run.rows >= 10_000_000 {
+                        1000.0
+                    } else {
+                        100.0
+                    };
                     (
                         format!("p50 ≤ 50 µs, p99 ≤ 500 µs, ≥ {need:.0}×"),
                         rea.p50 <= Duration::from_micros(50)
@@ -184,7 +234,10 @@ fn main() {
                             && ratio.is_some_and(|r| r >= need),
                     )
                 }
-                n if n.starts_with("~100k") => ("first 100 + total ≤ 50 ms (p99)".into(), rea.p99 <= Duration::from_millis(50)),
+                n if n.starts_with("~100k") => (
+                    "first 100 + total ≤ 50 ms (p99)".into(),
+                    rea.p99 <= Duration::from_millis(50),
+                ),
                 _ => ("none".into(), true),
             };
             table.row(&[
@@ -194,11 +247,21 @@ fn main() {
                 answer.total.to_string(),
                 fmt_duration(rea.p50),
                 fmt_duration(rea.p99),
-                naive.map(|n| fmt_duration(n.p50)).unwrap_or_else(|| "–".into()),
-                naive.map(|n| fmt_duration(n.p99)).unwrap_or_else(|| "–".into()),
-                naive.map(|n| fmt_ratio(n.p50, rea.p50)).unwrap_or_else(|| "–".into()),
+                naive
+                    .map(|n| fmt_duration(n.p50))
+                    .unwrap_or_else(|| "–".into()),
+                naive
+                    .map(|n| fmt_duration(n.p99))
+                    .unwrap_or_else(|| "–".into()),
+                naive
+                    .map(|n| fmt_ratio(n.p50, rea.p50))
+                    .unwrap_or_else(|| "–".into()),
                 target,
-                if target_is_none(case.name) { "–".into() } else { meets(ok).into() },
+                if target_is_none(case.name) {
+                    "–".into()
+                } else {
+                    meets(ok).into()
+                },
             ]);
         }
     }
@@ -207,16 +270,30 @@ fn main() {
         "\nSelective p50/p99 are over 64 different prefixes answered in turn; slow cases take ten \
          flat samples, so their p99 is their maximum.\n\n### Server side: `rea::completion::complete(Some(&store), Family::Evidence, prefix, None, 100)` (issue 3)\n\n",
     );
-    let mut table = Table::new(&["rows", "p50", "p99", "naive p50", "speed-up (p50)", "target p99 < 2 ms (1M)", "met"]);
+    let mut table = Table::new(&[
+        "rows",
+        "p50",
+        "p99",
+        "naive p50",
+        "speed-up (p50)",
+        "target p99 < 2 ms (1M)",
+        "met",
+    ]);
     for run in &runs {
-        let Some(server) = run.server_side else { continue };
+        let Some(server) = run.server_side else {
+            continue;
+        };
         let naive = run.cases[0].naive;
         table.row(&[
             label(run.rows),
             fmt_duration(server.p50),
             fmt_duration(server.p99),
-            naive.map(|n| fmt_duration(n.p50)).unwrap_or_else(|| "–".into()),
-            naive.map(|n| fmt_ratio(n.p50, server.p50)).unwrap_or_else(|| "–".into()),
+            naive
+                .map(|n| fmt_duration(n.p50))
+                .unwrap_or_else(|| "–".into()),
+            naive
+                .map(|n| fmt_ratio(n.p50, server.p50))
+                .unwrap_or_else(|| "–".into()),
             "< 2 ms".into(),
             meets(server.p99 < Duration::from_millis(2)).into(),
         ]);
@@ -227,14 +304,25 @@ fn main() {
     for run in &runs {
         let Some(rss) = run.peak_rss else { continue };
         table.row(&[
-            format!("{}{}", label(run.rows), if run.rss_reset { "" } else { " (VmHWM not resettable: process peak)" }),
+            format!(
+                "{}{}",
+                label(run.rows),
+                if run.rss_reset {
+                    ""
+                } else {
+                    " (VmHWM not resettable: process peak)"
+                }
+            ),
             fmt_mib(rss),
             "≤ 128 MiB".into(),
             meets(rss <= 128 * 1024 * 1024).into(),
         ]);
     }
     text.push_str(&table.finish());
-    text.push_str(&format!("\nMeasured in {:.0} s (ledgers already built).\n", started.elapsed().as_secs_f64()));
+    text.push_str(&format!(
+        "\nMeasured in {:.0} s (ledgers already built).\n",
+        started.elapsed().as_secs_f64()
+    ));
     common::publish("completion", &text);
 }
 

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode};
-use rea::evidence::{Authority, Confidence, EvidenceRecord, Location, ProviderStamp, Subject};
+use rea::evidence::{
+    Authority, Confidence, EvidenceRecord, Location, ProviderStamp, Subject, canonical_json,
+};
 use rea::session::Session;
 
 /// Environment variable that turns a bench binary into a ledger builder (see [`child_entry`]).
@@ -32,7 +34,7 @@ const BUILD_DIR: &str = "REA_BENCH_BUILD_DIR";
 /// Version of the synthetic ledger layout; a cached ledger of another version is rebuilt.
 const GENERATOR: &str = "rea-bench-ledger-v1";
 
-/// Rows per write transaction while building a ledger.
+/// Rows the ledger builder sorts and inserts together.
 const BUILD_CHUNK: u64 = 50_000;
 
 /// The criterion driver every bench binary uses: arguments from `cargo bench`, short default
@@ -50,7 +52,10 @@ pub fn ledger_sizes() -> Vec<u64> {
     let text = std::env::var("REA_BENCH_ROWS").unwrap_or_else(|_| "1M,10M".into());
     text.split(',')
         .filter(|s| !s.trim().is_empty())
-        .map(|s| parse_count(s.trim()).unwrap_or_else(|| panic!("REA_BENCH_ROWS: {s:?} is not a row count")))
+        .map(|s| {
+            parse_count(s.trim())
+                .unwrap_or_else(|| panic!("REA_BENCH_ROWS: {s:?} is not a row count"))
+        })
         .collect()
 }
 
@@ -81,12 +86,14 @@ pub fn bench_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     // The binary runs from `<target>/release/deps/`.
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.ancestors().nth(3).map(Path::to_owned))
-            .unwrap_or_else(|| PathBuf::from("target"))
-    });
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.ancestors().nth(3).map(Path::to_owned))
+                .unwrap_or_else(|| PathBuf::from("target"))
+        });
     target.join("rea-bench")
 }
 
@@ -98,23 +105,38 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// Operations the synthetic records cycle through.
+const OPERATIONS: [&str; 6] = [
+    "procedure_assembly",
+    "analyze_function",
+    "procedure_callers",
+    "xrefs",
+    "search_strings",
+    "list_procedures",
+];
+
+/// The subject digest of every synthetic record.
+const SUBJECT_SHA256: &str = "8f9c1d3be1d0c5f2c4a1e62b9d1c0a3b6f7e8d9c0b1a2f3e4d5c6b7a8f9e0d1c";
+
+fn operation(i: u64) -> &'static str {
+    OPERATIONS[(i % OPERATIONS.len() as u64) as usize]
+}
+
 /// The synthetic Evidence record number `i`: shaped like what `procedure_assembly` and friends
 /// record for a 64-bit ELF target (subject, provider, parameters, a small result, one location).
 /// Distinct `i` give distinct ids.
 pub fn synthetic_record(i: u64) -> EvidenceRecord {
-    const OPERATIONS: [&str; 6] =
-        ["procedure_assembly", "analyze_function", "procedure_callers", "xrefs", "search_strings", "list_procedures"];
     let address = format!("0x{:x}", 0x40_0000 + i * 16);
     EvidenceRecord {
         subject: Some(Subject {
             name: "gdb".into(),
-            sha256: "8f9c1d3be1d0c5f2c4a1e62b9d1c0a3b6f7e8d9c0b1a2f3e4d5c6b7a8f9e0d1c".into(),
+            sha256: SUBJECT_SHA256.into(),
             format: "elf".into(),
             architecture: "x86_64".into(),
             path: "/usr/bin/gdb".into(),
         }),
         provider: ProviderStamp::builtin(),
-        operation: OPERATIONS[(i % OPERATIONS.len() as u64) as usize].into(),
+        operation: operation(i).into(),
         parameters: serde_json::json!({ "address": address, "document": "gdb", "limit": 50 }),
         result: serde_json::json!({
             "procedure": format!("sub_{:x}", 0x40_0000 + i * 16),
@@ -124,7 +146,12 @@ pub fn synthetic_record(i: u64) -> EvidenceRecord {
         confidence: Confidence::Observed,
         authority: Authority::ShippedArtifact,
         limitations: vec![],
-        locations: vec![Location { document: Some("gdb".into()), address: Some(address), file: None, line: None }],
+        locations: vec![Location {
+            document: Some("gdb".into()),
+            address: Some(address),
+            file: None,
+            line: None,
+        }],
         links: vec![],
     }
 }
@@ -143,7 +170,10 @@ pub struct Ledger {
 impl Ledger {
     /// The session database file.
     pub fn database(&self) -> PathBuf {
-        self.state_dir.join("sessions").join(&self.id).join(rea::session::DATABASE_FILE)
+        self.state_dir
+            .join("sessions")
+            .join(&self.id)
+            .join(rea::session::DATABASE_FILE)
     }
 
     /// Resumes the session (takes its lock; dropping the session releases it).
@@ -157,7 +187,11 @@ impl Ledger {
         let dir = state_dir.join("sessions").join(&self.id);
         std::fs::create_dir_all(&dir).expect("create session directory");
         std::fs::copy(self.database(), dir.join(rea::session::DATABASE_FILE)).expect("copy ledger");
-        Ledger { state_dir, id: self.id.clone(), rows: self.rows }
+        Ledger {
+            state_dir,
+            id: self.id.clone(),
+            rows: self.rows,
+        }
     }
 }
 
@@ -171,7 +205,11 @@ pub fn ensure_ledger(rows: u64) -> Ledger {
     let _ = std::fs::remove_dir_all(&building);
     let _ = std::fs::remove_dir_all(&state_dir);
     std::fs::create_dir_all(&building).expect("create ledger directory");
-    eprintln!("rea-bench: building a {} row ledger in {} (once; cached for later runs)", label(rows), state_dir.display());
+    eprintln!(
+        "rea-bench: building a {} row ledger in {} (once; cached for later runs)",
+        label(rows),
+        state_dir.display()
+    );
     let started = Instant::now();
     let status = Command::new(std::env::current_exe().expect("current exe"))
         .env(BUILD_ROWS, rows.to_string())
@@ -180,7 +218,11 @@ pub fn ensure_ledger(rows: u64) -> Ledger {
         .expect("start ledger builder");
     assert!(status.success(), "ledger builder failed: {status}");
     std::fs::rename(&building, &state_dir).expect("move built ledger into place");
-    eprintln!("rea-bench: built {} rows in {:.1} s", label(rows), started.elapsed().as_secs_f64());
+    eprintln!(
+        "rea-bench: built {} rows in {:.1} s",
+        label(rows),
+        started.elapsed().as_secs_f64()
+    );
     find_ledger(&state_dir, rows).expect("the ledger just built")
 }
 
@@ -188,22 +230,34 @@ fn find_ledger(state_dir: &Path, rows: u64) -> Option<Ledger> {
     let sessions = rea::session::list(state_dir).ok()?;
     let info = sessions.into_iter().next()?;
     let conn = rusqlite::Connection::open_with_flags(
-        state_dir.join("sessions").join(&info.id).join(rea::session::DATABASE_FILE),
+        state_dir
+            .join("sessions")
+            .join(&info.id)
+            .join(rea::session::DATABASE_FILE),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .ok()?;
     let meta = |name: &str| -> Option<String> {
-        conn.query_row("select value from meta where name = ?1", [name], |r| r.get(0)).ok()
+        conn.query_row("select value from meta where name = ?1", [name], |r| {
+            r.get(0)
+        })
+        .ok()
     };
     (meta("rea_bench_generator").as_deref() == Some(GENERATOR)
         && meta("rea_bench_rows") == Some(rows.to_string()))
-    .then(|| Ledger { state_dir: state_dir.to_owned(), id: info.id, rows })
+    .then(|| Ledger {
+        state_dir: state_dir.to_owned(),
+        id: info.id,
+        rows,
+    })
 }
 
 /// When this process was started by [`ensure_ledger`], builds the ledger and exits. Every bench
 /// binary calls this first in `main`.
 pub fn child_entry() {
-    let (Ok(rows), Some(dir)) = (std::env::var(BUILD_ROWS), std::env::var_os(BUILD_DIR)) else { return };
+    let (Ok(rows), Some(dir)) = (std::env::var(BUILD_ROWS), std::env::var_os(BUILD_DIR)) else {
+        return;
+    };
     let rows: u64 = rows.parse().expect("row count");
     build_ledger(Path::new(&dir), rows);
     std::process::exit(0);
@@ -221,40 +275,102 @@ struct Row {
     record: String,
 }
 
-fn row_of(i: u64) -> Row {
-    let record = synthetic_record(i);
-    let canonical = record.canonical_json().expect("canonical JSON");
-    Row {
-        id: rea::ids::EvidenceId::from_digest_of(canonical.as_bytes()).as_str().to_owned(),
-        operation: record.operation,
-        subject_sha256: record.subject.map(|s| s.sha256),
-        provider_id: record.provider.id,
-        provider_version: record.provider.version,
-        confidence: record.confidence.as_str(),
-        authority: record.authority.as_str(),
-        record: canonical,
+/// The parts of every synthetic record's canonical JSON that do not depend on its number.
+struct Template {
+    provider: String,
+    provider_id: String,
+    subject: String,
+    version: String,
+}
+
+impl Template {
+    fn new() -> Template {
+        let record = synthetic_record(0);
+        Template {
+            provider: canonical_json(&record.provider).expect("canonical provider"),
+            subject: canonical_json(&record.subject).expect("canonical subject"),
+            provider_id: record.provider.id,
+            version: record.provider.version,
+        }
+    }
+
+    /// The canonical JSON of `synthetic_record(i)`, written directly: RFC 8785 orders keys by
+    /// UTF-16 code units, which for these ASCII keys is byte order. [`build_ledger`] checks it
+    /// against `EvidenceRecord::canonical_json` on a sample of rows.
+    fn canonical(&self, i: u64) -> String {
+        let address = format!("0x{:x}", 0x40_0000 + i * 16);
+        format!(
+            "{{\"authority\":\"shipped-artifact\",\"confidence\":\"observed\",\"limitations\":[],\"links\":[],\
+             \"locations\":[{{\"address\":\"{address}\",\"document\":\"gdb\"}}],\"operation\":\"{op}\",\
+             \"parameters\":{{\"address\":\"{address}\",\"document\":\"gdb\",\"limit\":50}},\"provider\":{provider},\
+             \"result\":{{\"callers\":{callers},\"instructions\":{instructions},\"procedure\":\"sub_{procedure:x}\"}},\
+             \"subject\":{subject}}}",
+            op = operation(i),
+            provider = self.provider,
+            callers = i % 13,
+            instructions = i % 97,
+            procedure = 0x40_0000 + i * 16,
+            subject = self.subject,
+        )
+    }
+
+    fn row(&self, i: u64) -> Row {
+        let canonical = self.canonical(i);
+        if i % 100_003 == 0 {
+            let reference = synthetic_record(i)
+                .canonical_json()
+                .expect("canonical JSON");
+            assert_eq!(
+                canonical, reference,
+                "the ledger template drifted from EvidenceRecord::canonical_json"
+            );
+        }
+        Row {
+            id: rea::ids::EvidenceId::from_digest_of(canonical.as_bytes())
+                .as_str()
+                .to_owned(),
+            operation: operation(i).to_owned(),
+            subject_sha256: Some(SUBJECT_SHA256.to_owned()),
+            provider_id: self.provider_id.clone(),
+            provider_version: self.version.clone(),
+            confidence: Confidence::Observed.as_str(),
+            authority: Authority::ShippedArtifact.as_str(),
+            record: canonical,
+        }
     }
 }
 
-/// Builds the ledger: a real session (created with `Session::create`, so its schema, pragmas and
-/// meta are rea's own), filled through the store's writer with `Store::write_blocking`. The rows
-/// are those `insert_evidence` would write for [`synthetic_record`]s; `insert_evidence` itself is
-/// not reachable from outside the crate (it lives in the private `store::evidence` module), so
-/// the closure runs the same INSERT. Each transaction holds [`BUILD_CHUNK`] rows sorted by id,
-/// which keeps the id index inserts local; a generator thread hashes the next chunk meanwhile.
+/// Builds the ledger. The session is real: `Session::create` makes its directory, schema (rea's
+/// migrations), pragmas and meta. The rows are then written with rusqlite straight into that
+/// schema, not through `Store::record`: a per-record build of 10M rows would take most of an hour
+/// here, and `insert_evidence` (the function `record` runs) is not reachable from outside the
+/// crate, as it lives in the private `store::evidence` module. The INSERT is the one
+/// `insert_evidence` runs, with the same column values for [`synthetic_record`]s; their canonical
+/// JSON comes from a template checked against `canonical_json` on sampled rows. For speed the
+/// build connection holds an exclusive lock with the journal off and a page cache (2 GiB) that
+/// keeps the whole id index of 10M rows, writes every row in one transaction (so index pages are
+/// written once, not at every commit), inserts [`BUILD_CHUNK`] rows at a time sorted by id (each
+/// chunk's index inserts are local while the index as a whole grows in random order, as a real
+/// ledger's does), and puts the database back into WAL mode at the end. A generator thread
+/// writes and hashes the next chunk meanwhile.
 fn build_ledger(state_dir: &Path, rows: u64) {
     let session = Session::create(state_dir).expect("create ledger session");
-    let store = session.store().clone();
-    // Building only: a large page cache for the writer, so random id-index inserts do not spill.
-    store
-        .write_blocking(|conn| Ok(conn.pragma_update(None, "cache_size", -1_048_576)?))
-        .expect("set cache size");
+    let database = session.dir().join(rea::session::DATABASE_FILE);
+    // Dropping (not closing) keeps the session on disk and releases its lock and connections.
+    drop(session);
+    let mut conn = rusqlite::Connection::open(&database).expect("open ledger database");
+    conn.execute_batch(
+        "pragma journal_mode = off; pragma synchronous = off; pragma locking_mode = exclusive;
+         pragma cache_size = -2097152;",
+    )
+    .expect("build pragmas");
     let (tx, rx) = mpsc::sync_channel::<Vec<Row>>(2);
     let generator = std::thread::spawn(move || {
+        let template = Template::new();
         let mut start = 0;
         while start < rows {
             let end = (start + BUILD_CHUNK).min(rows);
-            let mut chunk: Vec<Row> = (start..end).map(row_of).collect();
+            let mut chunk: Vec<Row> = (start..end).map(|i| template.row(i)).collect();
             chunk.sort_unstable_by(|a, b| a.id.cmp(&b.id));
             if tx.send(chunk).is_err() {
                 return;
@@ -264,39 +380,49 @@ fn build_ledger(state_dir: &Path, rows: u64) {
     });
     let started = Instant::now();
     let mut done = 0u64;
-    for chunk in rx {
-        done += chunk.len() as u64;
-        store
-            .write_blocking(move |conn| {
-                let created_at = rea::store::now_rfc3339();
-                let mut insert = conn.prepare_cached(
-                    "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
-                     values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )?;
-                for r in chunk {
-                    insert.execute(rusqlite::params![
-                        r.id, r.operation, r.subject_sha256, r.provider_id, r.provider_version,
-                        r.confidence, r.authority, created_at, r.record
-                    ])?;
-                }
-                Ok(())
-            })
-            .expect("insert chunk");
-        if done % 1_000_000 == 0 {
-            eprintln!(
-                "rea-bench: {} / {} rows ({:.0} rows/s)",
-                label(done),
-                label(rows),
-                done as f64 / started.elapsed().as_secs_f64()
-            );
+    let tx = conn.transaction().expect("begin");
+    {
+        let mut insert = tx
+            .prepare(
+                "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
+                 values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .expect("prepare insert");
+        for chunk in rx {
+            done += chunk.len() as u64;
+            let created_at = rea::store::now_rfc3339();
+            for r in chunk {
+                insert
+                    .execute(rusqlite::params![
+                        r.id,
+                        r.operation,
+                        r.subject_sha256,
+                        r.provider_id,
+                        r.provider_version,
+                        r.confidence,
+                        r.authority,
+                        created_at,
+                        r.record
+                    ])
+                    .expect("insert row");
+            }
+            if done % 1_000_000 == 0 {
+                eprintln!(
+                    "rea-bench: {} / {} rows ({:.0} rows/s)",
+                    label(done),
+                    label(rows),
+                    done as f64 / started.elapsed().as_secs_f64()
+                );
+            }
         }
     }
+    tx.commit().expect("commit");
     generator.join().expect("generator thread");
-    store.set_meta_blocking("rea_bench_rows", &rows.to_string()).expect("meta");
-    store.set_meta_blocking("rea_bench_generator", GENERATOR).expect("meta");
-    // Dropping (not closing) keeps the session on disk; the last connection checkpoints the WAL.
-    drop(store);
-    drop(session);
+    conn.execute_batch(&format!(
+        "insert into meta (name, value) values ('rea_bench_rows', '{rows}'), ('rea_bench_generator', '{GENERATOR}');
+         pragma locking_mode = normal; pragma journal_mode = wal;"
+    ))
+    .expect("finish ledger");
 }
 
 /// Peak resident set size of this process so far (`VmHWM`), in bytes.
@@ -312,7 +438,12 @@ pub fn current_rss() -> Option<u64> {
 fn proc_status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
-    line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+    line[field.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Resets `VmHWM` to the current RSS (Linux `clear_refs` 5), so the next reading is the peak of
@@ -343,41 +474,57 @@ impl Latency {
         }
         let mut sorted = samples.to_vec();
         sorted.sort_unstable();
-        let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+        let rank =
+            |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
         let total: Duration = sorted.iter().sum();
-        Some(Latency { calls: sorted.len(), p50: rank(0.50), p99: rank(0.99), mean: total / sorted.len() as u32 })
+        Some(Latency {
+            calls: sorted.len(),
+            p50: rank(0.50),
+            p99: rank(0.99),
+            mean: total / sorted.len() as u32,
+        })
     }
 }
 
-/// Settings for a benchmark whose single call takes about `probe`: fast calls get criterion's
-/// usual sampling; slow ones (tens of milliseconds and up) ten flat samples, so a 10M-row naive
-/// scan costs seconds rather than minutes.
-pub fn fit_group(group: &mut BenchmarkGroup<'_, WallTime>, probe: Duration) {
+/// Settings for a benchmark whose single call takes about `probe`: sub-millisecond calls get a
+/// short criterion run (a second yields thousands of calls), calls up to 20 ms the usual one, and
+/// slow ones ten flat samples, so a 10M-row naive scan costs seconds rather than minutes.
+/// Returns the warm-up time, whose calls [`latency`] leaves out of its percentiles.
+pub fn fit_group(group: &mut BenchmarkGroup<'_, WallTime>, probe: Duration) -> Duration {
     if probe > Duration::from_millis(20) {
         group
             .sampling_mode(SamplingMode::Flat)
             .sample_size(10)
             .warm_up_time(Duration::from_millis(1))
             .measurement_time(probe * 10);
-    } else {
-        group
-            .sampling_mode(SamplingMode::Auto)
-            .sample_size(100)
-            .warm_up_time(Duration::from_millis(500))
-            .measurement_time(Duration::from_secs(2));
+        return Duration::ZERO;
     }
+    let (warm_up, measure) = if probe > Duration::from_millis(1) {
+        (Duration::from_millis(500), Duration::from_secs(2))
+    } else {
+        (Duration::from_millis(200), Duration::from_secs(1))
+    };
+    group
+        .sampling_mode(SamplingMode::Auto)
+        .sample_size(100)
+        .warm_up_time(warm_up)
+        .measurement_time(measure);
+    warm_up
 }
 
 /// Benchmarks `f` under criterion and keeps the duration of every call made after criterion's
 /// warm-up, for percentiles. Returns `None` when the benchmark was filtered out.
-pub fn latency<R>(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, mut f: impl FnMut() -> R) -> Option<Latency> {
+pub fn latency<R>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    mut f: impl FnMut() -> R,
+) -> Option<Latency> {
     let probe = {
         let start = Instant::now();
         black_box(f());
         start.elapsed()
     };
-    fit_group(group, probe);
-    let warm_up = if probe > Duration::from_millis(20) { Duration::ZERO } else { Duration::from_millis(500) };
+    let warm_up = fit_group(group, probe);
     let mut first: Option<Instant> = None;
     let mut samples = Vec::new();
     group.bench_function(name, |b| {
@@ -399,6 +546,66 @@ pub fn latency<R>(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, mut f: i
     Latency::of(&samples)
 }
 
+/// Benchmarks a batch operation under criterion: `run(n)` does `n` units of work (rows written,
+/// say) and returns how long they took. Returns units per second over every batch run after
+/// criterion's warm-up, or `None` when the benchmark was filtered out.
+pub fn throughput(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    mut run: impl FnMut(u64) -> Duration,
+) -> Option<f64> {
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(criterion::Throughput::Elements(1));
+    let mut first: Option<Instant> = None;
+    let (mut units, mut time) = (0u64, Duration::ZERO);
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let began = *first.get_or_insert_with(Instant::now);
+            let warm = began.elapsed() >= Duration::from_millis(500);
+            let took = run(iters);
+            if warm {
+                units += iters;
+                time += took;
+            }
+            took
+        })
+    });
+    (units > 0).then(|| units as f64 / time.as_secs_f64())
+}
+
+/// Hex digits after `ev_` that leave about `target` matches among `rows` uniformly random ids.
+pub fn digits_for(rows: u64, target: f64) -> usize {
+    (rows as f64 / target).log(16.0).round().max(0.0) as usize
+}
+
+/// Ids of `count` rows spread evenly over a ledger of `rows` rows, as sources of prefixes.
+pub fn sample_ids(store: &rea::store::Store, rows: u64, count: u64) -> Vec<String> {
+    let step = (rows / count).max(1);
+    store
+        .read(|conn| {
+            let mut stmt = conn.prepare("select id from evidence where seq = ?1")?;
+            let mut ids = Vec::new();
+            for k in 0..count.min(rows) {
+                ids.push(stmt.query_row([(1 + k * step) as i64], |r| r.get::<_, String>(0))?);
+            }
+            Ok(ids)
+        })
+        .expect("sample ids")
+}
+
+/// Selective prefixes (about ten matches each among `rows` rows) cut from sampled ids.
+pub fn selective_prefixes(store: &rea::store::Store, rows: u64) -> Vec<String> {
+    let digits = digits_for(rows, 10.0);
+    sample_ids(store, rows, 64)
+        .iter()
+        .map(|id| id[..3 + digits.min(64)].to_owned())
+        .collect()
+}
+
 /// A figure for the tables: microseconds below a millisecond, else milliseconds.
 pub fn fmt_duration(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
@@ -414,7 +621,11 @@ pub fn fmt_duration(d: Duration) -> String {
 /// `a / b` as a ratio for the tables.
 pub fn fmt_ratio(a: Duration, b: Duration) -> String {
     let r = a.as_secs_f64() / b.as_secs_f64().max(1e-12);
-    if r >= 100.0 { format!("{r:.0}×") } else { format!("{r:.1}×") }
+    if r >= 100.0 {
+        format!("{r:.0}×")
+    } else {
+        format!("{r:.1}×")
+    }
 }
 
 /// `yes`/`NO` against a target, for the tables (informational: nothing is asserted).
@@ -431,9 +642,15 @@ pub fn fmt_mib(bytes: u64) -> String {
 pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -445,7 +662,9 @@ pub fn machine() -> String {
 /// that file.
 pub fn publish(bench: &str, markdown: &str) {
     eprintln!("\n{markdown}");
-    let Some(path) = std::env::var_os("REA_BENCH_RESULTS").filter(|v| !v.is_empty()) else { return };
+    let Some(path) = std::env::var_os("REA_BENCH_RESULTS").filter(|v| !v.is_empty()) else {
+        return;
+    };
     let path = PathBuf::from(path);
     let begin = format!("<!-- bench:{bench} -->");
     let end = format!("<!-- /bench:{bench} -->");

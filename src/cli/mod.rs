@@ -33,7 +33,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over stdio (stdout carries only MCP frames; logs go to stderr).
-    Serve,
+    Serve {
+        /// Serve streamable HTTP at this loopback address (for example 127.0.0.1:8765) instead of
+        /// stdio, at path /mcp. Each MCP session gets its own binary session.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
     /// Check the host, and whether TARGET would open as a target.
     Doctor {
         /// A file or .app bundle to check.
@@ -154,7 +159,8 @@ pub enum SessionsAction {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let settings = Settings::from_env(cli.state_dir.as_deref());
     match cli.command {
-        Command::Serve => serve(settings),
+        Command::Serve { http: None } => serve(settings),
+        Command::Serve { http: Some(addr) } => serve_http(settings, addr),
         Command::Doctor { target, json } => doctor(&settings, target.as_deref(), json),
         Command::Sessions { action, json } => {
             sessions(&settings, action.unwrap_or(SessionsAction::List), json)
@@ -202,6 +208,38 @@ fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
             .await
             .context("starting the MCP service")?;
         service.waiting().await.context("serving MCP over stdio")?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<ExitCode> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    if !addr.ip().is_loopback() {
+        bail!("--http serves on loopback only (127.0.0.1 or ::1), not {addr}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let shared = Shared::new(settings);
+        let _watcher = crate::server::watch_config(shared.clone());
+        let service: StreamableHttpService<ReaServer, LocalSessionManager> =
+            StreamableHttpService::new(
+                move || Ok(ReaServer::new(shared.clone())),
+                Default::default(),
+                StreamableHttpServerConfig::default(),
+            );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        eprintln!("rea: serving MCP over streamable HTTP at http://{addr}/mcp");
+        axum::serve(listener, router)
+            .await
+            .context("serving HTTP")?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -10,7 +10,12 @@ fn compile(dir: &std::path::Path, name: &str, source: &str) -> std::path::PathBu
     let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, source).unwrap();
     let out = dir.join(name);
-    let status = Command::new("cc").args(["-O0", "-g", "-o"]).arg(&out).arg(&src).status().unwrap();
+    let status = Command::new("cc")
+        .args(["-O0", "-g", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
     assert!(status.success());
     out
 }
@@ -30,8 +35,14 @@ async fn with_policy(root: &std::path::Path) -> Harness {
 #[tokio::test]
 async fn capture_is_off_until_the_operator_enables_it() {
     let h = start().await;
-    assert!(!h.tool_names().await.contains(&"capture_process_scenario".to_owned()));
-    let text = h.prompt_text("trace_crash", &[("crash_signal", "SIGSEGV")]).await;
+    assert!(
+        !h.tool_names()
+            .await
+            .contains(&"capture_process_scenario".to_owned())
+    );
+    let text = h
+        .prompt_text("trace_crash", &[("crash_signal", "SIGSEGV")])
+        .await;
     assert!(!text.contains("capture_process_scenario"));
 }
 
@@ -50,19 +61,40 @@ async fn enabling_capture_by_editing_the_policy_announces_tool_and_prompt_change
     }
     seen.sort();
     assert_eq!(seen, ["prompts", "tools"]);
-    assert!(h.tool_names().await.contains(&"capture_process_scenario".to_owned()));
+    assert!(
+        h.tool_names()
+            .await
+            .contains(&"capture_process_scenario".to_owned())
+    );
 }
 
 #[tokio::test]
 async fn trace_crash_end_to_end_on_a_null_dereference() {
     let root = tempfile::tempdir().unwrap();
     let root_path = std::fs::canonicalize(root.path()).unwrap();
-    let exe = compile(&root_path, "crasher", "#include <stddef.h>\n__attribute__((noinline)) int crash_here(int *p) { return *p; }\nint main(void) { return crash_here(NULL); }\n");
+    let exe = compile(
+        &root_path,
+        "crasher",
+        "#include <stddef.h>\n__attribute__((noinline)) int crash_here(int *p) { return *p; }\nint main(void) { return crash_here(NULL); }\n",
+    );
     let h = with_policy(&root_path).await;
-    let text = h.prompt_text("trace_crash", &[("crash_signal", "SIGSEGV"), ("target_path", exe.to_str().unwrap())]).await;
+    let text = h
+        .prompt_text(
+            "trace_crash",
+            &[
+                ("crash_signal", "SIGSEGV"),
+                ("target_path", exe.to_str().unwrap()),
+            ],
+        )
+        .await;
     assert!(text.contains("`capture_process_scenario`"));
     h.call("open_binary", json!({ "path": exe })).await;
-    let refused = h.call_err("capture_process_scenario", json!({ "executable": exe, "working_directory": root_path })).await;
+    let refused = h
+        .call_err(
+            "capture_process_scenario",
+            json!({ "executable": exe, "working_directory": root_path }),
+        )
+        .await;
     assert!(refused.contains("nothing was run"), "{refused}");
     let c = h
         .call("capture_process_scenario", json!({ "approved": true, "executable": exe, "working_directory": root_path, "wall_time_ms": 5000 }))
@@ -72,17 +104,37 @@ async fn trace_crash_end_to_end_on_a_null_dereference() {
     let id = c["evidence"]["id"].as_str().unwrap();
     let offered = h.complete("trace_crash", "capture_evidence_id", "").await;
     assert_eq!(offered.values, [id]);
-    let with_capture = h.prompt_text("trace_crash", &[("crash_signal", "SIGSEGV"), ("capture_evidence_id", id)]).await;
+    let with_capture = h
+        .prompt_text(
+            "trace_crash",
+            &[("crash_signal", "SIGSEGV"), ("capture_evidence_id", id)],
+        )
+        .await;
     assert!(with_capture.contains("`get_evidence`"));
-    let info = h.call("procedure_info", json!({ "procedure": c["fault"]["static_address"] })).await;
+    let info = h
+        .call(
+            "procedure_info",
+            json!({ "procedure": c["fault"]["static_address"] }),
+        )
+        .await;
     assert_eq!(info["procedure"]["name"], "crash_here");
     let again = h
         .call("capture_process_scenario", json!({ "approved": true, "executable": exe, "working_directory": root_path, "wall_time_ms": 5000 }))
         .await;
-    let cmp = h.call("compare_process_captures", json!({ "left_capture_id": id, "right_capture_id": again["evidence"]["id"] })).await;
+    let cmp = h
+        .call(
+            "compare_process_captures",
+            json!({ "left_capture_id": id, "right_capture_id": again["evidence"]["id"] }),
+        )
+        .await;
     assert_eq!(cmp["exit_status"]["verdict"], "equal", "{cmp}");
     assert_eq!(cmp["verdict"], "equal");
     // A capture outside the roots is refused and runs nothing.
-    let msg = h.call_err("capture_process_scenario", json!({ "approved": true, "executable": "/bin/true", "working_directory": root_path })).await;
+    let msg = h
+        .call_err(
+            "capture_process_scenario",
+            json!({ "approved": true, "executable": "/bin/true", "working_directory": root_path }),
+        )
+        .await;
     assert!(msg.contains("nothing was run"), "{msg}");
 }

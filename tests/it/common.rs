@@ -14,13 +14,20 @@ use rmcp::{ClientHandler, ClientServiceExt, RoleClient, ServiceError, ServiceExt
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-/// A client that reports prompt and tool list changes on a channel.
+/// A client that reports prompt and tool list changes, and progress, on a channel.
 #[derive(Clone)]
 pub struct Client {
     pub changes: mpsc::UnboundedSender<&'static str>,
 }
 
 impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        _: rmcp::model::ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.changes.send("progress");
+    }
     async fn on_prompt_list_changed(&self, _: NotificationContext<RoleClient>) {
         let _ = self.changes.send("prompts");
     }

@@ -9,13 +9,32 @@ use rea::prompts::mentioned_tools;
 async fn investigate_feature_on_a_javascript_directory_starts_at_the_javascript_analysis() {
     let h = start().await;
     let js = javascript_app();
-    let text = h.prompt_text("investigate_feature", &[("feature", "search"), ("target_path", js.path().to_str().unwrap())]).await;
+    let text = h
+        .prompt_text(
+            "investigate_feature",
+            &[
+                ("feature", "search"),
+                ("target_path", js.path().to_str().unwrap()),
+            ],
+        )
+        .await;
     let steps: Vec<&str> = text.lines().filter(|l| l.contains(". `")).collect();
-    assert!(steps[0].starts_with("1. `analyze_javascript_application`"), "{steps:?}");
+    assert!(
+        steps[0].starts_with("1. `analyze_javascript_application`"),
+        "{steps:?}"
+    );
     assert!(steps[0].contains("input_path"));
-    assert!(!mentioned_tools(&text).contains("open_binary"), "open_binary is not required for a JavaScript directory");
+    assert!(
+        !mentioned_tools(&text).contains("open_binary"),
+        "open_binary is not required for a JavaScript directory"
+    );
     // A .app bundle is not routed there even if it holds JavaScript.
-    let bin = h.prompt_text("investigate_feature", &[("feature", "f"), ("target_path", "/usr/bin/ls")]).await;
+    let bin = h
+        .prompt_text(
+            "investigate_feature",
+            &[("feature", "f"), ("target_path", "/usr/bin/ls")],
+        )
+        .await;
     assert!(!mentioned_tools(&bin).contains("analyze_javascript_application"));
 }
 
@@ -27,17 +46,58 @@ async fn nativefier_analysis_finds_its_channels_and_insecure_windows_and_complet
     std::fs::create_dir_all(dir.path().join("lib")).unwrap();
     std::fs::copy(app.join("package.json"), dir.path().join("package.json")).unwrap();
     std::fs::copy(app.join("lib/main.js"), dir.path().join("lib/main.js")).unwrap();
-    std::fs::copy(app.join("lib/preload.js"), dir.path().join("lib/preload.js")).unwrap();
-    let r = h.call("analyze_javascript_application", json!({ "input_path": dir.path() })).await;
-    let channels: Vec<&str> = r["ipc"].as_array().unwrap().iter().map(|c| c["channel"].as_str().unwrap()).collect();
-    for expected in ["desktop-capturer-get-sources", "notification", "session-interaction"] {
+    std::fs::copy(
+        app.join("lib/preload.js"),
+        dir.path().join("lib/preload.js"),
+    )
+    .unwrap();
+    let r = h
+        .call(
+            "analyze_javascript_application",
+            json!({ "input_path": dir.path() }),
+        )
+        .await;
+    let channels: Vec<&str> = r["ipc"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["channel"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "desktop-capturer-get-sources",
+        "notification",
+        "session-interaction",
+    ] {
         assert!(channels.contains(&expected), "{channels:?}");
     }
-    let rules: Vec<&str> = r["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
-    assert!(rules.contains(&"node-integration-without-context-isolation"), "{rules:?}");
+    let rules: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        rules.contains(&"node-integration-without-context-isolation"),
+        "{rules:?}"
+    );
     let graph = r["graph_id"].as_str().unwrap();
-    assert_eq!(h.complete("compare_application_versions", "left_manifest_id", "").await.values, [graph]);
-    assert!(h.complete("compare_application_versions", "focus_occurrence_id", "occ_").await.total.unwrap() > 0);
+    assert_eq!(
+        h.complete("compare_application_versions", "left_manifest_id", "")
+            .await
+            .values,
+        [graph]
+    );
+    assert!(
+        h.complete(
+            "compare_application_versions",
+            "focus_occurrence_id",
+            "occ_"
+        )
+        .await
+        .total
+        .unwrap()
+            > 0
+    );
     // No open_binary was needed; the analysis started a session for its Evidence.
     assert_eq!(h.call("binary_session", json!({})).await["open"], true);
 }

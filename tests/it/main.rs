@@ -7,6 +7,7 @@ mod capture;
 mod common;
 mod completion;
 mod crash;
+mod http;
 mod javascript;
 mod prompts;
 mod store;

@@ -269,3 +269,31 @@ async fn a_misspelled_argument_is_refused_and_records_nothing() {
         "the refused call recorded nothing"
     );
 }
+
+#[tokio::test]
+async fn open_binary_reports_progress_when_the_request_carries_a_token() {
+    let mut h = start().await;
+    let mut params = rmcp::model::CallToolRequestParams::new("open_binary").with_arguments(
+        json!({ "path": crate::common::fixture("fsevents/package/fsevents.node") })
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    params.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(
+        rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(7)),
+    ));
+    let r = h.client.call_tool(params).await.unwrap();
+    assert_ne!(r.is_error, Some(true));
+    let mut progress = 0;
+    while let Ok(Some(kind)) =
+        tokio::time::timeout(std::time::Duration::from_secs(2), h.changes.recv()).await
+    {
+        if kind == "progress" {
+            progress += 1;
+        }
+    }
+    assert!(
+        progress >= 3,
+        "one notification per document and one for storing; got {progress}"
+    );
+}

@@ -1,0 +1,263 @@
+//! Ingest throughput (issue 2) and completion under a concurrent writer (issue 8).
+//!
+//! Ingest: Evidence rows per second through `Store::record`, the path every tool takes, with the
+//! ledger's completion index (the unique index on `evidence.id`) maintained by every insert.
+//! Many writers are tokio tasks awaiting `record` at once, so the store's writer thread commits
+//! their rows together (group commit). The baseline is one writer awaiting each row in turn: one
+//! transaction, and one fsync, per row, which is what a server without group commit does. Both
+//! run into a fresh ledger and into a copy of the 1M-row ledger.
+//!
+//! Load: `Store::complete_evidence` p50/p99 for selective prefixes on the 1M-row copy, idle and
+//! while 64 tasks insert rows without pause; the baseline is the idle figure of the same run.
+
+#[allow(dead_code)]
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rea::session::Session;
+use rea::store::Store;
+
+use common::{Latency, Table, fmt_duration, fmt_mib, fmt_ratio, label, meets};
+
+/// Concurrent writers tried; 1 is the commit-per-row baseline.
+const WRITERS: [usize; 4] = [1, 16, 64, 256];
+
+/// Writers kept busy during the load benchmark.
+const LOAD_WRITERS: usize = 64;
+
+/// Record numbers handed to writers start here, far above any cached ledger's, so every row a
+/// benchmark writes is new (no `new: false` shortcut).
+const FIRST_RECORD: u64 = 1 << 40;
+
+/// Writes `rows` new records with `writers` concurrent tasks and returns how long it took.
+fn ingest(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<Store>,
+    next: &Arc<AtomicU64>,
+    writers: usize,
+    rows: u64,
+) -> Duration {
+    let remaining = Arc::new(AtomicI64::new(rows as i64));
+    let started = Instant::now();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..writers)
+            .map(|_| {
+                let (store, next, remaining) = (store.clone(), next.clone(), remaining.clone());
+                tokio::spawn(async move {
+                    while remaining.fetch_sub(1, Ordering::Relaxed) > 0 {
+                        let record = common::synthetic_record(next.fetch_add(1, Ordering::Relaxed));
+                        let outcome = store.record(record).await.expect("record");
+                        debug_assert!(outcome.new);
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("writer task");
+        }
+    });
+    started.elapsed()
+}
+
+/// Rows per second at each writer count, into `store`.
+fn ingest_group(
+    criterion: &mut criterion::Criterion,
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    store: &Arc<Store>,
+    next: &Arc<AtomicU64>,
+) -> Vec<(usize, Option<f64>)> {
+    let mut group = criterion.benchmark_group(format!("ingest/{name}"));
+    let figures = WRITERS
+        .iter()
+        .map(|&writers| {
+            let rate = common::throughput(&mut group, &format!("writers={writers}"), |rows| {
+                ingest(rt, store, next, writers, rows)
+            });
+            (writers, rate)
+        })
+        .collect();
+    group.finish();
+    figures
+}
+
+fn main() {
+    common::child_entry();
+    let mut criterion = common::criterion();
+    let machine = common::machine();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let next = Arc::new(AtomicU64::new(FIRST_RECORD));
+    let started = Instant::now();
+
+    // Ingest into a fresh ledger.
+    let state = common::scratch_dir("ingest-fresh");
+    let session = Session::create(&state).expect("create session");
+    let fresh = ingest_group(&mut criterion, &rt, "fresh", session.store(), &next);
+    let fresh_rows = session
+        .store()
+        .list_evidence(&Default::default())
+        .expect("count")
+        .1;
+    session.close().expect("close session");
+
+    // Ingest into, then load on, a copy of the 1M-row ledger.
+    let base_rows = 1_000_000;
+    let ledger = common::ensure_ledger(base_rows).copy_to("ingest-1M");
+    let session = ledger.resume();
+    let store = session.store().clone();
+    let prefixes = common::selective_prefixes(&store, base_rows);
+    let big = ingest_group(&mut criterion, &rt, &label(base_rows), &store, &next);
+
+    let rss_reset = common::reset_peak_rss();
+    let mut group = criterion.benchmark_group(format!("load/{}", label(base_rows)));
+    let mut turn = 0usize;
+    let idle = common::latency(&mut group, "complete_evidence/idle", || {
+        turn += 1;
+        store
+            .complete_evidence(&prefixes[turn % prefixes.len()], 100)
+            .expect("complete")
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (store, next, stop, written) =
+            (store.clone(), next.clone(), stop.clone(), written.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("writer runtime");
+            rt.block_on(async {
+                let tasks: Vec<_> = (0..LOAD_WRITERS)
+                    .map(|_| {
+                        let (store, next, stop, written) =
+                            (store.clone(), next.clone(), stop.clone(), written.clone());
+                        tokio::spawn(async move {
+                            while !stop.load(Ordering::Relaxed) {
+                                let record =
+                                    common::synthetic_record(next.fetch_add(1, Ordering::Relaxed));
+                                store.record(record).await.expect("record");
+                                written.fetch_add(1, Ordering::Relaxed);
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.expect("writer task");
+                }
+            });
+        })
+    };
+    let load_started = Instant::now();
+    let mut turn = 0usize;
+    let busy = common::latency(&mut group, "complete_evidence/with-writer", || {
+        turn += 1;
+        store
+            .complete_evidence(&prefixes[turn % prefixes.len()], 100)
+            .expect("complete")
+    });
+    stop.store(true, Ordering::Relaxed);
+    writer.join().expect("writer thread");
+    let load_rate = written.load(Ordering::Relaxed) as f64 / load_started.elapsed().as_secs_f64();
+    group.finish();
+    let peak_rss = common::peak_rss();
+    let total_rows = store.list_evidence(&Default::default()).expect("count").1;
+    drop(store);
+    drop(session);
+    let _ = std::fs::remove_dir_all(&ledger.state_dir);
+    criterion.final_summary();
+
+    let mut text = format!(
+        "## Ingest and completion under load (`cargo bench --bench ingest`)\n\n\
+         Machine: {machine}. One run on a shared machine; compare ratios, not absolute figures. \
+         Rows are written with `Store::record` (canonical JSON, id, duplicate and link checks, \
+         insert with the id completion index maintained); synchronous = FULL, so every commit \
+         waits for the disk.\n\n### Ingest, Evidence rows/s\n\n"
+    );
+    let mut table = Table::new(&[
+        "ledger",
+        "writers",
+        "rows/s",
+        "vs 1 writer (commit per row)",
+        "target ≥ 40k rows/s",
+        "met",
+    ]);
+    for (name, figures) in [("fresh", &fresh), ("1M rows", &big)] {
+        let baseline = figures.first().and_then(|(_, r)| *r);
+        for (writers, rate) in figures {
+            let Some(rate) = rate else { continue };
+            table.row(&[
+                name.into(),
+                if *writers == 1 {
+                    "1 (baseline)".into()
+                } else {
+                    writers.to_string()
+                },
+                format!("{rate:.0}"),
+                baseline
+                    .map(|b| format!("{:.1}×", rate / b))
+                    .unwrap_or_else(|| "–".into()),
+                "≥ 40,000".into(),
+                meets(*rate >= 40_000.0).into(),
+            ]);
+        }
+    }
+    text.push_str(&table.finish());
+    text.push_str(&format!(
+        "\nThe fresh ledger ended with {fresh_rows} rows, the 1M copy with {total_rows} (after the load run too).\n\n\
+         ### Completion under load: `Store::complete_evidence(selective prefix, 100)` on the 1M copy\n\n"
+    ));
+    let mut table = Table::new(&[
+        "writer",
+        "p50",
+        "p99",
+        "p99 vs idle",
+        "issue 2 target (p50 ≤ 50 µs, p99 ≤ 500 µs)",
+        "met",
+    ]);
+    let row = |table: &mut Table, name: String, l: Latency| {
+        table.row(&[
+            name,
+            fmt_duration(l.p50),
+            fmt_duration(l.p99),
+            idle.map(|i| fmt_ratio(l.p99, i.p99))
+                .unwrap_or_else(|| "–".into()),
+            "p50 ≤ 50 µs, p99 ≤ 500 µs".into(),
+            meets(l.p50 <= Duration::from_micros(50) && l.p99 <= Duration::from_micros(500)).into(),
+        ]);
+    };
+    if let Some(l) = idle {
+        row(&mut table, "none (baseline)".into(), l);
+    }
+    if let Some(l) = busy {
+        row(
+            &mut table,
+            format!("{LOAD_WRITERS} tasks recording, {load_rate:.0} rows/s"),
+            l,
+        );
+    }
+    text.push_str(&table.finish());
+    if let Some(rss) = peak_rss {
+        text.push_str(&format!(
+            "\nPeak RSS during the load run: {}{} (target ≤ 128 MiB: {}).\n",
+            fmt_mib(rss),
+            if rss_reset {
+                ""
+            } else {
+                " (process peak; VmHWM not resettable)"
+            },
+            meets(rss <= 128 * 1024 * 1024)
+        ));
+    }
+    text.push_str(&format!(
+        "\nMeasured in {:.0} s.\n",
+        started.elapsed().as_secs_f64()
+    ));
+    common::publish("ingest", &text);
+}

@@ -1,0 +1,213 @@
+//! Session open and close (issue 2): `Session::create`, `Session::resume` and `Session::close`,
+//! each against opening and closing the same SQLite file with bare rusqlite in the same run.
+//!
+//! Small sessions are created and closed in a scratch state directory. Resuming is also measured
+//! on the cached ledgers (`REA_BENCH_ROWS`), where dropping the resumed session (which closes its
+//! store and checkpoints) stands for closing without deleting; `close` deletes the session, so on
+//! a large ledger it is measured on copies of the 1M-row ledger, a few samples only.
+
+#[allow(dead_code)]
+mod common;
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rea::session::Session;
+
+use common::{Latency, Table, fmt_duration, fmt_ratio, label, meets};
+
+/// Times `f` alone in each iteration while `setup` and `teardown` run untimed around it.
+fn timed<S, T>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    mut setup: impl FnMut() -> S,
+    mut f: impl FnMut(S) -> T,
+    mut teardown: impl FnMut(T),
+) -> Option<Latency> {
+    group
+        .sample_size(30)
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_secs(2));
+    let mut samples = Vec::new();
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let input = setup();
+                let start = Instant::now();
+                let output = black_box(f(input));
+                let took = start.elapsed();
+                teardown(output);
+                total += took;
+                samples.push(took);
+            }
+            total
+        })
+    });
+    Latency::of(&samples)
+}
+
+/// The bare-SQLite baseline: open the file, read one row, close.
+fn raw_open_close(db: &Path) {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    let n: i64 = conn
+        .query_row("select count(*) from meta", [], |r| r.get(0))
+        .expect("query");
+    black_box(n);
+    drop(conn);
+}
+
+struct Figure {
+    what: String,
+    rea: Option<Latency>,
+    raw: Option<Latency>,
+}
+
+fn main() {
+    common::child_entry();
+    let mut criterion = common::criterion();
+    let machine = common::machine();
+    let started = Instant::now();
+    let mut figures = Vec::new();
+
+    // Small sessions.
+    let state = common::scratch_dir("session");
+    let mut group = criterion.benchmark_group("session/empty");
+    let create = timed(
+        &mut group,
+        "create",
+        || (),
+        |()| Session::create(&state).expect("create"),
+        |s| s.close().expect("close"),
+    );
+    let close = timed(
+        &mut group,
+        "close",
+        || Session::create(&state).expect("create"),
+        |s| s.close().expect("close"),
+        |()| (),
+    );
+    let kept = Session::create(&state).expect("create");
+    let (id, db) = (
+        kept.id().to_owned(),
+        kept.dir().join(rea::session::DATABASE_FILE),
+    );
+    drop(kept);
+    let resume = timed(
+        &mut group,
+        "resume",
+        || (),
+        |()| Session::resume(&state, &id).expect("resume"),
+        drop,
+    );
+    let release = timed(
+        &mut group,
+        "drop",
+        || Session::resume(&state, &id).expect("resume"),
+        drop,
+        |()| (),
+    );
+    let raw = timed(
+        &mut group,
+        "baseline: rusqlite open + query + close",
+        || (),
+        |()| raw_open_close(&db),
+        |()| (),
+    );
+    group.finish();
+    for (what, rea) in [
+        ("create", create),
+        ("close (deletes it)", close),
+        ("resume", resume),
+        ("drop after resume", release),
+    ] {
+        figures.push(Figure {
+            what: format!("empty session: {what}"),
+            rea,
+            raw,
+        });
+    }
+
+    // Resume on the cached ledgers.
+    for rows in common::ledger_sizes() {
+        let ledger = common::ensure_ledger(rows);
+        let db = ledger.database();
+        let mut group = criterion.benchmark_group(format!("session/{}", label(rows)));
+        let resume = timed(&mut group, "resume", || (), |()| ledger.resume(), drop);
+        let release = timed(&mut group, "drop", || ledger.resume(), drop, |()| ());
+        let raw = timed(
+            &mut group,
+            "baseline: rusqlite open + query + close",
+            || (),
+            |()| raw_open_close(&db),
+            |()| (),
+        );
+        group.finish();
+        figures.push(Figure {
+            what: format!("{} rows: resume", label(rows)),
+            rea: resume,
+            raw,
+        });
+        figures.push(Figure {
+            what: format!("{} rows: drop after resume", label(rows)),
+            rea: release,
+            raw,
+        });
+    }
+
+    // Close (delete) a 1M-row session: three copies, timed by hand (each copy is ~0.9 GB).
+    let ledger = common::ensure_ledger(1_000_000);
+    let mut closes = Vec::new();
+    for k in 0..3 {
+        let copy = ledger.copy_to(&format!("session-close-{k}"));
+        let session = copy.resume();
+        let start = Instant::now();
+        session.close().expect("close");
+        closes.push(start.elapsed());
+        let _ = std::fs::remove_dir_all(&copy.state_dir);
+    }
+    figures.push(Figure {
+        what: "1M rows: close (deletes it), 3 samples".into(),
+        rea: Latency::of(&closes),
+        raw: None,
+    });
+    criterion.final_summary();
+
+    let mut text = format!(
+        "## Session open and close (`cargo bench --bench session`)\n\n\
+         Machine: {machine}. One run on a shared machine. Baseline: bare rusqlite on the same file \
+         (open, read one row, close).\n\n"
+    );
+    let mut table = Table::new(&[
+        "operation",
+        "p50",
+        "p99",
+        "baseline p50",
+        "vs baseline",
+        "target ≤ 20 ms",
+        "met",
+    ]);
+    for f in &figures {
+        let Some(rea) = f.rea else { continue };
+        table.row(&[
+            f.what.clone(),
+            fmt_duration(rea.p50),
+            fmt_duration(rea.p99),
+            f.raw
+                .map(|r| fmt_duration(r.p50))
+                .unwrap_or_else(|| "–".into()),
+            f.raw
+                .map(|r| fmt_ratio(rea.p50, r.p50))
+                .unwrap_or_else(|| "–".into()),
+            "≤ 20 ms (p99)".into(),
+            meets(rea.p99 <= Duration::from_millis(20)).into(),
+        ]);
+    }
+    text.push_str(&table.finish());
+    text.push_str(&format!(
+        "\nMeasured in {:.0} s.\n",
+        started.elapsed().as_secs_f64()
+    ));
+    common::publish("session", &text);
+}
