@@ -6,8 +6,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash .ci/fixtures.sh
 cargo build --locked
-cargo test --locked --all-targets
-cargo test --locked --doc
+# Unit, integration and doc tests. Benchmarks are not tests: they are only type-checked here
+# (run them with `cargo bench`).
+cargo test --locked
+cargo check --locked --benches
 venv="${REA_VENV:-$root/.venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
