@@ -355,3 +355,47 @@ async fn completion_is_live_with_no_cache_between_requests() {
         .unwrap();
     assert_eq!(after, before + 1);
 }
+
+#[tokio::test]
+async fn a_failing_source_answers_with_an_empty_list_not_an_error() {
+    let h = start().await;
+    open(&h, "/usr/bin/ls").await;
+    h.call("record_unknown", serde_json::json!({ "question": "q" }))
+        .await;
+    let db = h.call("binary_session", serde_json::json!({})).await["database"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Break the sources behind the server's back: the tables completion reads are gone.
+    let raw = rusqlite::Connection::open(&db).unwrap();
+    raw.execute_batch("pragma foreign_keys = off; drop table procedure_completions; drop table unknown_evidence; drop table unknown_revisions; drop table unknowns;").unwrap();
+    for (prompt, arg) in [
+        ("investigate_feature", "procedure"),
+        ("audit_residual_unknowns", "unknown_id"),
+    ] {
+        let c = h.complete(prompt, arg, "").await;
+        assert!(c.values.is_empty(), "{prompt}.{arg}");
+        assert_eq!(c.total, Some(0));
+    }
+}
+
+#[tokio::test]
+async fn closing_clears_the_unknown_registry_from_completion() {
+    let h = start().await;
+    open(&h, "/usr/bin/ls").await;
+    h.call("record_unknown", serde_json::json!({ "question": "q" }))
+        .await;
+    assert_eq!(
+        h.complete("audit_residual_unknowns", "unknown_id", "")
+            .await
+            .total,
+        Some(1)
+    );
+    h.call("close_binary", serde_json::json!({})).await;
+    assert_eq!(
+        h.complete("audit_residual_unknowns", "unknown_id", "")
+            .await
+            .total,
+        Some(0)
+    );
+}

@@ -101,3 +101,32 @@ async fn nativefier_analysis_finds_its_channels_and_insecure_windows_and_complet
     // No open_binary was needed; the analysis started a session for its Evidence.
     assert_eq!(h.call("binary_session", json!({})).await["open"], true);
 }
+
+#[test]
+fn rea_analyze_is_the_cli_equivalent_for_a_javascript_directory() {
+    let js = javascript_app();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rea"))
+        .arg("analyze")
+        .arg(js.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("JavaScript/Electron analysis"), "{text}");
+    assert!(
+        text.contains("search"),
+        "the IPC map lists the channel: {text}"
+    );
+    let json = std::process::Command::new(env!("CARGO_BIN_EXE_rea"))
+        .args(["analyze", "--json"])
+        .arg(js.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(v["id"].as_str().unwrap().starts_with("ev_"));
+    assert_eq!(v["record"]["operation"], "analyze_javascript_application");
+}
