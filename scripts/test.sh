@@ -14,5 +14,7 @@ venv="${REA_VENV:-$root/.venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
+# The Python suite drives the binary cargo just built, wherever the target directory is.
+export REA_BIN="${REA_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/rea}"
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 "$venv/bin/python" -m pytest tests/python -q
