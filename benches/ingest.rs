@@ -62,6 +62,52 @@ fn ingest(
     started.elapsed()
 }
 
+/// Rows per write in the batch measurement.
+const BATCH: u64 = 1000;
+
+/// Writes `rows` new rows in batches of [`BATCH`] through `Store::write`, four batches in flight:
+/// each task computes its rows' canonical JSON and ids, then one write inserts them with the
+/// INSERT `insert_evidence` runs. This is what a batch API (`Store::record_many`, say) could reach;
+/// rea has none yet, and `insert_evidence` is not public, so the INSERT is the bench's own.
+fn ingest_batches(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<Store>,
+    next: &Arc<AtomicU64>,
+    rows: u64,
+) -> Duration {
+    let remaining = Arc::new(AtomicI64::new(rows as i64));
+    let started = Instant::now();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let (store, next, remaining) = (store.clone(), next.clone(), remaining.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let n = remaining
+                            .fetch_sub(BATCH as i64, Ordering::Relaxed)
+                            .min(BATCH as i64);
+                        if n <= 0 {
+                            break;
+                        }
+                        let first = next.fetch_add(n as u64, Ordering::Relaxed);
+                        let batch: Vec<common::Row> = (first..first + n as u64)
+                            .map(|i| common::Row::of(&common::synthetic_record(i)))
+                            .collect();
+                        store
+                            .write(move |conn| Ok(common::insert_rows(conn, batch)?))
+                            .await
+                            .expect("write batch");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("batch task");
+        }
+    });
+    started.elapsed()
+}
+
 /// Rows per second at each writer count, into `store`.
 fn ingest_group(
     criterion: &mut criterion::Criterion,
@@ -69,17 +115,29 @@ fn ingest_group(
     name: &str,
     store: &Arc<Store>,
     next: &Arc<AtomicU64>,
-) -> Vec<(usize, Option<f64>)> {
+) -> Vec<(String, Option<f64>)> {
     let mut group = criterion.benchmark_group(format!("ingest/{name}"));
-    let figures = WRITERS
+    let mut figures: Vec<(String, Option<f64>)> = WRITERS
         .iter()
         .map(|&writers| {
             let rate = common::throughput(&mut group, &format!("writers={writers}"), |rows| {
                 ingest(rt, store, next, writers, rows)
             });
-            (writers, rate)
+            let what = if writers == 1 {
+                "`record`, 1 writer: a commit per row (baseline)".to_owned()
+            } else {
+                format!("`record`, {writers} concurrent writers (group commit)")
+            };
+            (what, rate)
         })
         .collect();
+    let rate = common::throughput(&mut group, "batch-1000", |rows| {
+        ingest_batches(rt, store, next, rows)
+    });
+    figures.push((
+        format!("batches of {BATCH} via `Store::write` (no public API yet)"),
+        rate,
+    ));
     group.finish();
     figures
 }
@@ -182,7 +240,7 @@ fn main() {
     );
     let mut table = Table::new(&[
         "ledger",
-        "writers",
+        "how",
         "rows/s",
         "vs 1 writer (commit per row)",
         "target ≥ 40k rows/s",
@@ -190,15 +248,11 @@ fn main() {
     ]);
     for (name, figures) in [("fresh", &fresh), ("1M rows", &big)] {
         let baseline = figures.first().and_then(|(_, r)| *r);
-        for (writers, rate) in figures {
+        for (how, rate) in figures {
             let Some(rate) = rate else { continue };
             table.row(&[
                 name.into(),
-                if *writers == 1 {
-                    "1 (baseline)".into()
-                } else {
-                    writers.to_string()
-                },
+                how.clone(),
                 format!("{rate:.0}"),
                 baseline
                     .map(|b| format!("{:.1}×", rate / b))

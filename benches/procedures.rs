@@ -103,6 +103,9 @@ fn largest_macho(dir: &Path) -> Option<PathBuf> {
     best.map(|(_, p)| p)
 }
 
+/// An external symbol lister: program and arguments (the file comes last).
+type Lister = (String, Vec<&'static str>);
+
 struct FileRun {
     path: PathBuf,
     documents: usize,
@@ -130,7 +133,7 @@ fn main() {
         .into_iter()
         .find(|t| Command::new(t).arg("--version").output().is_ok());
 
-    let mut files: Vec<(PathBuf, Vec<(String, Vec<&str>)>)> = Vec::new();
+    let mut files: Vec<(PathBuf, Vec<Lister>)> = Vec::new();
     if elf.is_file() {
         files.push((
             elf,

@@ -201,6 +201,10 @@ def main():
     }
     for name, data in archives.items():
         seed("asar", name, data)
+    # The archive packed by @electron/asar that rea's JavaScript analyzer tests use.
+    with open(os.path.join(HERE, "..", "src/analyzers/javascript/testdata/app.asar"), "rb") as f:
+        packed = f.read()
+    seed("asar", "electron-asar-packed", packed)
 
     # Artifact inventory: first byte chooses the file name (0 target, 1 app.asar, 2 Info.plist).
     seed("artifact_inspect", "0-macho-exe", b"\0" + fixture("delocate/delocate/tests/data/test-lib"))
@@ -210,9 +214,11 @@ def main():
     seed("artifact_inspect", "0-elf-hello", b"\0" + elves["elf-x86_64-hello"])
     seed("artifact_inspect", "0-pe-prefix", b"\0" + fixture("node-notifier/package/vendor/notifu/notifu.exe", 32768))
     seed("artifact_inspect", "1-asar-app", b"\1" + archives["app"])
+    seed("artifact_inspect", "1-asar-electron-packed", b"\1" + packed)
     seed("artifact_inspect", "2-info-plist", b"\2" + info)
 
-    # JSON-RPC: the first byte is the mode (even: after the handshake; odd: raw, before it).
+    # JSON-RPC: the first byte is the mode (0: after the handshake, all at once; 1: raw, before
+    # it; 2: after the handshake, one line at a time, each answer awaited).
     tiny = f"{ROOT}/tiny.elf"
     exchanges = {
         "0-lists": [jsonrpc_line("tools/list", {}, 1), jsonrpc_line("prompts/list", {}, 2),
@@ -229,22 +235,32 @@ def main():
                                                             "argument": {"name": "provider_id", "value": ""}}, 2),
                        jsonrpc_line("completion/complete", {"ref": {"type": "ref/resource", "uri": "x"},
                                                             "argument": {"name": "a", "value": "ß"}}, 3)],
-        "0-open-analyze": [call(1, "open_binary", {"path": tiny}),
+        "2-open-analyze": [call(1, "open_binary", {"path": tiny}),
                            call(2, "list_documents", {}),
                            call(3, "list_procedures", {"limit": 5}),
                            call(4, "search_strings", {"pattern": "http"}),
-                           call(5, "procedure_assembly", {"address": "0x1060"}),
-                           call(6, "analyze_function", {"address": "main"}),
+                           call(5, "procedure_assembly", {"procedure": "main", "limit": 8}),
+                           call(6, "analyze_function", {"procedure": "compute"}),
+                           call(7, "procedure_callers", {"procedure": "compute"}),
+                           call(8, "procedure_callees", {"procedure": "main"}),
+                           call(9, "xrefs", {"address": "0x1040"}),
+                           call(10, "search_procedures", {"query": "MA"}),
                            jsonrpc_line("completion/complete", {"ref": {"type": "ref/prompt", "name": "investigate_feature"},
-                                                                "argument": {"name": "procedure", "value": "m"}}, 7),
-                           call(8, "list_evidence", {}),
-                           call(9, "close_binary", {})],
-        "0-unknowns": [call(1, "open_binary", {"path": tiny}),
+                                                                "argument": {"name": "procedure", "value": "m"}}, 11),
+                           jsonrpc_line("completion/complete", {"ref": {"type": "ref/prompt", "name": "verify_reconstruction"},
+                                                                "argument": {"name": "comparison_evidence_id", "value": "ev_"}}, 12),
+                           call(13, "list_evidence", {}),
+                           call(14, "export_evidence", {"path": f"{ROOT}/export.json"}),
+                           call(15, "close_binary", {})],
+        "2-unknowns": [call(1, "open_binary", {"path": tiny}),
                        call(2, "record_unknown", {"question": "what does helper do?"}),
                        call(3, "list_unknowns", {}),
-                       call(4, "update_unknown", {"unknown_id": "unk_1", "status": "withdrawn", "rationale": "x"})],
-        "0-artifacts": [call(1, "open_binary", {"path": tiny}), call(2, "inspect_artifact", {}),
-                        call(3, "analyze_javascript_application", {"input_path": f"{ROOT}/jsapp"})],
+                       call(4, "update_unknown", {"unknown_id": "unk_1", "expected_revision": 1,
+                                                  "status": "withdrawn", "rationale": "x"})],
+        "2-artifacts": [call(1, "open_binary", {"path": tiny}), call(2, "inspect_artifact", {}),
+                        call(3, "analyze_javascript_application", {"input_path": f"{ROOT}/jsapp"}),
+                        call(4, "open_binary", {"path": f"{ROOT}/data.bin"}),
+                        call(5, "binary_session", {}), call(6, "doctor", {})],
         "0-bad-frames": ["{", "[]", "null", '{"jsonrpc":"2.0"}', '{"jsonrpc":"2.0","id":1}',
                          '{"jsonrpc":"2.0","id":[1],"method":"ping"}', '{"jsonrpc":"1.0","id":2,"method":"ping"}',
                          jsonrpc_line("tools/call", {"name": "open_binary", "arguments": {"path": 7}}, 3),
@@ -256,8 +272,7 @@ def main():
         "1-modern-discover": [jsonrpc_line("server/discover", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}, 1)],
     }
     for name, lines in exchanges.items():
-        mode = b"\0" if name.startswith("0") else b"\1"
-        seed("jsonrpc", name, mode + ("\n".join(lines) + "\n").encode())
+        seed("jsonrpc", name, bytes([int(name[0])]) + ("\n".join(lines) + "\n").encode())
 
     # Canonical JSON and Evidence ids.
     record = {"subject": {"name": "ls", "sha256": "0" * 64, "format": "elf", "architecture": "x86_64",

@@ -71,9 +71,9 @@ fn parse_count(text: &str) -> Option<u64> {
 
 /// `1000000` → `1M`, for labels.
 pub fn label(rows: u64) -> String {
-    if rows >= 1_000_000 && rows % 1_000_000 == 0 {
+    if rows >= 1_000_000 && rows.is_multiple_of(1_000_000) {
         format!("{}M", rows / 1_000_000)
-    } else if rows >= 1_000 && rows % 1_000 == 0 {
+    } else if rows >= 1_000 && rows.is_multiple_of(1_000) {
         format!("{}k", rows / 1_000)
     } else {
         rows.to_string()
@@ -186,7 +186,12 @@ impl Ledger {
         let state_dir = scratch_dir(name);
         let dir = state_dir.join("sessions").join(&self.id);
         std::fs::create_dir_all(&dir).expect("create session directory");
-        std::fs::copy(self.database(), dir.join(rea::session::DATABASE_FILE)).expect("copy ledger");
+        let copy = dir.join(rea::session::DATABASE_FILE);
+        std::fs::copy(self.database(), &copy).expect("copy ledger");
+        // On disk, as a session's database is after its commits (synchronous = FULL).
+        std::fs::File::open(&copy)
+            .and_then(|f| f.sync_all())
+            .expect("sync ledger copy");
         Ledger {
             state_dir,
             id: self.id.clone(),
@@ -263,8 +268,8 @@ pub fn child_entry() {
     std::process::exit(0);
 }
 
-/// One row as `insert_evidence` writes it.
-struct Row {
+/// One ledger row as `insert_evidence` writes it (`created_at` is added when it is inserted).
+pub struct Row {
     id: String,
     operation: String,
     subject_sha256: Option<String>,
@@ -273,6 +278,49 @@ struct Row {
     confidence: &'static str,
     authority: &'static str,
     record: String,
+}
+
+impl Row {
+    /// The row of `record`, with its canonical JSON and id computed as `insert_evidence` does.
+    pub fn of(record: &EvidenceRecord) -> Row {
+        let canonical = record.canonical_json().expect("canonical JSON");
+        Row {
+            id: rea::ids::EvidenceId::from_digest_of(canonical.as_bytes())
+                .as_str()
+                .to_owned(),
+            operation: record.operation.clone(),
+            subject_sha256: record.subject.as_ref().map(|s| s.sha256.clone()),
+            provider_id: record.provider.id.clone(),
+            provider_version: record.provider.version.clone(),
+            confidence: record.confidence.as_str(),
+            authority: record.authority.as_str(),
+            record: canonical,
+        }
+    }
+}
+
+/// Inserts `rows` with the INSERT `insert_evidence` runs (no duplicate or link checks: the rows
+/// are known to be new and unlinked).
+pub fn insert_rows(conn: &rusqlite::Connection, rows: Vec<Row>) -> rusqlite::Result<()> {
+    let created_at = rea::store::now_rfc3339();
+    let mut insert = conn.prepare_cached(
+        "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
+         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for r in rows {
+        insert.execute(rusqlite::params![
+            r.id,
+            r.operation,
+            r.subject_sha256,
+            r.provider_id,
+            r.provider_version,
+            r.confidence,
+            r.authority,
+            created_at,
+            r.record
+        ])?;
+    }
+    Ok(())
 }
 
 /// The parts of every synthetic record's canonical JSON that do not depend on its number.
@@ -316,7 +364,7 @@ impl Template {
 
     fn row(&self, i: u64) -> Row {
         let canonical = self.canonical(i);
-        if i % 100_003 == 0 {
+        if i.is_multiple_of(100_003) {
             let reference = synthetic_record(i)
                 .canonical_json()
                 .expect("canonical JSON");
@@ -381,39 +429,16 @@ fn build_ledger(state_dir: &Path, rows: u64) {
     let started = Instant::now();
     let mut done = 0u64;
     let tx = conn.transaction().expect("begin");
-    {
-        let mut insert = tx
-            .prepare(
-                "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
-                 values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .expect("prepare insert");
-        for chunk in rx {
-            done += chunk.len() as u64;
-            let created_at = rea::store::now_rfc3339();
-            for r in chunk {
-                insert
-                    .execute(rusqlite::params![
-                        r.id,
-                        r.operation,
-                        r.subject_sha256,
-                        r.provider_id,
-                        r.provider_version,
-                        r.confidence,
-                        r.authority,
-                        created_at,
-                        r.record
-                    ])
-                    .expect("insert row");
-            }
-            if done % 1_000_000 == 0 {
-                eprintln!(
-                    "rea-bench: {} / {} rows ({:.0} rows/s)",
-                    label(done),
-                    label(rows),
-                    done as f64 / started.elapsed().as_secs_f64()
-                );
-            }
+    for chunk in rx {
+        done += chunk.len() as u64;
+        insert_rows(&tx, chunk).expect("insert rows");
+        if done.is_multiple_of(1_000_000) {
+            eprintln!(
+                "rea-bench: {} / {} rows ({:.0} rows/s)",
+                label(done),
+                label(rows),
+                done as f64 / started.elapsed().as_secs_f64()
+            );
         }
     }
     tx.commit().expect("commit");
@@ -488,16 +513,17 @@ impl Latency {
 
 /// Settings for a benchmark whose single call takes about `probe`: sub-millisecond calls get a
 /// short criterion run (a second yields thousands of calls), calls up to 20 ms the usual one, and
-/// slow ones ten flat samples, so a 10M-row naive scan costs seconds rather than minutes.
-/// Returns the warm-up time, whose calls [`latency`] leaves out of its percentiles.
-pub fn fit_group(group: &mut BenchmarkGroup<'_, WallTime>, probe: Duration) -> Duration {
+/// slow ones ten flat samples of one call each after a single warm-up call, so a 10M-row naive
+/// scan costs seconds rather than minutes. Returns how to recognize the warm-up calls, which
+/// [`latency`] leaves out of its percentiles.
+pub fn fit_group(group: &mut BenchmarkGroup<'_, WallTime>, probe: Duration) -> WarmUp {
     if probe > Duration::from_millis(20) {
         group
             .sampling_mode(SamplingMode::Flat)
             .sample_size(10)
             .warm_up_time(Duration::from_millis(1))
-            .measurement_time(probe * 10);
-        return Duration::ZERO;
+            .measurement_time(probe * 5);
+        return WarmUp::FirstBatch;
     }
     let (warm_up, measure) = if probe > Duration::from_millis(1) {
         (Duration::from_millis(500), Duration::from_secs(2))
@@ -509,7 +535,16 @@ pub fn fit_group(group: &mut BenchmarkGroup<'_, WallTime>, probe: Duration) -> D
         .sample_size(100)
         .warm_up_time(warm_up)
         .measurement_time(measure);
-    warm_up
+    WarmUp::For(warm_up)
+}
+
+/// Which of criterion's calls are its warm-up.
+#[derive(Debug, Clone, Copy)]
+pub enum WarmUp {
+    /// Every call in this long after the first.
+    For(Duration),
+    /// The first batch criterion runs (one call, with a 1 ms warm-up time and slow calls).
+    FirstBatch,
 }
 
 /// Benchmarks `f` under criterion and keeps the duration of every call made after criterion's
@@ -524,19 +559,41 @@ pub fn latency<R>(
         black_box(f());
         start.elapsed()
     };
+    if probe > Duration::from_secs(1) {
+        // Ten criterion samples of a call this slow would take most of a minute; five timed
+        // calls after the probe say enough.
+        eprintln!(
+            "rea-bench: {name}: {} per call; timing 5 calls without criterion",
+            fmt_duration(probe)
+        );
+        let samples: Vec<Duration> = (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                black_box(f());
+                start.elapsed()
+            })
+            .collect();
+        return Latency::of(&samples);
+    }
     let warm_up = fit_group(group, probe);
     let mut first: Option<Instant> = None;
+    let mut batches = 0usize;
     let mut samples = Vec::new();
     group.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let began = *first.get_or_insert_with(Instant::now);
+            batches += 1;
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let start = Instant::now();
                 black_box(f());
                 let took = start.elapsed();
                 total += took;
-                if start.duration_since(began) >= warm_up {
+                let warming = match warm_up {
+                    WarmUp::For(d) => start.duration_since(began) < d,
+                    WarmUp::FirstBatch => batches == 1,
+                };
+                if !warming {
                     samples.push(took);
                 }
             }

@@ -1,9 +1,11 @@
 //! Fuzzes the JSON-RPC boundary: arbitrary bytes written as frames into a real `ReaServer` served
 //! by rmcp over `tokio::io::duplex`, then a `ping` that must be answered (the server survived).
 //!
-//! The first input byte is the mode: even, the input follows a complete `initialize` handshake;
-//! odd, it comes first (before any handshake, where rmcp may refuse and close), followed by the
-//! handshake. Then the checks:
+//! The first input byte, modulo 3, is the mode: 0 sends the input at once after a complete
+//! `initialize` handshake (requests run concurrently); 1 sends it first, before any handshake
+//! (where rmcp may refuse and close), then the handshake; 2 sends it after the handshake one line
+//! at a time, awaiting each request's answer, so open_binary → list_procedures → analyze_function
+//! runs in order. Then the checks:
 //! - everything the server writes is one JSON-RPC 2.0 object per line;
 //! - after the handshake the connection stays open and the `ping` is answered;
 //! - every well-formed request in the input gets a response or error with its id (unless the input
@@ -130,7 +132,63 @@ fn expected_requests(frames: &[u8]) -> (BTreeSet<String>, bool) {
     (ids, cancels)
 }
 
-async fn exchange(handshake_first: bool, frames: Vec<u8>) {
+/// The id of `line` when it is a well-formed request that must be answered, parsed as rmcp
+/// parses it.
+fn request_id(line: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        Ok(JsonRpcMessage::Request(request)) if request.request.method() != "subscriptions/listen" => {
+            Some(serde_json::to_string(&request.id).unwrap())
+        }
+        _ => None,
+    }
+}
+
+/// What the client has heard from the server so far.
+struct Heard {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    answered: BTreeSet<String>,
+    ping_answered: bool,
+    closed: bool,
+    deadline: tokio::time::Instant,
+}
+
+impl Heard {
+    /// Reads messages until `done` holds or the server closes; panics at the deadline.
+    async fn until(&mut self, what: &str, done: impl Fn(&Heard) -> bool) {
+        while !done(self) && !self.closed {
+            match tokio::time::timeout_at(self.deadline, self.rx.recv()).await {
+                Err(_) => panic!("hung: no {what} within {DEADLINE:?}; answered so far: {:?}", self.answered),
+                Ok(None) => self.closed = true,
+                Ok(Some(message)) => {
+                    let is_response = message.get("method").is_none()
+                        && (message.get("result").is_some() || message.get("error").is_some());
+                    if let (true, Some(id)) = (is_response, message.get("id")) {
+                        if id == PING_ID {
+                            assert!(message["result"].is_object(), "ping answered with {message}");
+                            self.ping_answered = true;
+                        } else {
+                            self.answered.insert(id.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How the input is sent.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Handshake, then the whole input at once (requests run concurrently), then the ping.
+    AfterHandshake,
+    /// Handshake, then one line at a time, each request's answer awaited before the next line, so
+    /// a sequence such as open_binary, list_procedures, analyze_function runs in order.
+    Lockstep,
+    /// The input first, before any handshake (rmcp may refuse and close), then handshake and ping.
+    Raw,
+}
+
+async fn exchange(mode: Mode, frames: Vec<u8>) {
     let shared = Shared::new(Settings {
         state_dir: state_dir().to_path_buf(),
         config_dir: None,
@@ -143,9 +201,10 @@ async fn exchange(handshake_first: bool, frames: Vec<u8>) {
             let _ = running.waiting().await;
         }
     });
-    let (read, mut write) = tokio::io::split(client_io);
+    let (read, write) = tokio::io::split(client_io);
+    let mut write = Some(write);
 
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
     let reader = tokio::spawn(async move {
         let mut read = BufReader::new(read);
         let mut line = Vec::new();
@@ -165,82 +224,88 @@ async fn exchange(handshake_first: bool, frames: Vec<u8>) {
             }
         }
     });
+    let mut heard = Heard {
+        rx,
+        answered: BTreeSet::new(),
+        ping_answered: false,
+        closed: false,
+        deadline: tokio::time::Instant::now() + DEADLINE,
+    };
 
     let (expected, cancels) = expected_requests(&frames);
-    let writer = tokio::spawn(async move {
-        let mut out = Vec::with_capacity(frames.len() + 512);
-        if handshake_first {
-            out.extend_from_slice(init_frames().as_bytes());
+    let mut frames = frames;
+    if !frames.is_empty() && !frames.ends_with(b"\n") {
+        frames.push(b'\n');
+    }
+    // The server may refuse the connection and go: writing then fails, which is fine.
+    let writer = if mode == Mode::Lockstep {
+        let write = write.as_mut().expect("the writing half");
+        let _ = write.write_all(init_frames().as_bytes()).await;
+        let init = serde_json::to_string(INIT_ID).unwrap();
+        heard.until("initialize answer", |h| h.answered.contains(&init)).await;
+        for line in frames.split_inclusive(|&b| b == b'\n') {
+            let _ = write.write_all(line).await;
+            let trimmed = line.strip_suffix(b"\n").unwrap_or(line);
+            let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+            let trimmed = trimmed.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(trimmed);
+            if let Some(id) = request_id(trimmed) {
+                heard.until("answer in lockstep", |h| h.answered.contains(&id)).await;
+            }
         }
-        out.extend_from_slice(&frames);
-        if !frames.is_empty() && !frames.ends_with(b"\n") {
-            out.push(b'\n');
-        }
-        if !handshake_first {
-            out.extend_from_slice(init_frames().as_bytes());
-        }
-        out.extend_from_slice(ping_frame().as_bytes());
-        // The server may have refused the connection and gone: writing then fails, which is fine.
-        let _ = write.write_all(&out).await;
-        let _ = write.flush().await;
-        write
-    });
+        let _ = write.write_all(ping_frame().as_bytes()).await;
+        None
+    } else {
+        // All at once, from a task of its own: the server's answers may fill the pipe before the
+        // input is written, and they are read here meanwhile.
+        let mut write = write.take().expect("the writing half");
+        Some(tokio::spawn(async move {
+            let mut out = Vec::with_capacity(frames.len() + 512);
+            if mode == Mode::AfterHandshake {
+                out.extend_from_slice(init_frames().as_bytes());
+            }
+            out.extend_from_slice(&frames);
+            if mode == Mode::Raw {
+                out.extend_from_slice(init_frames().as_bytes());
+            }
+            out.extend_from_slice(ping_frame().as_bytes());
+            let _ = write.write_all(&out).await;
+            let _ = write.flush().await;
+            write
+        }))
+    };
 
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    let mut answered = BTreeSet::new();
-    let mut ping_answered = false;
-    let mut closed = false;
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Err(_) => panic!(
-                "no answer within {DEADLINE:?}: ping answered {ping_answered}, requests without an answer: {:?}",
-                expected.difference(&answered).collect::<Vec<_>>()
-            ),
-            Ok(None) => {
-                closed = true;
-                break;
-            }
-            Ok(Some(message)) => {
-                let is_response = message.get("method").is_none()
-                    && (message.get("result").is_some() || message.get("error").is_some());
-                if let (true, Some(id)) = (is_response, message.get("id")) {
-                    if id == PING_ID {
-                        assert!(message["result"].is_object(), "ping answered with {message}");
-                        ping_answered = true;
-                    } else {
-                        answered.insert(id.to_string());
-                    }
-                }
-            }
-        }
-        if ping_answered && (cancels || expected.is_subset(&answered)) {
-            break;
-        }
+    heard
+        .until("ping answer and answers to every request", |h| {
+            h.ping_answered && (cancels || expected.is_subset(&h.answered))
+        })
+        .await;
+    if mode != Mode::Raw {
+        assert!(!heard.closed, "the server closed the connection after a completed handshake");
     }
-    if handshake_first {
-        assert!(!closed, "the server closed the connection after a completed handshake");
-    }
-    if !closed && !cancels {
+    if !heard.closed && !cancels {
         assert!(
-            expected.is_subset(&answered),
+            expected.is_subset(&heard.answered),
             "requests without an answer: {:?}",
-            expected.difference(&answered).collect::<Vec<_>>()
+            expected.difference(&heard.answered).collect::<Vec<_>>()
         );
     }
 
     // Closing the client's writing side must end the server, which closes the reading side.
-    let mut write = tokio::time::timeout_at(deadline, writer)
-        .await
-        .expect("writing the input did not finish")
-        .expect("the writer task");
+    let mut write = match writer {
+        None => write.take().expect("the writing half"),
+        Some(task) => tokio::time::timeout_at(heard.deadline, task)
+            .await
+            .expect("writing the input did not finish")
+            .expect("the writer task"),
+    };
     let _ = write.shutdown().await;
     drop(write);
-    tokio::time::timeout_at(deadline, server_task)
+    tokio::time::timeout_at(heard.deadline, server_task)
         .await
         .expect("the server did not stop after the client closed")
         .expect("the server task");
-    drop(rx);
-    let _ = tokio::time::timeout_at(deadline, reader).await;
+    drop(heard);
+    let _ = tokio::time::timeout(DEADLINE, reader).await;
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -248,6 +313,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     restore_root();
-    rea_fuzz::runtime().block_on(exchange(mode & 1 == 0, frames.to_vec()));
+    let mode = match mode % 3 {
+        0 => Mode::AfterHandshake,
+        1 => Mode::Raw,
+        _ => Mode::Lockstep,
+    };
+    rea_fuzz::runtime().block_on(exchange(mode, frames.to_vec()));
     clean_up();
 });
