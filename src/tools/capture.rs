@@ -15,7 +15,6 @@ use crate::analyzers::capture::{self, Capture, CaptureComparison, NormalizationR
 use crate::evidence::{Authority, Confidence, EvidenceRecord, Location, ProviderStamp};
 use crate::ids::{Address, EvidenceId};
 use crate::server::ReaServer;
-use crate::session::BinarySession;
 use crate::store::insert_evidence;
 
 /// Name of the tool that runs programs; it is in the catalog only while capture is enabled.
@@ -138,20 +137,7 @@ impl ReaServer {
         watcher.abort();
         let capture = outcome??;
         let fault_procedure = self.fault_procedure(&capture).await;
-        let store = {
-            let mut guard = self.session().write().await;
-            if guard.is_none() {
-                let state_dir = self.shared().settings.state_dir.clone();
-                *guard = Some(
-                    tokio::task::spawn_blocking(move || BinarySession::create(&state_dir))
-                        .await??,
-                );
-            }
-            guard
-                .as_ref()
-                .map(|s| s.store().clone())
-                .ok_or_else(|| ToolError("no session".into()))?
-        };
+        let store = self.ensure_session().await?;
         let subject = self.active().await.ok().map(|a| subject_of(&a.target));
         let result = Captured {
             capture,

@@ -14,7 +14,6 @@ use crate::analyzers::javascript::{self, JsAnalysis};
 use crate::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp, Subject};
 use crate::ids::{ManifestId, OccurrenceId};
 use crate::server::ReaServer;
-use crate::session::BinarySession;
 use crate::store::{OccurrenceRow, insert_evidence, insert_manifest, insert_occurrences};
 
 /// Arguments of `analyze_javascript_application`.
@@ -103,20 +102,7 @@ impl ReaServer {
         })
         .await??;
         let id = graph_id(&analysis)?;
-        let store = {
-            let mut guard = self.session().write().await;
-            if guard.is_none() {
-                let state_dir = self.shared().settings.state_dir.clone();
-                *guard = Some(
-                    tokio::task::spawn_blocking(move || BinarySession::create(&state_dir))
-                        .await??,
-                );
-            }
-            guard
-                .as_ref()
-                .map(|s| s.store().clone())
-                .ok_or_else(|| ToolError("no session".into()))?
-        };
+        let store = self.ensure_session().await?;
         let subject = Subject {
             name: path
                 .file_name()

@@ -221,6 +221,25 @@ impl ReaServer {
             })
     }
 
+    /// The store of the connection's binary session, starting the session when there is none
+    /// (the first open_binary, JavaScript analysis or capture starts it).
+    pub(crate) async fn ensure_session(&self) -> Result<Arc<Store>, ToolError> {
+        let mut guard = self.session().write().await;
+        if guard.is_none() {
+            let state_dir = self.shared().settings.state_dir.clone();
+            *guard = Some(
+                tokio::task::spawn_blocking(move || {
+                    crate::session::BinarySession::create(&state_dir)
+                })
+                .await??,
+            );
+        }
+        guard
+            .as_ref()
+            .map(|s| s.store().clone())
+            .ok_or_else(|| ToolError("no binary session could be started".into()))
+    }
+
     /// Canonicalizes `path` and checks it against the operator's allowed roots.
     pub(crate) fn checked_path(&self, path: &Path) -> Result<PathBuf, ToolError> {
         self.shared().settings.check_path(path).map_err(ToolError)

@@ -351,20 +351,7 @@ impl ReaServer {
         )
         .await;
         let counts: Vec<u64> = inventories.iter().map(|p| p.len() as u64).collect();
-        let store = {
-            let mut guard = self.session().write().await;
-            if guard.is_none() {
-                let state_dir = self.shared().settings.state_dir.clone();
-                *guard = Some(
-                    tokio::task::spawn_blocking(move || BinarySession::create(&state_dir))
-                        .await??,
-                );
-            }
-            guard
-                .as_ref()
-                .map(|s| s.store().clone())
-                .ok_or_else(|| ToolError("no session".into()))?
-        };
+        let store = self.ensure_session().await?;
         store.open_target(new_target(&target, inventories)).await?;
         let session_id = {
             let mut guard = self.session().write().await;
