@@ -66,16 +66,18 @@ fn parse(text: &str) -> (Vec<Doc>, Vec<Query>) {
     let mut limit = 100;
     let mut context: Option<String> = None;
     for line in text.split('\n') {
-        let (tag, rest) = line.split_at(line.len().min(1));
+        let mut chars = line.chars();
+        let tag = chars.next();
+        let rest = chars.as_str();
         let rest = rest.strip_prefix(' ').unwrap_or(rest);
         match tag {
-            "D" if docs.len() < MAX_DOCUMENTS => {
+            Some('D') if docs.len() < MAX_DOCUMENTS => {
                 let name = unescape(rest);
                 if !docs.iter().any(|d| d.name == name) {
                     docs.push(Doc { name, ..Doc::default() });
                 }
             }
-            "P" => {
+            Some('P') => {
                 let (hex, name) = match rest.split_once(' ') {
                     Some((h, n)) => (h, Some(unescape(n))),
                     None => (rest, None),
@@ -89,9 +91,9 @@ fn parse(text: &str) -> (Vec<Doc>, Vec<Query>) {
                     doc.procedures.entry(address).or_insert(name);
                 }
             }
-            "C" => context = Some(unescape(rest)).filter(|c| !c.is_empty()),
-            "L" => limit = rest.trim().parse::<usize>().unwrap_or(100) % 101,
-            "Q" if queries.len() < MAX_QUERIES => {
+            Some('C') => context = Some(unescape(rest)).filter(|c| !c.is_empty()),
+            Some('L') => limit = rest.trim().parse::<usize>().unwrap_or(100) % 101,
+            Some('Q') if queries.len() < MAX_QUERIES => {
                 let typed = unescape(rest);
                 queries.push(Query::Documents { typed: typed.clone(), limit });
                 queries.push(Query::Procedures { typed, limit, document: context.clone() });
