@@ -58,6 +58,16 @@ fn raw_open_close(db: &Path) {
     drop(conn);
 }
 
+/// The second baseline: open a WAL database, commit one row durably (synchronous = FULL, as rea's
+/// writer does), close. Session lifecycle costs a few such commits, so on a shared disk its times
+/// follow fsync latency; this shows what one costs in the same run.
+fn raw_commit(db: &Path) {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    conn.execute_batch("pragma synchronous = full; insert into t (v) values (1);")
+        .expect("commit");
+    drop(conn);
+}
+
 struct Figure {
     what: String,
     rea: Option<Latency>,
@@ -113,6 +123,17 @@ fn main() {
         "baseline: rusqlite open + query + close",
         || (),
         |()| raw_open_close(&db),
+        |()| (),
+    );
+    let commit_db = state.join("commit.db");
+    rusqlite::Connection::open(&commit_db)
+        .and_then(|c| c.execute_batch("pragma journal_mode = wal; create table t (v integer);"))
+        .expect("commit baseline database");
+    let commit = timed(
+        &mut group,
+        "baseline: rusqlite open + one durable commit + close",
+        || (),
+        |()| raw_commit(&commit_db),
         |()| (),
     );
     group.finish();
@@ -176,8 +197,12 @@ fn main() {
 
     let mut text = format!(
         "## Session open and close (`cargo bench --bench session`)\n\n\
-         Machine: {machine}. One run on a shared machine. Baseline: bare rusqlite on the same file \
-         (open, read one row, close).\n\n"
+         Machine: {machine}. One run on a shared machine. Baselines: bare rusqlite on the same file \
+         (open, read one row, close), and bare rusqlite opening a WAL file, committing one row with \
+         synchronous = FULL and closing (one durable commit: {}).\n\n",
+        commit
+            .map(|c| format!("p50 {}, p99 {}", fmt_duration(c.p50), fmt_duration(c.p99)))
+            .unwrap_or_else(|| "not run".into())
     );
     let mut table = Table::new(&[
         "operation",
@@ -185,6 +210,7 @@ fn main() {
         "p99",
         "baseline p50",
         "vs baseline",
+        "in durable commits (p50)",
         "target ≤ 20 ms",
         "met",
     ]);
@@ -199,6 +225,9 @@ fn main() {
                 .unwrap_or_else(|| "–".into()),
             f.raw
                 .map(|r| fmt_ratio(rea.p50, r.p50))
+                .unwrap_or_else(|| "–".into()),
+            commit
+                .map(|c| format!("{:.1}", rea.p50.as_secs_f64() / c.p50.as_secs_f64()))
                 .unwrap_or_else(|| "–".into()),
             "≤ 20 ms (p99)".into(),
             meets(rea.p99 <= Duration::from_millis(20)).into(),
