@@ -12,7 +12,7 @@ use icu_properties::{CodePointSetData, props::DefaultIgnorableCodePoint};
 
 /// Version of the key algorithm. Stored in each session database; a database written with another
 /// version has its keys recomputed when it is opened.
-pub const KEY_ALGORITHM: &str = "nfkd-fold-nfkd-di/icu4x-2.4";
+pub const KEY_ALGORITHM: &str = "nfkd-fold-di-nfkd/icu4x-2.4";
 
 /// Typed prefixes longer than this many characters match nothing: no stored key is that long in
 /// practice, and refusing early keeps hostile input cheap.
@@ -21,8 +21,8 @@ pub const MAX_PREFIX_CHARS: usize = 4096;
 /// Returns the normalized key of `text`.
 ///
 /// ASCII text without control characters takes a fast path (ASCII lowercase is exactly what the
-/// full pipeline yields for it); everything else goes through NFKD, full case folding, NFKD again
-/// and removal of Default_Ignorable code points.
+/// full pipeline yields for it); everything else goes through NFKD, full case folding, removal of
+/// Default_Ignorable code points, and NFKD again.
 pub fn match_key(text: &str) -> String {
     if text.bytes().all(|b| b.is_ascii() && !b.is_ascii_control()) {
         return text.to_ascii_lowercase();
@@ -32,10 +32,10 @@ pub fn match_key(text: &str) -> String {
         .fold_string(&nfkd.normalize(text))
         .into_owned();
     let ignorable = CodePointSetData::new::<DefaultIgnorableCodePoint>();
-    nfkd.normalize(&folded)
-        .chars()
-        .filter(|c| !ignorable.contains(*c))
-        .collect()
+    // Ignorables go before the last decomposition: removing one that sat between two combining
+    // marks afterwards would leave the marks out of canonical order (found by fuzzing).
+    let kept: String = folded.chars().filter(|c| !ignorable.contains(*c)).collect();
+    nfkd.normalize(&kept).into_owned()
 }
 
 /// The smallest string greater than every string that starts with `prefix`, in code-point order,
@@ -134,6 +134,19 @@ mod tests {
         for s in ["Hello_World", "0x10FF", "ev_ABC", " ~!@#$%^&*()"] {
             assert_eq!(match_key(s), full(s));
         }
+    }
+
+    #[test]
+    fn an_ignorable_between_combining_marks_keeps_the_key_canonical() {
+        // Found by the completion_key fuzz target.
+        let key = match_key("a\u{301}\u{AD}\u{323}");
+        assert_eq!(key, "a\u{323}\u{301}");
+        assert_eq!(match_key(&key), key);
+        assert_eq!(
+            match_key("a\u{323}\u{301}"),
+            key,
+            "canonically equal text has the same key"
+        );
     }
 
     #[test]
