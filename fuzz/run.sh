@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Builds every fuzz target and runs each one for SECONDS (default 60), one after another.
 # Exits non-zero when any target crashes, hangs past libFuzzer's -timeout or runs out of memory;
-# the input that did it is left in fuzz/artifacts/<target>/. Usage: fuzz/run.sh [SECONDS]
+# the input that did it is left in fuzz/artifacts/<target>/. Usage: fuzz/run.sh [SECONDS [TARGET...]]
 #
 # Needs cargo-fuzz (installed here from crates.io when missing). Works on stable Rust: libFuzzer's
 # coverage instrumentation needs no nightly, only the sanitizers do, so targets are built with
 # `--sanitizer none`; `--debug-assertions` turns integer overflow into a panic, which is a finding.
 # New inputs go to fuzz/work/corpus/<target> (ignored by git); the committed seeds in
-# fuzz/corpus/<target> are read but never written.
+# fuzz/corpus/<target> are read but never written. Naming targets after SECONDS runs only those.
 set -uo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"
+shift $(($# > 0 ? 1 : 0))
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 flags=(--sanitizer none --debug-assertions)
 
@@ -28,9 +29,12 @@ max_len() {
   esac
 }
 
+targets=("$@")
+[ "${#targets[@]}" -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
+
 failed=()
 summary=()
-for target in $(cargo fuzz list); do
+for target in "${targets[@]}"; do
   mkdir -p "work/corpus/$target" "work/logs"
   log="work/logs/$target.log"
   echo "== $target: ${seconds}s" >&2
