@@ -32,6 +32,10 @@ pub enum ProcedureScope<'a> {
     Target,
 }
 
+/// Evidence id prefixes up to this many characters have their number of ids kept in
+/// `evidence_id_prefixes` (migration V2).
+pub const COUNTED_PREFIX_CHARS: usize = 4;
+
 /// The prefix range for a typed value, or `None` when the prefix can match nothing.
 fn range(typed: &str) -> Option<(String, Option<String>)> {
     if typed.chars().count() > MAX_PREFIX_CHARS {
@@ -70,14 +74,18 @@ fn page(
     if let Some(u) = &upper {
         named.push((":upper", u));
     }
-    let mut count = conn.prepare_cached(&count_sql)?;
-    let total: i64 = count.query_row(named.as_slice(), |r| r.get(0))?;
     let mut select = conn.prepare_cached(&values_sql)?;
     let values = select
         .query_map(named.as_slice(), |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>, _>>()?;
-    let reprepared = count.reset_status(StatementStatus::RePrepare)
-        + select.reset_status(StatementStatus::RePrepare);
+    let mut reprepared = select.reset_status(StatementStatus::RePrepare);
+    // An empty count statement means the caller knows the total; it fills it in.
+    let mut total = values.len() as i64;
+    if !count_sql.is_empty() {
+        let mut count = conn.prepare_cached(&count_sql)?;
+        total = count.query_row(named.as_slice(), |r| r.get(0))?;
+        reprepared += count.reset_status(StatementStatus::RePrepare);
+    }
     if reprepared > 0 {
         reprepares.fetch_add(reprepared as u64, Ordering::Relaxed);
     }
@@ -183,13 +191,47 @@ impl Store {
         self.reprepares.load(Ordering::Relaxed)
     }
 
-    /// Evidence ids retained in the ledger.
+    /// Evidence ids retained in the ledger. The total for a prefix of up to
+    /// [`COUNTED_PREFIX_CHARS`] characters comes from the prefix count table in one lookup.
     pub fn complete_evidence(
         &self,
         typed: &str,
         limit: usize,
     ) -> Result<CompletionPage, StoreError> {
-        self.read(|conn| id_family(conn, &self.reprepares, "evidence", "id", "", typed, limit))
+        let Some((key, upper)) = range(typed) else {
+            return Ok(CompletionPage::default());
+        };
+        if key.chars().count() > COUNTED_PREFIX_CHARS {
+            return self.read(|conn| {
+                id_family(conn, &self.reprepares, "evidence", "id", "", typed, limit)
+            });
+        }
+        self.read(|conn| {
+            let total: i64 = if key.is_empty() {
+                conn.prepare_cached(
+                    "select coalesce(sum(rows), 0) from evidence_id_prefixes where length(prefix) = 1",
+                )?
+                .query_row([], |r| r.get(0))?
+            } else {
+                conn.prepare_cached("select rows from evidence_id_prefixes where prefix = ?1")?
+                    .query_row([&key], |r| r.get(0))
+                    .optional()?
+                    .unwrap_or(0)
+            };
+            let mut page = page(
+                conn,
+                &self.reprepares,
+                "select id from evidence where id >= :lower {upper} order by id limit :limit",
+                "",
+                "id",
+                &key,
+                upper.as_deref(),
+                limit,
+            )?;
+            page.total = total.max(0) as u64;
+            page.has_more = page.total > page.values.len() as u64;
+            Ok(page)
+        })
     }
 
     /// Evidence ids whose operation and validated result identify a process capture.
