@@ -197,7 +197,7 @@ fn main() {
                     let took = start.elapsed();
                     samples.push(took);
                     total += took;
-                    session.close().expect("close");
+                    session.close().expect("close").wait().expect("delete");
                 }
                 total
             })

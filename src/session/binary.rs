@@ -63,8 +63,8 @@ impl BinarySession {
         self.active = Some(target);
     }
 
-    /// Ends the session and deletes its database.
-    pub fn close(self) -> Result<(), SessionError> {
+    /// Ends the session and deletes its database (in the background; see [`Session::close`]).
+    pub fn close(self) -> Result<super::Deletion, SessionError> {
         self.session.close()
     }
 }

@@ -165,7 +165,9 @@ impl Session {
     /// Creates a new session under `state_dir`.
     pub fn create(state_dir: &Path) -> Result<Session, SessionError> {
         let id = new_id();
-        let dir = sessions_dir(state_dir).join(&id);
+        let root = sessions_dir(state_dir);
+        sweep_closed(&root);
+        let dir = root.join(&id);
         fs::create_dir_all(&dir).map_err(io(&dir))?;
         let lock = lock(&dir, &id)?;
         let store = Store::open(&dir.join(DATABASE_FILE))?;
@@ -217,15 +219,88 @@ impl Session {
         &self.store
     }
 
-    /// Ends the session: closes every connection, then deletes its directory.
-    pub fn close(self) -> Result<(), SessionError> {
-        self.store.close();
+    /// Ends the session: closes every connection (without the final checkpoint, since the
+    /// database is going away), moves the directory out of the sessions listing in one rename,
+    /// and deletes it on a background thread: unlinking a ledger of a million rows takes far
+    /// longer than the rest of closing. Wait on the returned [`Deletion`] to know the files are
+    /// gone; dropping it lets the deletion finish on its own, and a directory left behind by a
+    /// process that exited first is removed by the next [`Session::create`] or [`list`].
+    pub fn close(self) -> Result<Deletion, SessionError> {
+        self.store.close_discarding();
         let Session {
-            dir, _lock, store, ..
+            id,
+            dir,
+            _lock,
+            store,
         } = self;
         drop(store);
+        let doomed = dir.with_file_name(format!("{CLOSED_PREFIX}{id}"));
+        fs::rename(&dir, &doomed).map_err(io(&dir))?;
         drop(_lock);
-        fs::remove_dir_all(&dir).map_err(io(&dir))
+        let thread = std::thread::Builder::new()
+            .name("rea-session-delete".into())
+            .spawn({
+                let doomed = doomed.clone();
+                move || fs::remove_dir_all(&doomed)
+            });
+        match thread {
+            Ok(thread) => Ok(Deletion {
+                dir: doomed,
+                thread: Some(thread),
+            }),
+            Err(_) => {
+                fs::remove_dir_all(&doomed).map_err(io(&doomed))?;
+                Ok(Deletion {
+                    dir: doomed,
+                    thread: None,
+                })
+            }
+        }
+    }
+}
+
+/// Prefix of a closed session's directory while it is being deleted. Not a session id, so
+/// listings skip it.
+const CLOSED_PREFIX: &str = ".closed-";
+
+/// The background deletion of a closed session's files.
+#[derive(Debug)]
+pub struct Deletion {
+    dir: PathBuf,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Deletion {
+    /// Waits until the files are deleted.
+    pub fn wait(mut self) -> Result<(), SessionError> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        match thread.join() {
+            Ok(result) => result.map_err(io(&self.dir)),
+            Err(_) => Err(SessionError::Io {
+                path: self.dir.clone(),
+                source: std::io::Error::other("the deletion thread panicked"),
+            }),
+        }
+    }
+}
+
+/// Deletes directories of closed sessions that a process left behind when it exited before its
+/// background deletion finished. Errors are ignored: another process may be deleting the same
+/// directory.
+fn sweep_closed(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(CLOSED_PREFIX)
+        {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -242,6 +317,7 @@ pub fn list(state_dir: &Path) -> Result<Vec<SessionInfo>, SessionError> {
             });
         }
     };
+    sweep_closed(&root);
     let mut out = vec![];
     for entry in entries.flatten() {
         let id = entry.file_name().to_string_lossy().into_owned();
@@ -321,7 +397,7 @@ pub fn show(state_dir: &Path, id: &str) -> Result<SessionInfo, SessionError> {
 /// Deletes a session that no live process holds. Refuses when a live process holds it.
 pub fn delete(state_dir: &Path, id: &str) -> Result<(), SessionError> {
     let session = Session::resume(state_dir, id)?;
-    session.close()
+    session.close()?.wait()
 }
 
 /// The path of a session's database, for read-only tools (`rea evidence`, `rea complete`).

@@ -420,7 +420,8 @@ impl ReaServer {
             .store()
             .list_evidence(&crate::store::EvidenceFilter::default())?;
         let id = session.id().to_owned();
-        tokio::task::spawn_blocking(move || session.close()).await??;
+        // The files are deleted in the background; the session is gone from listings already.
+        drop(tokio::task::spawn_blocking(move || session.close()).await??);
         Ok(Json(Closed {
             session_id: id,
             evidence_dropped: evidence,
