@@ -65,10 +65,9 @@ fn ingest(
 /// Rows per write in the batch measurement.
 const BATCH: u64 = 1000;
 
-/// Writes `rows` new rows in batches of [`BATCH`] through `Store::write`, four batches in flight:
-/// each task computes its rows' canonical JSON and ids, then one write inserts them with the
-/// INSERT `insert_evidence` runs. This is what a batch API (`Store::record_many`, say) could reach;
-/// rea has none yet, and `insert_evidence` is not public, so the INSERT is the bench's own.
+/// Writes `rows` new rows in batches of [`BATCH`] through `Store::record_many`, four batches in
+/// flight: each task builds its records, `record_many` computes their canonical JSON and ids in
+/// that task, and one write inserts them.
 fn ingest_batches(
     rt: &tokio::runtime::Runtime,
     store: &Arc<Store>,
@@ -90,13 +89,10 @@ fn ingest_batches(
                             break;
                         }
                         let first = next.fetch_add(n as u64, Ordering::Relaxed);
-                        let batch: Vec<common::Row> = (first..first + n as u64)
-                            .map(|i| common::Row::of(&common::synthetic_record(i)))
+                        let batch = (first..first + n as u64)
+                            .map(common::synthetic_record)
                             .collect();
-                        store
-                            .write(move |conn| Ok(common::insert_rows(conn, batch)?))
-                            .await
-                            .expect("write batch");
+                        store.record_many(batch).await.expect("record batch");
                     }
                 })
             })
@@ -135,7 +131,7 @@ fn ingest_group(
         ingest_batches(rt, store, next, rows)
     });
     figures.push((
-        format!("batches of {BATCH} via `Store::write` (no public API yet)"),
+        format!("`record_many`, batches of {BATCH}, 4 in flight"),
         rate,
     ));
     group.finish();
@@ -163,7 +159,11 @@ fn main() {
         .list_evidence(&Default::default())
         .expect("count")
         .1;
-    session.close().expect("close session");
+    session
+        .close()
+        .expect("close session")
+        .wait()
+        .expect("delete session");
 
     // Ingest into, then load on, a copy of the 1M-row ledger.
     let base_rows = 1_000_000;

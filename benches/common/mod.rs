@@ -270,7 +270,8 @@ pub fn child_entry() {
     std::process::exit(0);
 }
 
-/// One ledger row as `insert_evidence` writes it (`created_at` is added when it is inserted).
+/// One ledger row as `insert_evidence` writes it (`created_at` is added when it is inserted); the
+/// ledger builder writes these directly.
 pub struct Row {
     id: String,
     operation: String,
@@ -280,25 +281,6 @@ pub struct Row {
     confidence: &'static str,
     authority: &'static str,
     record: String,
-}
-
-impl Row {
-    /// The row of `record`, with its canonical JSON and id computed as `insert_evidence` does.
-    pub fn of(record: &EvidenceRecord) -> Row {
-        let canonical = record.canonical_json().expect("canonical JSON");
-        Row {
-            id: rea::ids::EvidenceId::from_digest_of(canonical.as_bytes())
-                .as_str()
-                .to_owned(),
-            operation: record.operation.clone(),
-            subject_sha256: record.subject.as_ref().map(|s| s.sha256.clone()),
-            provider_id: record.provider.id.clone(),
-            provider_version: record.provider.version.clone(),
-            confidence: record.confidence.as_str(),
-            authority: record.authority.as_str(),
-            record: canonical,
-        }
-    }
 }
 
 /// Inserts `rows` with the INSERT `insert_evidence` runs (no duplicate or link checks: the rows

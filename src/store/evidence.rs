@@ -51,6 +51,39 @@ pub struct EvidenceFilter {
     pub limit: u64,
 }
 
+/// A record already put into canonical form, with its id: what the writer thread inserts.
+/// Serializing and hashing happen in the caller's thread ([`PreparedEvidence::new`]), so the one
+/// writer spends its time in SQLite.
+#[derive(Debug, Clone)]
+pub struct PreparedEvidence {
+    record: EvidenceRecord,
+    canonical: String,
+    id: EvidenceId,
+}
+
+impl PreparedEvidence {
+    /// Computes the canonical JSON and id of `record`.
+    pub fn new(record: EvidenceRecord) -> Result<Self, StoreError> {
+        let canonical = record.canonical_json()?;
+        let id = EvidenceId::from_digest_of(canonical.as_bytes());
+        Ok(PreparedEvidence {
+            record,
+            canonical,
+            id,
+        })
+    }
+
+    /// The id the record will have in any ledger.
+    pub fn id(&self) -> &EvidenceId {
+        &self.id
+    }
+
+    /// The record.
+    pub fn record(&self) -> &EvidenceRecord {
+        &self.record
+    }
+}
+
 /// Inserts `record` unless an identical one is present, with its links. Runs inside the caller's
 /// transaction.
 pub fn insert_evidence(
@@ -59,22 +92,37 @@ pub fn insert_evidence(
 ) -> Result<RecordOutcome, StoreError> {
     let canonical = record.canonical_json()?;
     let id = EvidenceId::from_digest_of(canonical.as_bytes());
-    if let Some((seq, created_at)) = conn
-        .prepare_cached("select seq, created_at from evidence where id = ?1")?
-        .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?
-    {
-        return Ok(RecordOutcome {
-            id,
-            seq,
-            created_at,
-            new: false,
-        });
-    }
+    insert_canonical(conn, record, &canonical, id)
+}
+
+/// [`insert_evidence`] for a record prepared ahead of the write.
+pub fn insert_prepared(
+    conn: &Connection,
+    prepared: &PreparedEvidence,
+) -> Result<RecordOutcome, StoreError> {
+    insert_canonical(
+        conn,
+        &prepared.record,
+        &prepared.canonical,
+        prepared.id.clone(),
+    )
+}
+
+/// Inserts the row of `record`, whose canonical JSON is `canonical` and id `id`. The INSERT runs
+/// first and yields to an existing row with the same id, so a new record costs one index probe;
+/// only a repeated record reads the row it found.
+fn insert_canonical(
+    conn: &Connection,
+    record: &EvidenceRecord,
+    canonical: &str,
+    id: EvidenceId,
+) -> Result<RecordOutcome, StoreError> {
+    // Rows are never deleted from a ledger, so links that held for a stored record still hold:
+    // checking them before the insert gives the same answer for new and repeated records.
     for link in &record.links {
-        let present: Option<i64> = conn
-            .prepare_cached("select seq from evidence where id = ?1")?
-            .query_row([link.as_str()], |r| r.get(0))
+        let present = conn
+            .prepare_cached("select 1 from evidence where id = ?1")?
+            .query_row([link.as_str()], |_| Ok(()))
             .optional()?;
         if present.is_none() {
             return Err(StoreError::EvidenceNotInLedger {
@@ -83,21 +131,33 @@ pub fn insert_evidence(
         }
     }
     let created_at = now_rfc3339();
-    conn.prepare_cached(
-        "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
-         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        id.as_str(),
-        record.operation,
-        record.subject.as_ref().map(|s| s.sha256.as_str()),
-        record.provider.id,
-        record.provider.version,
-        record.confidence.as_str(),
-        record.authority.as_str(),
-        created_at,
-        canonical,
-    ])?;
+    let inserted = conn
+        .prepare_cached(
+            "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
+             values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) on conflict (id) do nothing",
+        )?
+        .execute(params![
+            id.as_str(),
+            record.operation,
+            record.subject.as_ref().map(|s| s.sha256.as_str()),
+            record.provider.id,
+            record.provider.version,
+            record.confidence.as_str(),
+            record.authority.as_str(),
+            created_at,
+            canonical,
+        ])?;
+    if inserted == 0 {
+        let (seq, created_at) = conn
+            .prepare_cached("select seq, created_at from evidence where id = ?1")?
+            .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        return Ok(RecordOutcome {
+            id,
+            seq,
+            created_at,
+            new: false,
+        });
+    }
     let seq = conn.last_insert_rowid();
     let mut link_stmt = conn
         .prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
@@ -137,14 +197,43 @@ pub fn get_evidence(
 }
 
 impl Store {
-    /// Records `record` in the ledger and returns once it is durable (committed).
+    /// Records `record` in the ledger and returns once it is durable (committed). The canonical
+    /// JSON and id are computed here, before the write is queued.
     pub async fn record(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
-        self.write(move |conn| insert_evidence(conn, &record)).await
+        let prepared = PreparedEvidence::new(record)?;
+        if prepared.record.links.is_empty() {
+            // One INSERT is the only change: it needs no savepoint around it.
+            self.write_one(move |conn| insert_prepared(conn, &prepared))
+                .await
+        } else {
+            self.write(move |conn| insert_prepared(conn, &prepared))
+                .await
+        }
     }
 
     /// [`Store::record`] for callers outside an async runtime.
     pub fn record_blocking(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
-        self.write_blocking(move |conn| insert_evidence(conn, &record))
+        let prepared = PreparedEvidence::new(record)?;
+        if prepared.record.links.is_empty() {
+            self.write_one_blocking(move |conn| insert_prepared(conn, &prepared))
+        } else {
+            self.write_blocking(move |conn| insert_prepared(conn, &prepared))
+        }
+    }
+
+    /// Records every record in one write, in order, and returns their outcomes once that write
+    /// has committed. All or nothing: when one record is refused (a link not in the ledger, say)
+    /// none is kept. A record may link to one earlier in the same batch.
+    pub async fn record_many(
+        &self,
+        records: Vec<EvidenceRecord>,
+    ) -> Result<Vec<RecordOutcome>, StoreError> {
+        let prepared = records
+            .into_iter()
+            .map(PreparedEvidence::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.write(move |conn| prepared.iter().map(|p| insert_prepared(conn, p)).collect())
+            .await
     }
 
     /// One record by id, or `None` when this ledger does not hold it.

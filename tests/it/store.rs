@@ -179,7 +179,9 @@ fn totals_are_exact_and_values_are_the_first_in_code_point_order() {
         naive.push(o.id.to_string());
     }
     naive.sort();
-    for prefix in ["", "ev_", "ev_a", "ev_ab", "EV_F0", "ev_0", "ev_zz"] {
+    for prefix in [
+        "", "e", "E", "ev", "ev_", "EV_", "ev_a", "ev_ab", "EV_F0", "ev_0", "ev_zz", "x", "ev_g",
+    ] {
         let key = prefix.to_ascii_lowercase();
         let expected: Vec<&String> = naive.iter().filter(|id| id.starts_with(&key)).collect();
         let page = s.complete_evidence(prefix, 100).unwrap();
@@ -301,9 +303,15 @@ fn a_live_session_is_locked_and_a_dead_one_resumes() {
     let resumed = Session::resume(state.path(), &id).unwrap();
     assert!(resumed.store().has_evidence(&o.id).unwrap());
     let dir = resumed.dir().to_owned();
-    resumed.close().unwrap();
+    let deletion = resumed.close().unwrap();
+    // Gone from its place and from the listing at once; the files follow in the background.
     assert!(!dir.exists());
     assert!(session::list(state.path()).unwrap().is_empty());
+    deletion.wait().unwrap();
+    let left: Vec<_> = std::fs::read_dir(state.path().join("sessions"))
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     assert!(matches!(
         Session::resume(state.path(), "ses_0000"),
         Err(SessionError::NotFound { .. })
@@ -333,16 +341,27 @@ fn export_writes_a_consistent_copy_and_never_overwrites_unless_told() {
 
 #[test]
 fn schema_reads_as_documentation() {
-    let sql = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/migrations/V1__init.sql"
-    ))
-    .unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}");
+    for file in files {
+        let sql = std::fs::read_to_string(&file).unwrap();
+        assert!(sql.starts_with("--"), "{} has no header", file.display());
+        schema_file_is_commented(&sql);
+    }
+}
+
+fn schema_file_is_commented(sql: &str) {
     let lines: Vec<&str> = sql.lines().collect();
     for (i, line) in lines.iter().enumerate() {
         if line.starts_with("create table")
             || line.starts_with("create index")
             || line.starts_with("create unique index")
+            || line.starts_with("create trigger")
         {
             assert!(
                 i > 0 && lines[i - 1].starts_with("--"),
@@ -353,4 +372,83 @@ fn schema_reads_as_documentation() {
             assert!(line.contains("strict"), "table not STRICT near line {i}");
         }
     }
+}
+
+#[tokio::test]
+async fn a_batch_is_recorded_in_one_write_all_or_nothing() {
+    let (_d, s) = store();
+    let first = record("batch", 1);
+    let mut second = record("batch", 2);
+    second.links = vec![first.id().unwrap()];
+    let outcomes = s
+        .record_many(vec![first.clone(), second, first.clone()])
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 3);
+    assert!(outcomes[0].new && outcomes[1].new && !outcomes[2].new);
+    assert_eq!(outcomes[2].seq, outcomes[0].seq);
+    assert_eq!(outcomes[1].seq, outcomes[0].seq + 1);
+    assert_eq!(
+        s.evidence(&outcomes[1].id).unwrap().unwrap().record.links,
+        vec![outcomes[0].id.clone()]
+    );
+
+    // A link to a record outside the ledger refuses the whole batch.
+    let mut stray = record("batch", 4);
+    stray.links = vec![EvidenceId::parse(&format!("ev_{}", "b".repeat(64))).unwrap()];
+    let e = s
+        .record_many(vec![record("batch", 3), stray])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::EvidenceNotInLedger { .. }), "{e}");
+    assert!(!s.has_evidence(&record("batch", 3).id().unwrap()).unwrap());
+    assert_eq!(s.list_evidence(&Default::default()).unwrap().1, 2);
+    assert_eq!(s.complete_evidence("e", 100).unwrap().total, 2);
+}
+
+#[test]
+fn a_ledger_from_schema_1_gets_its_prefix_counts_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let s = Store::open(&path).unwrap();
+    let mut ids = vec![];
+    for i in 0..500u64 {
+        ids.push(s.record_blocking(record("old", i)).unwrap().id.to_string());
+    }
+    s.close();
+    drop(s);
+    // Take the database back to what schema version 1 wrote: no count table, no trigger.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "drop trigger evidence_id_prefixes_count; drop table evidence_id_prefixes;
+         delete from refinery_schema_history where version = 2;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let s = Store::open(&path).unwrap();
+    for prefix in ["", "e", "ev_", "ev_3", "ev_3a", "ev_c"] {
+        let expected = ids.iter().filter(|id| id.starts_with(prefix)).count() as u64;
+        assert_eq!(
+            s.complete_evidence(prefix, 100).unwrap().total,
+            expected,
+            "{prefix:?}"
+        );
+    }
+    // New rows keep counting.
+    s.record_blocking(record("new", 1)).unwrap();
+    assert_eq!(s.complete_evidence("ev_", 100).unwrap().total, 501);
+}
+
+#[test]
+fn files_of_a_closed_session_left_by_an_exited_process_are_swept() {
+    let state = tempfile::tempdir().unwrap();
+    let s = Session::create(state.path()).unwrap();
+    let id = s.id().to_owned();
+    // What a process leaves when it exits between renaming a closed session and deleting it.
+    let left = state.path().join("sessions").join(format!(".closed-{id}"));
+    drop(s);
+    std::fs::rename(state.path().join("sessions").join(&id), &left).unwrap();
+    assert!(session::list(state.path()).unwrap().is_empty());
+    assert!(!left.exists());
 }
