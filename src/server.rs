@@ -124,6 +124,9 @@ pub struct Shared {
     pub changes: broadcast::Sender<Change>,
     /// The process-capture policy from `$REA_CONFIG_DIR/rea.toml`; disabled when absent.
     policy: RwLock<crate::analyzers::capture::Policy>,
+    /// Connection handlers and the tasks serving them that are alive: a handler lives while its
+    /// client is connected or a call of its is still running.
+    connections: tokio::sync::watch::Sender<usize>,
 }
 
 impl Shared {
@@ -134,9 +137,23 @@ impl Shared {
             catalog: RwLock::new(Catalog::default()),
             changes: broadcast::channel(64).0,
             policy: RwLock::new(crate::analyzers::capture::Policy::default()),
+            connections: tokio::sync::watch::channel(0).0,
         });
         shared.reload_config();
         shared
+    }
+
+    /// Connection handlers and their tasks alive now: connected clients, plus disconnected ones
+    /// whose last call or notification task is still finishing.
+    pub fn connections(&self) -> usize {
+        *self.connections.borrow()
+    }
+
+    /// Waits until no connection handler or task is alive: every client has gone and every call
+    /// it made has finished.
+    pub async fn all_connections_gone(&self) {
+        let mut live = self.connections.subscribe();
+        let _ = live.wait_for(|n| *n == 0).await;
     }
 
     /// Re-reads the capture policy and the prompt files. When capture is switched on or off, the
@@ -229,18 +246,54 @@ pub struct ReaServer {
     pending_listens: Arc<std::sync::Mutex<std::collections::VecDeque<broadcast::Receiver<Change>>>>,
     /// Documents recently loaded for analysis tools.
     images: Arc<crate::tools::analysis::ImageCache>,
+    /// Dropped with the last clone of this handler, which happens once the client is gone and
+    /// no call of its is running; tasks serving the connection watch it to end with it.
+    connection: Arc<ConnectionGuard>,
+}
+
+/// Counts one handler or task in [`Shared::connections`] while it lives.
+struct Live(Arc<Shared>);
+
+impl Live {
+    fn new(shared: Arc<Shared>) -> Self {
+        shared.connections.send_modify(|n| *n += 1);
+        Live(shared)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.connections.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// Counts a connection for as long as its handler lives, and tells the tasks that serve it when
+/// it is gone.
+struct ConnectionGuard {
+    _live: Live,
+    gone: tokio::sync::watch::Sender<()>,
+}
+
+impl ConnectionGuard {
+    fn new(shared: Arc<Shared>) -> Self {
+        ConnectionGuard {
+            _live: Live::new(shared),
+            gone: tokio::sync::watch::channel(()).0,
+        }
+    }
 }
 
 impl ReaServer {
     /// A handler for a new connection.
     pub fn new(shared: Arc<Shared>) -> Self {
         Self {
-            shared,
             session: Arc::default(),
             tools: Arc::new(Self::router()),
             pending_changes: Arc::default(),
             pending_listens: Arc::default(),
             images: Arc::default(),
+            connection: Arc::new(ConnectionGuard::new(shared.clone())),
+            shared,
         }
     }
 
@@ -516,11 +569,22 @@ impl ServerHandler for ReaServer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        let mut changes = pending.unwrap_or_else(|| self.shared.changes.subscribe());
+        let changes = pending.unwrap_or_else(|| self.shared.changes.subscribe());
         let peer = context.peer.clone();
+        // Ends with the connection, not at the next catalog change after it.
+        let mut gone = self.connection.gone.subscribe();
+        let live = Live::new(self.shared.clone());
         tokio::spawn(async move {
+            // Declared after `_live`, so it is dropped first: once the count says this task is
+            // gone, it no longer listens.
+            let _live = live;
+            let mut changes = changes;
             loop {
-                let sent = match changes.recv().await {
+                let change = tokio::select! {
+                    change = changes.recv() => change,
+                    _ = gone.changed() => break,
+                };
+                let sent = match change {
                     Ok(Change::Prompts) => peer.notify_prompt_list_changed().await,
                     Ok(Change::Tools) => peer.notify_tool_list_changed().await,
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,

@@ -7,6 +7,7 @@ mod capture;
 mod common;
 mod completion;
 mod crash;
+mod disconnect;
 mod http;
 mod javascript;
 mod prompts;
