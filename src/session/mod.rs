@@ -241,7 +241,7 @@ impl Session {
             .name("rea-session-delete".into())
             .spawn({
                 let doomed = doomed.clone();
-                move || fs::remove_dir_all(&doomed)
+                move || remove_closed(&doomed)
             });
         match thread {
             Ok(thread) => Ok(Deletion {
@@ -249,7 +249,7 @@ impl Session {
                 thread: Some(thread),
             }),
             Err(_) => {
-                fs::remove_dir_all(&doomed).map_err(io(&doomed))?;
+                remove_closed(&doomed).map_err(io(&doomed))?;
                 Ok(Deletion {
                     dir: doomed,
                     thread: None,
@@ -283,6 +283,20 @@ impl Deletion {
                 source: std::io::Error::other("the deletion thread panicked"),
             }),
         }
+    }
+}
+
+/// Deletes a closed session's directory. Another process (or a listing in this one) may be
+/// sweeping it at the same time; it is done when the directory is gone, whoever removed it.
+fn remove_closed(dir: &Path) -> std::io::Result<()> {
+    match fs::remove_dir_all(dir) {
+        Err(_)
+            if fs::symlink_metadata(dir)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+        {
+            Ok(())
+        }
+        result => result,
     }
 }
 

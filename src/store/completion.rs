@@ -32,8 +32,8 @@ pub enum ProcedureScope<'a> {
     Target,
 }
 
-/// Evidence id prefixes up to this many characters have their number of ids kept in
-/// `evidence_id_prefixes` (migration V2).
+/// Evidence ids are counted by their prefix of this many characters in `evidence_id_prefixes`
+/// (migration V2), so the total for a typed prefix no longer than that is a sum of a few rows.
 pub const COUNTED_PREFIX_CHARS: usize = 4;
 
 /// The prefix range for a typed value, or `None` when the prefix can match nothing.
@@ -207,17 +207,21 @@ impl Store {
             });
         }
         self.read(|conn| {
-            let total: i64 = if key.is_empty() {
-                conn.prepare_cached(
-                    "select coalesce(sum(rows), 0) from evidence_id_prefixes where length(prefix) = 1",
-                )?
-                .query_row([], |r| r.get(0))?
-            } else {
-                conn.prepare_cached("select rows from evidence_id_prefixes where prefix = ?1")?
-                    .query_row([&key], |r| r.get(0))
-                    .optional()?
-                    .unwrap_or(0)
+            // Every id's four-character prefix starts with the typed key exactly when the id does.
+            let count = match upper {
+                Some(_) => "select coalesce(sum(rows), 0) from evidence_id_prefixes where prefix >= ?1 and prefix < ?2",
+                None => "select coalesce(sum(rows), 0) from evidence_id_prefixes where prefix >= ?1",
             };
+            let mut count = conn.prepare_cached(count)?;
+            let total: i64 = match &upper {
+                Some(upper) => count.query_row([&key, upper], |r| r.get(0))?,
+                None => count.query_row([&key], |r| r.get(0))?,
+            };
+            let reprepared = count.reset_status(StatementStatus::RePrepare);
+            if reprepared > 0 {
+                self.reprepares
+                    .fetch_add(reprepared as u64, Ordering::Relaxed);
+            }
             let mut page = page(
                 conn,
                 &self.reprepares,
