@@ -104,6 +104,22 @@ fn ingest_batches(
     started.elapsed()
 }
 
+/// One ingest figure: how, rows per second, and the mean number of rows per commit.
+type Figure = (String, Option<f64>, Option<f64>);
+
+/// Runs `measure` and pairs its rate with the mean rows per committed transaction meanwhile.
+fn with_group_size(
+    store: &Store,
+    measure: impl FnOnce() -> Option<f64>,
+) -> (Option<f64>, Option<f64>) {
+    let before = store.write_stats();
+    let rate = measure();
+    let after = store.write_stats();
+    let commits = after.commits - before.commits;
+    let writes = after.writes - before.writes;
+    (rate, (commits > 0).then(|| writes as f64 / commits as f64))
+}
+
 /// Rows per second at each writer count, into `store`.
 fn ingest_group(
     criterion: &mut criterion::Criterion,
@@ -111,28 +127,34 @@ fn ingest_group(
     name: &str,
     store: &Arc<Store>,
     next: &Arc<AtomicU64>,
-) -> Vec<(String, Option<f64>)> {
+) -> Vec<Figure> {
     let mut group = criterion.benchmark_group(format!("ingest/{name}"));
-    let mut figures: Vec<(String, Option<f64>)> = WRITERS
+    let mut figures: Vec<Figure> = WRITERS
         .iter()
         .map(|&writers| {
-            let rate = common::throughput(&mut group, &format!("writers={writers}"), |rows| {
-                ingest(rt, store, next, writers, rows)
+            let (rate, per_commit) = with_group_size(store, || {
+                common::throughput(&mut group, &format!("writers={writers}"), |rows| {
+                    ingest(rt, store, next, writers, rows)
+                })
             });
             let what = if writers == 1 {
                 "`record`, 1 writer: a commit per row (baseline)".to_owned()
             } else {
                 format!("`record`, {writers} concurrent writers (group commit)")
             };
-            (what, rate)
+            (what, rate, per_commit)
         })
         .collect();
-    let rate = common::throughput(&mut group, "batch-1000", |rows| {
-        ingest_batches(rt, store, next, rows)
+    // Each `record_many` is one write, so rows per commit is writes per commit times the batch.
+    let (rate, per_commit) = with_group_size(store, || {
+        common::throughput(&mut group, "batch-1000", |rows| {
+            ingest_batches(rt, store, next, rows)
+        })
     });
     figures.push((
         format!("`record_many`, batches of {BATCH}, 4 in flight"),
         rate,
+        per_commit.map(|w| w * BATCH as f64),
     ));
     group.finish();
     figures
@@ -242,18 +264,22 @@ fn main() {
         "ledger",
         "how",
         "rows/s",
+        "rows per commit (mean)",
         "vs 1 writer (commit per row)",
         "target ≥ 40k rows/s",
         "met",
     ]);
     for (name, figures) in [("fresh", &fresh), ("1M rows", &big)] {
-        let baseline = figures.first().and_then(|(_, r)| *r);
-        for (how, rate) in figures {
+        let baseline = figures.first().and_then(|(_, r, _)| *r);
+        for (how, rate, per_commit) in figures {
             let Some(rate) = rate else { continue };
             table.row(&[
                 name.into(),
                 how.clone(),
                 format!("{rate:.0}"),
+                per_commit
+                    .map(|g| format!("{g:.0}"))
+                    .unwrap_or_else(|| "–".into()),
                 baseline
                     .map(|b| format!("{:.1}×", rate / b))
                     .unwrap_or_else(|| "–".into()),

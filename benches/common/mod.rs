@@ -425,6 +425,12 @@ fn build_ledger(state_dir: &Path, rows: u64) {
             );
         }
     }
+    // The rows went in without rea's insert path, so their prefix counts are added here.
+    tx.execute(
+        "insert into evidence_id_prefixes (prefix, rows) select substr(id, 1, 4), count(*) from evidence group by 1",
+        [],
+    )
+    .expect("prefix counts");
     tx.commit().expect("commit");
     generator.join().expect("generator thread");
     conn.execute_batch(&format!(

@@ -159,6 +159,7 @@ fn insert_canonical(
         });
     }
     let seq = conn.last_insert_rowid();
+    count_prefix(conn, &id, seq)?;
     let mut link_stmt = conn
         .prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
     for link in &record.links {
@@ -170,6 +171,24 @@ fn insert_canonical(
         created_at,
         new: true,
     })
+}
+
+/// Counts a newly inserted id under its four-character prefix (`evidence_id_prefixes`, migration
+/// V2). Should the count fail to update, the row it counts is taken out again, so the insert
+/// and its count stand or fall together even in a write without a savepoint.
+fn count_prefix(conn: &Connection, id: &EvidenceId, seq: i64) -> Result<(), StoreError> {
+    let prefix: String = id.as_str().chars().take(4).collect();
+    let counted = conn
+        .prepare_cached(
+            "insert into evidence_id_prefixes (prefix, rows) values (?1, 1)
+             on conflict (prefix) do update set rows = rows + 1",
+        )
+        .and_then(|mut s| s.execute([prefix]));
+    if let Err(e) = counted {
+        let _ = conn.execute("delete from evidence where seq = ?1", [seq]);
+        return Err(e.into());
+    }
+    Ok(())
 }
 
 /// Reads one record by id.

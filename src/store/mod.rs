@@ -15,6 +15,7 @@ mod unknowns;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -162,10 +163,30 @@ pub struct Store {
     readers: Mutex<Vec<Connection>>,
     /// Re-prepares of cached completion statements observed so far (see
     /// [`Store::completion_reprepares`]).
-    reprepares: std::sync::atomic::AtomicU64,
+    reprepares: AtomicU64,
+    /// What the writer thread and the store share.
+    writer_state: Arc<WriterState>,
+}
+
+/// Shared between a [`Store`] and its writer thread.
+#[derive(Default)]
+struct WriterState {
     /// Set when the database will be deleted after closing: the writer then skips the final
     /// checkpoint.
-    discard: Arc<std::sync::atomic::AtomicBool>,
+    discard: AtomicBool,
+    /// Transactions committed.
+    commits: AtomicU64,
+    /// Writes those transactions held.
+    writes: AtomicU64,
+}
+
+/// How the writer thread has grouped writes so far (see [`Store::write_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Transactions committed.
+    pub commits: u64,
+    /// Writes those transactions held; `writes / commits` is the mean group size.
+    pub writes: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -223,12 +244,12 @@ impl Store {
         rekey_if_needed(&mut conn)?;
 
         let (tx, rx) = mpsc::channel::<Job>();
-        let discard = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer_state = Arc::new(WriterState::default());
         let thread = std::thread::Builder::new()
             .name("rea-store-writer".into())
             .spawn({
-                let discard = discard.clone();
-                move || writer_loop(conn, rx, &discard)
+                let writer_state = writer_state.clone();
+                move || writer_loop(conn, rx, &writer_state)
             })
             .map_err(|source| StoreError::Io {
                 path: path.to_owned(),
@@ -240,7 +261,7 @@ impl Store {
             writer_thread: Mutex::new(Some(thread)),
             readers: Mutex::new(Vec::new()),
             reprepares: Default::default(),
-            discard,
+            writer_state,
         }))
     }
 
@@ -398,9 +419,16 @@ impl Store {
     /// [`Store::close`] for a database about to be deleted: the writer connection skips the
     /// checkpoint SQLite would otherwise run when it closes last.
     pub fn close_discarding(&self) {
-        self.discard
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.writer_state.discard.store(true, Ordering::Relaxed);
         self.close();
+    }
+
+    /// How many transactions the writer has committed and how many writes they held.
+    pub fn write_stats(&self) -> WriteStats {
+        WriteStats {
+            commits: self.writer_state.commits.load(Ordering::Relaxed),
+            writes: self.writer_state.writes.load(Ordering::Relaxed),
+        }
     }
 
     /// Stops the writer after every queued write has finished and closes every connection.
@@ -458,11 +486,7 @@ fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
-fn writer_loop(
-    conn: Connection,
-    jobs: mpsc::Receiver<Job>,
-    discard: &std::sync::atomic::AtomicBool,
-) {
+fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Job>, state: &WriterState) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_GROUP {
@@ -484,11 +508,17 @@ fn writer_loop(
             let _ = conn.execute_batch("rollback");
         }
         let error = commit.err();
+        if error.is_none() {
+            state.commits.fetch_add(1, Ordering::Relaxed);
+            state
+                .writes
+                .fetch_add(finishers.len() as u64, Ordering::Relaxed);
+        }
         for finish in finishers {
             finish(error.as_deref());
         }
     }
-    if discard.load(std::sync::atomic::Ordering::Relaxed) {
+    if state.discard.load(Ordering::Relaxed) {
         let _ = conn.set_db_config(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,
