@@ -179,6 +179,11 @@ pub fn capture(settings: &Settings, scenario: &Path, json: bool) -> anyhow::Resu
     let text = std::fs::read_to_string(scenario).with_context(|| scenario.display().to_string())?;
     let scenario: capture::Scenario = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a scenario", scenario.display()))?;
+    for path in [&scenario.executable, &scenario.working_directory] {
+        settings
+            .check_path(path)
+            .map_err(|e| anyhow::anyhow!("refused, nothing was run: {e}"))?;
+    }
     let policy = match &settings.config_dir {
         Some(dir) => capture::load_policy(dir)?,
         None => capture::Policy::default(),

@@ -122,6 +122,12 @@ impl ReaServer {
         Parameters(scenario): Parameters<Scenario>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Observed<Captured>>, ToolError> {
+        // The operator's allowed roots bound every path a tool takes, the policy's roots
+        // included.
+        for path in [&scenario.executable, &scenario.working_directory] {
+            self.checked_path(path)
+                .map_err(|e| ToolError(format!("refused, nothing was run: {}", e.0)))?;
+        }
         let policy = self.shared().policy();
         let approved = capture::check(&policy, &scenario)
             .map_err(|r| ToolError(format!("refused, nothing was run: {r}")))?;

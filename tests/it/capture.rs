@@ -4,7 +4,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{Harness, Mode, start, start_in};
+use crate::common::{Harness, Mode, start, start_confined, start_in};
 
 fn compile(dir: &std::path::Path, name: &str, source: &str) -> std::path::PathBuf {
     let src = dir.join(format!("{name}.c"));
@@ -137,4 +137,48 @@ async fn trace_crash_end_to_end_on_a_null_dereference() {
         )
         .await;
     assert!(msg.contains("nothing was run"), "{msg}");
+}
+
+#[tokio::test]
+async fn a_capture_outside_the_allowed_roots_is_refused_though_the_policy_allows_it() {
+    let policy_root = tempfile::tempdir().unwrap();
+    let policy_root = std::fs::canonicalize(policy_root.path()).unwrap();
+    let exe = compile(&policy_root, "quiet", "int main(void) { return 0; }\n");
+    let marker = policy_root.join("ran");
+    let state = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(config.path().join("prompts")).unwrap();
+    std::fs::write(
+        config.path().join("rea.toml"),
+        format!("[capture]\nenabled = true\nexecutable_roots = [{policy_root:?}, \"/bin\", \"/usr/bin\"]\nworking_directory_roots = [{policy_root:?}]\n"),
+    )
+    .unwrap();
+    // The operator confines rea to another directory: the policy's roots do not widen that.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let h = start_confined(
+        Mode::Legacy,
+        state,
+        config,
+        vec![std::fs::canonicalize(elsewhere.path()).unwrap()],
+    )
+    .await;
+    let refused = h
+        .call_err(
+            "capture_process_scenario",
+            json!({ "approved": true, "executable": exe, "working_directory": policy_root }),
+        )
+        .await;
+    assert!(refused.contains("nothing was run"), "{refused}");
+    assert!(refused.contains("allowed roots"), "{refused}");
+    // A symlink inside the allowed root that leads out of it is resolved before the check.
+    let link = elsewhere.path().join("touch");
+    std::os::unix::fs::symlink("/usr/bin/touch", &link).unwrap();
+    let refused = h
+        .call_err(
+            "capture_process_scenario",
+            json!({ "approved": true, "executable": link, "arguments": [marker], "working_directory": policy_root }),
+        )
+        .await;
+    assert!(refused.contains("allowed roots"), "{refused}");
+    assert!(!marker.exists(), "the refused scenario ran");
 }

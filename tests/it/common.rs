@@ -68,10 +68,20 @@ pub async fn start_mode(mode: Mode) -> Harness {
 }
 
 pub async fn start_in(mode: Mode, state: tempfile::TempDir, config: tempfile::TempDir) -> Harness {
+    start_confined(mode, state, config, vec![]).await
+}
+
+/// [`start_in`] with the operator's allowed roots (`REA_ALLOWED_ROOTS`).
+pub async fn start_confined(
+    mode: Mode,
+    state: tempfile::TempDir,
+    config: tempfile::TempDir,
+    allowed_roots: Vec<PathBuf>,
+) -> Harness {
     let settings = Settings {
         state_dir: state.path().to_owned(),
         config_dir: Some(config.path().to_owned()),
-        allowed_roots: vec![],
+        allowed_roots,
     };
     let shared = Shared::new(settings);
     let watcher = rea::server::watch_config(shared.clone());
