@@ -72,6 +72,8 @@ struct Figure {
     what: String,
     rea: Option<Latency>,
     raw: Option<Latency>,
+    /// Whether issue 2's open/close target applies (not to work done in the background).
+    targeted: bool,
 }
 
 fn main() {
@@ -144,6 +146,7 @@ fn main() {
         ("drop after resume", release),
     ] {
         figures.push(Figure {
+            targeted: true,
             what: format!("empty session: {what}"),
             rea,
             raw,
@@ -166,11 +169,13 @@ fn main() {
         );
         group.finish();
         figures.push(Figure {
+            targeted: true,
             what: format!("{} rows: resume", label(rows)),
             rea: resume,
             raw,
         });
         figures.push(Figure {
+            targeted: true,
             what: format!("{} rows: drop after resume", label(rows)),
             rea: release,
             raw,
@@ -193,11 +198,13 @@ fn main() {
         let _ = std::fs::remove_dir_all(&copy.state_dir);
     }
     figures.push(Figure {
+        targeted: true,
         what: "1M rows: close, 3 samples".into(),
         rea: Latency::of(&closes),
         raw: None,
     });
     figures.push(Figure {
+        targeted: false,
         what: "1M rows: close until the files are deleted (background), 3 samples".into(),
         rea: Latency::of(&deletions),
         raw: None,
@@ -238,8 +245,16 @@ fn main() {
             commit
                 .map(|c| format!("{:.1}", rea.p50.as_secs_f64() / c.p50.as_secs_f64()))
                 .unwrap_or_else(|| "–".into()),
-            "≤ 20 ms (p99)".into(),
-            meets(rea.p99 <= Duration::from_millis(20)).into(),
+            if f.targeted {
+                "≤ 20 ms (p99)".into()
+            } else {
+                "none (background)".into()
+            },
+            if f.targeted {
+                meets(rea.p99 <= Duration::from_millis(20)).into()
+            } else {
+                "–".into()
+            },
         ]);
     }
     text.push_str(&table.finish());
