@@ -159,7 +159,7 @@ fn insert_canonical(
         });
     }
     let seq = conn.last_insert_rowid();
-    count_prefix(conn, &id, seq)?;
+    count_prefix(conn, &id)?;
     let mut link_stmt = conn
         .prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
     for link in &record.links {
@@ -174,20 +174,15 @@ fn insert_canonical(
 }
 
 /// Counts a newly inserted id under its four-character prefix (`evidence_id_prefixes`, migration
-/// V2). Should the count fail to update, the row it counts is taken out again, so the insert
-/// and its count stand or fall together even in a write without a savepoint.
-fn count_prefix(conn: &Connection, id: &EvidenceId, seq: i64) -> Result<(), StoreError> {
+/// V2), in the transaction of the insert. Should it fail in a write without a savepoint, the
+/// store rolls back the whole group, so a row is never kept uncounted.
+fn count_prefix(conn: &Connection, id: &EvidenceId) -> Result<(), StoreError> {
     let prefix: String = id.as_str().chars().take(4).collect();
-    let counted = conn
-        .prepare_cached(
-            "insert into evidence_id_prefixes (prefix, rows) values (?1, 1)
-             on conflict (prefix) do update set rows = rows + 1",
-        )
-        .and_then(|mut s| s.execute([prefix]));
-    if let Err(e) = counted {
-        let _ = conn.execute("delete from evidence where seq = ?1", [seq]);
-        return Err(e.into());
-    }
+    conn.prepare_cached(
+        "insert into evidence_id_prefixes (prefix, rows) values (?1, 1)
+         on conflict (prefix) do update set rows = rows + 1",
+    )?
+    .execute([prefix])?;
     Ok(())
 }
 
@@ -221,7 +216,8 @@ impl Store {
     pub async fn record(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
         let prepared = PreparedEvidence::new(record)?;
         if prepared.record.links.is_empty() {
-            // One INSERT is the only change: it needs no savepoint around it.
+            // The insert and its prefix count are the only changes; without links nothing can
+            // refuse the record once the insert has run, so it goes without a savepoint.
             self.write_one(move |conn| insert_prepared(conn, &prepared))
                 .await
         } else {

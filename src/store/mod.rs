@@ -147,8 +147,9 @@ pub enum StoreError {
 }
 
 /// A queued write: runs inside the group transaction and returns what to do once the outcome of
-/// the COMMIT is known.
-type Job = Box<dyn FnOnce(&Connection) -> Finisher + Send>;
+/// the COMMIT is known, and whether it failed leaving changes it cannot undo (the group must then
+/// be rolled back).
+type Job = Box<dyn FnOnce(&Connection) -> (Finisher, bool) + Send>;
 /// Delivers a write's answer: `None` when its transaction committed, else the commit error.
 type Finisher = Box<dyn FnOnce(Option<&str>) + Send>;
 
@@ -271,8 +272,10 @@ impl Store {
     }
 
     /// Queues `f` for the writer thread. With `savepoint`, `f` runs inside a savepoint of its
-    /// own, so an error from it undoes exactly its changes; without, `f` must make at most one
-    /// change (a single statement, which SQLite undoes by itself when it fails).
+    /// own, so an error from it undoes exactly its changes. Without one (cheaper: a savepoint
+    /// costs more than a small insert), an error from `f` after it changed rows cannot be undone
+    /// alone, so it takes its group down: the whole transaction is rolled back and every write in
+    /// it reports that nothing was kept.
     fn enqueue<R, F>(
         &self,
         savepoint: bool,
@@ -287,28 +290,33 @@ impl Store {
             // Savepoint and release go through the statement cache: parsing them anew for every
             // write cost more than many an insert.
             if savepoint && let Err(e) = run_cached(conn, "savepoint job") {
-                return Box::new(move |_| drop(reply.send(Err(e.into()))));
+                return (Box::new(move |_| drop(reply.send(Err(e.into())))), false);
             }
+            let changes_before = conn.total_changes();
             let outcome = catch_unwind(AssertUnwindSafe(|| f(conn)))
                 .unwrap_or(Err(StoreError::WritePanicked));
             match outcome {
                 Ok(value) => {
                     if savepoint && let Err(e) = run_cached(conn, "release job") {
-                        return Box::new(move |_| drop(reply.send(Err(e.into()))));
+                        return (Box::new(move |_| drop(reply.send(Err(e.into())))), false);
                     }
-                    Box::new(move |commit_error| {
+                    let finish: Finisher = Box::new(move |commit_error| {
                         let answer = match commit_error {
                             None => Ok(value),
                             Some(msg) => Err(StoreError::Commit(msg.to_owned())),
                         };
                         let _ = reply.send(answer);
-                    })
+                    });
+                    (finish, false)
                 }
                 Err(e) => {
-                    if savepoint {
+                    let poisoned = if savepoint {
                         let _ = conn.execute_batch("rollback to job; release job");
-                    }
-                    Box::new(move |_| drop(reply.send(Err(e))))
+                        false
+                    } else {
+                        conn.total_changes() != changes_before
+                    };
+                    (Box::new(move |_| drop(reply.send(Err(e)))), poisoned)
                 }
             }
         });
@@ -318,8 +326,8 @@ impl Store {
         Ok(answer)
     }
 
-    /// [`Store::write`] for a write that changes the database with at most one statement, which
-    /// needs no savepoint of its own.
+    /// [`Store::write`] without a savepoint of its own, for small writes whose failure is rare
+    /// and almost always happens before they change anything (see `enqueue`).
     pub(crate) async fn write_one<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
@@ -502,8 +510,20 @@ fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Job>, state: &WriterState)
             drop(batch);
             continue;
         }
-        let finishers: Vec<Finisher> = batch.into_iter().map(|job| job(&conn)).collect();
-        let commit = conn.execute_batch("commit").map_err(|e| e.to_string());
+        let mut poisoned = false;
+        let finishers: Vec<Finisher> = batch
+            .into_iter()
+            .map(|job| {
+                let (finish, broke) = job(&conn);
+                poisoned |= broke;
+                finish
+            })
+            .collect();
+        let commit = if poisoned {
+            Err("a write failed part-way and its transaction was rolled back; nothing of it was kept, retry".to_owned())
+        } else {
+            conn.execute_batch("commit").map_err(|e| e.to_string())
+        };
         if commit.is_err() {
             let _ = conn.execute_batch("rollback");
         }
@@ -586,4 +606,31 @@ pub fn now_rfc3339() -> String {
     );
     now.format(&fmt)
         .unwrap_or_else(|_| now.unix_timestamp().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_without_savepoint_that_fails_after_changing_rows_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let failed = store.write_one_blocking(|conn| {
+            conn.execute("insert into meta (name, value) values ('half', 'done')", [])?;
+            Err::<(), _>(StoreError::InvalidResolution("refused".into()))
+        });
+        // The caller hears its own error; the row it wrote went with the rolled-back group.
+        assert!(
+            matches!(failed, Err(StoreError::InvalidResolution(_))),
+            "{failed:?}"
+        );
+        assert_eq!(store.meta("half").unwrap(), None);
+        // A failure before any change costs nothing and the store goes on.
+        let refused = store.write_one_blocking(|_| Err::<(), _>(StoreError::NoActiveTarget));
+        assert!(matches!(refused, Err(StoreError::NoActiveTarget)));
+        store.set_meta_blocking("after", "yes").unwrap();
+        assert_eq!(store.meta("after").unwrap().as_deref(), Some("yes"));
+        assert_eq!(store.write_stats().commits, 2, "{:?}", store.write_stats());
+    }
 }
