@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use rea::evidence::EvidenceRecord;
 use rea::session::Session;
 use rea::store::Store;
 
@@ -32,6 +33,27 @@ const LOAD_WRITERS: usize = 64;
 /// benchmark writes is new (no `new: false` shortcut).
 const FIRST_RECORD: u64 = 1 << 40;
 
+/// A small record: no subject, no locations (what a lookup that found little records).
+fn small_record(i: u64) -> EvidenceRecord {
+    let mut record = common::synthetic_record(i);
+    record.subject = None;
+    record.locations.clear();
+    record
+}
+
+/// Mean canonical JSON size, in bytes, of the records `make` builds.
+fn record_bytes(make: fn(u64) -> EvidenceRecord) -> usize {
+    let sizes: Vec<usize> = (0..100u64)
+        .map(|i| {
+            make(FIRST_RECORD + i)
+                .canonical_json()
+                .expect("canonical")
+                .len()
+        })
+        .collect();
+    sizes.iter().sum::<usize>() / sizes.len()
+}
+
 /// Writes `rows` new records with `writers` concurrent tasks and returns how long it took.
 fn ingest(
     rt: &tokio::runtime::Runtime,
@@ -39,6 +61,18 @@ fn ingest(
     next: &Arc<AtomicU64>,
     writers: usize,
     rows: u64,
+) -> Duration {
+    ingest_records(rt, store, next, writers, rows, common::synthetic_record)
+}
+
+/// [`ingest`] with records made by `make`.
+fn ingest_records(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<Store>,
+    next: &Arc<AtomicU64>,
+    writers: usize,
+    rows: u64,
+    make: fn(u64) -> EvidenceRecord,
 ) -> Duration {
     let remaining = Arc::new(AtomicI64::new(rows as i64));
     let started = Instant::now();
@@ -48,7 +82,7 @@ fn ingest(
                 let (store, next, remaining) = (store.clone(), next.clone(), remaining.clone());
                 tokio::spawn(async move {
                     while remaining.fetch_sub(1, Ordering::Relaxed) > 0 {
-                        let record = common::synthetic_record(next.fetch_add(1, Ordering::Relaxed));
+                        let record = make(next.fetch_add(1, Ordering::Relaxed));
                         let outcome = store.record(record).await.expect("record");
                         debug_assert!(outcome.new);
                     }
@@ -145,6 +179,19 @@ fn ingest_group(
             (what, rate, per_commit)
         })
         .collect();
+    let (rate, per_commit) = with_group_size(store, || {
+        common::throughput(&mut group, "writers=256/small", |rows| {
+            ingest_records(rt, store, next, 256, rows, small_record)
+        })
+    });
+    figures.push((
+        format!(
+            "`record`, 256 concurrent writers, small records ({} B)",
+            record_bytes(small_record)
+        ),
+        rate,
+        per_commit,
+    ));
     // Each `record_many` is one write, so rows per commit is writes per commit times the batch.
     let (rate, per_commit) = with_group_size(store, || {
         common::throughput(&mut group, "batch-1000", |rows| {
@@ -258,7 +305,9 @@ fn main() {
          Machine: {machine}. One run on a shared machine; compare ratios, not absolute figures. \
          Rows are written with `Store::record` (canonical JSON, id, duplicate and link checks, \
          insert with the id completion index maintained); synchronous = FULL, so every commit \
-         waits for the disk.\n\n### Ingest, Evidence rows/s\n\n"
+         waits for the disk. Records are {} bytes of canonical JSON unless marked small.\
+         \n\n### Ingest, Evidence rows/s\n\n",
+        record_bytes(common::synthetic_record)
     );
     let mut table = Table::new(&[
         "ledger",
