@@ -353,6 +353,7 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
         SessionsAction::Prune { force } => {
             let mut deleted = vec![];
             let mut kept = vec![];
+            session::sweep_closed_now(dir)?;
             for s in session::list(dir)?.into_iter().filter(|s| !s.live) {
                 if s.exported_at.is_none() && !force {
                     kept.push(s.id);

@@ -223,8 +223,9 @@ impl Session {
     /// database is going away), moves the directory out of the sessions listing in one rename,
     /// and deletes it on a background thread: unlinking a ledger of a million rows takes far
     /// longer than the rest of closing. Wait on the returned [`Deletion`] to know the files are
-    /// gone; dropping it lets the deletion finish on its own, and a directory left behind by a
-    /// process that exited first is removed by the next [`Session::create`] or [`list`].
+    /// gone; dropping it lets the deletion finish on its own. A directory left behind by a
+    /// process that exited first is deleted in the background by the next [`Session::create`]
+    /// or [`list`], or at once by [`sweep_closed_now`].
     pub fn close(self) -> Result<Deletion, SessionError> {
         self.store.close_discarding();
         let Session {
@@ -286,36 +287,64 @@ impl Deletion {
     }
 }
 
-/// Deletes a closed session's directory. Another process (or a listing in this one) may be
-/// sweeping it at the same time; it is done when the directory is gone, whoever removed it.
+/// Deletes a closed session's directory. Another process (or a sweep in this one) may be
+/// deleting it at the same time, which can make one pass fail on entries the other removed; it
+/// is done when the directory is gone, whoever removed it.
 fn remove_closed(dir: &Path) -> std::io::Result<()> {
-    match fs::remove_dir_all(dir) {
-        Err(_)
-            if fs::symlink_metadata(dir)
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
-        {
-            Ok(())
+    let mut attempts = 0;
+    loop {
+        match fs::remove_dir_all(dir) {
+            Ok(()) => return Ok(()),
+            Err(_)
+                if fs::symlink_metadata(dir)
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+            {
+                return Ok(());
+            }
+            Err(e) if attempts >= 3 => return Err(e),
+            Err(_) => attempts += 1,
         }
-        result => result,
     }
 }
 
-/// Deletes directories of closed sessions that a process left behind when it exited before its
-/// background deletion finished. Errors are ignored: another process may be deleting the same
-/// directory.
-fn sweep_closed(root: &Path) {
+/// Directories of closed sessions that a process left behind when it exited before its
+/// background deletion finished.
+fn closed_leftovers(root: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(root) else {
-        return;
+        return vec![];
     };
-    for entry in entries.flatten() {
-        if entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(CLOSED_PREFIX)
-        {
-            let _ = fs::remove_dir_all(entry.path());
-        }
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(CLOSED_PREFIX))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Deletes what [`closed_leftovers`] finds on a background thread, so creating or listing
+/// sessions never waits on the deletion of an old ledger. Errors are ignored: another process
+/// may be deleting the same directory, and the next sweep tries again.
+fn sweep_closed(root: &Path) {
+    let leftovers = closed_leftovers(root);
+    if leftovers.is_empty() {
+        return;
     }
+    let _ = std::thread::Builder::new()
+        .name("rea-session-sweep".into())
+        .spawn(move || {
+            for dir in leftovers {
+                let _ = remove_closed(&dir);
+            }
+        });
+}
+
+/// Deletes the files of closed sessions left behind by processes that exited before their
+/// background deletion finished, and returns once they are gone (`rea sessions prune`).
+pub fn sweep_closed_now(state_dir: &Path) -> Result<usize, SessionError> {
+    let leftovers = closed_leftovers(&sessions_dir(state_dir));
+    for dir in &leftovers {
+        remove_closed(dir).map_err(io(dir))?;
+    }
+    Ok(leftovers.len())
 }
 
 /// Every session under `state_dir`, newest id last.

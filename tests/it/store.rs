@@ -448,6 +448,8 @@ fn files_of_a_closed_session_left_by_an_exited_process_are_swept() {
     let left = state.path().join("sessions").join(format!(".closed-{id}"));
     drop(s);
     std::fs::rename(state.path().join("sessions").join(&id), &left).unwrap();
+    // Listings never show it (and start deleting it in the background); prune deletes it at once.
     assert!(session::list(state.path()).unwrap().is_empty());
+    session::sweep_closed_now(state.path()).unwrap();
     assert!(!left.exists());
 }
