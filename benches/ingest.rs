@@ -54,18 +54,8 @@ fn record_bytes(make: fn(u64) -> EvidenceRecord) -> usize {
     sizes.iter().sum::<usize>() / sizes.len()
 }
 
-/// Writes `rows` new records with `writers` concurrent tasks and returns how long it took.
-fn ingest(
-    rt: &tokio::runtime::Runtime,
-    store: &Arc<Store>,
-    next: &Arc<AtomicU64>,
-    writers: usize,
-    rows: u64,
-) -> Duration {
-    ingest_records(rt, store, next, writers, rows, common::synthetic_record)
-}
-
-/// [`ingest`] with records made by `make`.
+/// Writes `rows` new records made by `make` with `writers` concurrent tasks and returns how
+/// long it took.
 fn ingest_records(
     rt: &tokio::runtime::Runtime,
     store: &Arc<Store>,
@@ -168,7 +158,7 @@ fn ingest_group(
         .map(|&writers| {
             let (rate, per_commit) = with_group_size(store, || {
                 common::throughput(&mut group, &format!("writers={writers}"), |rows| {
-                    ingest(rt, store, next, writers, rows)
+                    ingest_records(rt, store, next, writers, rows, common::synthetic_record)
                 })
             });
             let what = if writers == 1 {

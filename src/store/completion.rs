@@ -36,6 +36,15 @@ pub enum ProcedureScope<'a> {
 /// (migration V2), so the total for a typed prefix no longer than that is a sum of a few rows.
 pub const COUNTED_PREFIX_CHARS: usize = 4;
 
+/// Adds the re-prepares SQLite counted on `stmt` since the last call to the store's tally (see
+/// [`Store::completion_reprepares`]).
+fn tally_reprepares(reprepares: &AtomicU64, stmt: &mut rusqlite::Statement<'_>) {
+    let n = stmt.reset_status(StatementStatus::RePrepare);
+    if n > 0 {
+        reprepares.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
 /// The prefix range for a typed value, or `None` when the prefix can match nothing.
 fn range(typed: &str) -> Option<(String, Option<String>)> {
     if typed.chars().count() > MAX_PREFIX_CHARS {
@@ -78,16 +87,13 @@ fn page(
     let values = select
         .query_map(named.as_slice(), |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>, _>>()?;
-    let mut reprepared = select.reset_status(StatementStatus::RePrepare);
+    tally_reprepares(reprepares, &mut select);
     // An empty count statement means the caller knows the total; it fills it in.
     let mut total = values.len() as i64;
     if !count_sql.is_empty() {
         let mut count = conn.prepare_cached(&count_sql)?;
         total = count.query_row(named.as_slice(), |r| r.get(0))?;
-        reprepared += count.reset_status(StatementStatus::RePrepare);
-    }
-    if reprepared > 0 {
-        reprepares.fetch_add(reprepared as u64, Ordering::Relaxed);
+        tally_reprepares(reprepares, &mut count);
     }
     let total = total.max(0) as u64;
     Ok(CompletionPage {
@@ -171,10 +177,7 @@ fn scan_page(
         }
     }
     drop(rows);
-    let reprepared = stmt.reset_status(StatementStatus::RePrepare);
-    if reprepared > 0 {
-        reprepares.fetch_add(reprepared as u64, Ordering::Relaxed);
-    }
+    tally_reprepares(reprepares, &mut stmt);
     let values = first.into_sorted_vec();
     Ok(CompletionPage {
         has_more: total > values.len() as u64,
@@ -217,11 +220,7 @@ impl Store {
                 Some(upper) => count.query_row([&key, upper], |r| r.get(0))?,
                 None => count.query_row([&key], |r| r.get(0))?,
             };
-            let reprepared = count.reset_status(StatementStatus::RePrepare);
-            if reprepared > 0 {
-                self.reprepares
-                    .fetch_add(reprepared as u64, Ordering::Relaxed);
-            }
+            tally_reprepares(&self.reprepares, &mut count);
             let mut page = page(
                 conn,
                 &self.reprepares,

@@ -82,6 +82,13 @@ impl PreparedEvidence {
     pub fn record(&self) -> &EvidenceRecord {
         &self.record
     }
+
+    /// Whether storing it alone needs a savepoint. Without links, the insert and its prefix
+    /// count are its only changes and nothing can refuse the record once the insert has run,
+    /// so it goes without (a savepoint costs more than the insert).
+    fn needs_savepoint(&self) -> bool {
+        !self.record.links.is_empty()
+    }
 }
 
 /// Inserts `record` unless an identical one is present, with its links. Runs inside the caller's
@@ -215,25 +222,18 @@ impl Store {
     /// JSON and id are computed here, before the write is queued.
     pub async fn record(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
         let prepared = PreparedEvidence::new(record)?;
-        if prepared.record.links.is_empty() {
-            // The insert and its prefix count are the only changes; without links nothing can
-            // refuse the record once the insert has run, so it goes without a savepoint.
-            self.write_one(move |conn| insert_prepared(conn, &prepared))
-                .await
-        } else {
-            self.write(move |conn| insert_prepared(conn, &prepared))
-                .await
-        }
+        self.submit(prepared.needs_savepoint(), move |conn| {
+            insert_prepared(conn, &prepared)
+        })
+        .await
     }
 
     /// [`Store::record`] for callers outside an async runtime.
     pub fn record_blocking(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
         let prepared = PreparedEvidence::new(record)?;
-        if prepared.record.links.is_empty() {
-            self.write_one_blocking(move |conn| insert_prepared(conn, &prepared))
-        } else {
-            self.write_blocking(move |conn| insert_prepared(conn, &prepared))
-        }
+        self.submit_blocking(prepared.needs_savepoint(), move |conn| {
+            insert_prepared(conn, &prepared)
+        })
     }
 
     /// Records every record in one write, in order, and returns their outcomes once that write

@@ -326,25 +326,24 @@ impl Store {
         Ok(answer)
     }
 
-    /// [`Store::write`] without a savepoint of its own, for small writes whose failure is rare
-    /// and almost always happens before they change anything (see `enqueue`).
-    pub(crate) async fn write_one<R, F>(&self, f: F) -> Result<R, StoreError>
+    /// Queues `f` (see `enqueue`) and waits for the COMMIT that holds it.
+    pub(crate) async fn submit<R, F>(&self, savepoint: bool, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        self.enqueue(false, f)?
+        self.enqueue(savepoint, f)?
             .await
             .map_err(|_| StoreError::NotPerformed)?
     }
 
-    /// [`Store::write_one`] for callers outside an async runtime.
-    pub(crate) fn write_one_blocking<R, F>(&self, f: F) -> Result<R, StoreError>
+    /// [`Store::submit`] for callers outside an async runtime.
+    pub(crate) fn submit_blocking<R, F>(&self, savepoint: bool, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        self.enqueue(false, f)?
+        self.enqueue(savepoint, f)?
             .blocking_recv()
             .map_err(|_| StoreError::NotPerformed)?
     }
@@ -356,9 +355,7 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        self.enqueue(true, f)?
-            .await
-            .map_err(|_| StoreError::NotPerformed)?
+        self.submit(true, f).await
     }
 
     /// [`Store::write`] for callers outside an async runtime.
@@ -367,9 +364,7 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        self.enqueue(true, f)?
-            .blocking_recv()
-            .map_err(|_| StoreError::NotPerformed)?
+        self.submit_blocking(true, f)
     }
 
     /// Runs `f` on a read-only connection. Never waits for the writer (WAL).
@@ -616,7 +611,7 @@ mod tests {
     fn a_write_without_savepoint_that_fails_after_changing_rows_keeps_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("s.db")).unwrap();
-        let failed = store.write_one_blocking(|conn| {
+        let failed = store.submit_blocking(false, |conn| {
             conn.execute("insert into meta (name, value) values ('half', 'done')", [])?;
             Err::<(), _>(StoreError::InvalidResolution("refused".into()))
         });
@@ -627,7 +622,7 @@ mod tests {
         );
         assert_eq!(store.meta("half").unwrap(), None);
         // A failure before any change costs nothing and the store goes on.
-        let refused = store.write_one_blocking(|_| Err::<(), _>(StoreError::NoActiveTarget));
+        let refused = store.submit_blocking(false, |_| Err::<(), _>(StoreError::NoActiveTarget));
         assert!(matches!(refused, Err(StoreError::NoActiveTarget)));
         store.set_meta_blocking("after", "yes").unwrap();
         assert_eq!(store.meta("after").unwrap().as_deref(), Some("yes"));

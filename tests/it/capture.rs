@@ -4,7 +4,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{Harness, Mode, start, start_confined, start_in};
+use crate::common::{Harness, Mode, start, start_confined};
 
 fn compile(dir: &std::path::Path, name: &str, source: &str) -> std::path::PathBuf {
     let src = dir.join(format!("{name}.c"));
@@ -21,15 +21,25 @@ fn compile(dir: &std::path::Path, name: &str, source: &str) -> std::path::PathBu
 }
 
 async fn with_policy(root: &std::path::Path) -> Harness {
+    with_confined_policy(&[root], root, vec![]).await
+}
+
+/// A server whose capture policy allows `executable_roots` and `working_root`, confined by the
+/// operator to `allowed_roots` (none: not confined).
+async fn with_confined_policy(
+    executable_roots: &[&std::path::Path],
+    working_root: &std::path::Path,
+    allowed_roots: Vec<std::path::PathBuf>,
+) -> Harness {
     let state = tempfile::tempdir().unwrap();
     let config = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(config.path().join("prompts")).unwrap();
     std::fs::write(
         config.path().join("rea.toml"),
-        format!("[capture]\nenabled = true\nexecutable_roots = [{root:?}]\nworking_directory_roots = [{root:?}]\n"),
+        format!("[capture]\nenabled = true\nexecutable_roots = {executable_roots:?}\nworking_directory_roots = [{working_root:?}]\n"),
     )
     .unwrap();
-    start_in(Mode::Legacy, state, config).await
+    start_confined(Mode::Legacy, state, config, allowed_roots).await
 }
 
 #[tokio::test]
@@ -145,20 +155,15 @@ async fn a_capture_outside_the_allowed_roots_is_refused_though_the_policy_allows
     let policy_root = std::fs::canonicalize(policy_root.path()).unwrap();
     let exe = compile(&policy_root, "quiet", "int main(void) { return 0; }\n");
     let marker = policy_root.join("ran");
-    let state = tempfile::tempdir().unwrap();
-    let config = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(config.path().join("prompts")).unwrap();
-    std::fs::write(
-        config.path().join("rea.toml"),
-        format!("[capture]\nenabled = true\nexecutable_roots = [{policy_root:?}, \"/bin\", \"/usr/bin\"]\nworking_directory_roots = [{policy_root:?}]\n"),
-    )
-    .unwrap();
     // The operator confines rea to another directory: the policy's roots do not widen that.
     let elsewhere = tempfile::tempdir().unwrap();
-    let h = start_confined(
-        Mode::Legacy,
-        state,
-        config,
+    let h = with_confined_policy(
+        &[
+            &policy_root,
+            std::path::Path::new("/bin"),
+            std::path::Path::new("/usr/bin"),
+        ],
+        &policy_root,
         vec![std::fs::canonicalize(elsewhere.path()).unwrap()],
     )
     .await;
