@@ -51,25 +51,38 @@ pub struct EvidenceFilter {
     pub limit: u64,
 }
 
-/// A record already put into canonical form, with its id: what the writer thread inserts.
-/// Serializing and hashing happen in the caller's thread ([`PreparedEvidence::new`]), so the one
-/// writer spends its time in SQLite.
+/// A record reduced to what its ledger row holds: canonical JSON, id, the copied columns and the
+/// links to check. Serializing and hashing happen in the caller's thread
+/// ([`PreparedEvidence::new`]), and the writer thread gets only these strings, so it spends its
+/// time in SQLite rather than in building or freeing records.
 #[derive(Debug, Clone)]
 pub struct PreparedEvidence {
-    record: EvidenceRecord,
     canonical: String,
     id: EvidenceId,
+    operation: String,
+    subject_sha256: Option<String>,
+    provider_id: String,
+    provider_version: String,
+    confidence: &'static str,
+    authority: &'static str,
+    links: Vec<EvidenceId>,
 }
 
 impl PreparedEvidence {
-    /// Computes the canonical JSON and id of `record`.
-    pub fn new(record: EvidenceRecord) -> Result<Self, StoreError> {
+    /// Computes the canonical JSON and id of `record` and keeps the values of its row.
+    pub fn new(record: &EvidenceRecord) -> Result<Self, StoreError> {
         let canonical = record.canonical_json()?;
         let id = EvidenceId::from_digest_of(canonical.as_bytes());
         Ok(PreparedEvidence {
-            record,
             canonical,
             id,
+            operation: record.operation.clone(),
+            subject_sha256: record.subject.as_ref().map(|s| s.sha256.clone()),
+            provider_id: record.provider.id.clone(),
+            provider_version: record.provider.version.clone(),
+            confidence: record.confidence.as_str(),
+            authority: record.authority.as_str(),
+            links: record.links.clone(),
         })
     }
 
@@ -78,16 +91,11 @@ impl PreparedEvidence {
         &self.id
     }
 
-    /// The record.
-    pub fn record(&self) -> &EvidenceRecord {
-        &self.record
-    }
-
     /// Whether storing it alone needs a savepoint. Without links, the insert and its prefix
     /// count are its only changes and nothing can refuse the record once the insert has run,
     /// so it goes without (a savepoint costs more than the insert).
     fn needs_savepoint(&self) -> bool {
-        !self.record.links.is_empty()
+        !self.links.is_empty()
     }
 }
 
@@ -97,36 +105,20 @@ pub fn insert_evidence(
     conn: &Connection,
     record: &EvidenceRecord,
 ) -> Result<RecordOutcome, StoreError> {
-    let canonical = record.canonical_json()?;
-    let id = EvidenceId::from_digest_of(canonical.as_bytes());
-    insert_canonical(conn, record, &canonical, id)
+    insert_prepared(conn, &PreparedEvidence::new(record)?, &now_rfc3339())
 }
 
-/// [`insert_evidence`] for a record prepared ahead of the write.
+/// Inserts the row of `prepared`, stored at `created_at`, unless an identical record is present.
+/// The INSERT runs first and yields to an existing row with the same id, so a new record costs
+/// one index probe; only a repeated record reads the row it found.
 pub fn insert_prepared(
     conn: &Connection,
     prepared: &PreparedEvidence,
-) -> Result<RecordOutcome, StoreError> {
-    insert_canonical(
-        conn,
-        &prepared.record,
-        &prepared.canonical,
-        prepared.id.clone(),
-    )
-}
-
-/// Inserts the row of `record`, whose canonical JSON is `canonical` and id `id`. The INSERT runs
-/// first and yields to an existing row with the same id, so a new record costs one index probe;
-/// only a repeated record reads the row it found.
-fn insert_canonical(
-    conn: &Connection,
-    record: &EvidenceRecord,
-    canonical: &str,
-    id: EvidenceId,
+    created_at: &str,
 ) -> Result<RecordOutcome, StoreError> {
     // Rows are never deleted from a ledger, so links that held for a stored record still hold:
     // checking them before the insert gives the same answer for new and repeated records.
-    for link in &record.links {
+    for link in &prepared.links {
         let present = conn
             .prepare_cached("select 1 from evidence where id = ?1")?
             .query_row([link.as_str()], |_| Ok(()))
@@ -137,7 +129,7 @@ fn insert_canonical(
             });
         }
     }
-    let created_at = now_rfc3339();
+    let id = prepared.id.clone();
     let inserted = conn
         .prepare_cached(
             "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
@@ -145,14 +137,14 @@ fn insert_canonical(
         )?
         .execute(params![
             id.as_str(),
-            record.operation,
-            record.subject.as_ref().map(|s| s.sha256.as_str()),
-            record.provider.id,
-            record.provider.version,
-            record.confidence.as_str(),
-            record.authority.as_str(),
+            prepared.operation,
+            prepared.subject_sha256,
+            prepared.provider_id,
+            prepared.provider_version,
+            prepared.confidence,
+            prepared.authority,
             created_at,
-            canonical,
+            prepared.canonical,
         ])?;
     if inserted == 0 {
         let (seq, created_at) = conn
@@ -169,13 +161,13 @@ fn insert_canonical(
     count_prefix(conn, &id)?;
     let mut link_stmt = conn
         .prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
-    for link in &record.links {
+    for link in &prepared.links {
         link_stmt.execute([id.as_str(), link.as_str()])?;
     }
     Ok(RecordOutcome {
         id,
         seq,
-        created_at,
+        created_at: created_at.to_owned(),
         new: true,
     })
 }
@@ -221,34 +213,47 @@ impl Store {
     /// Records `record` in the ledger and returns once it is durable (committed). The canonical
     /// JSON and id are computed here, before the write is queued.
     pub async fn record(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
-        let prepared = PreparedEvidence::new(record)?;
+        let prepared = PreparedEvidence::new(&record)?;
+        drop(record);
         self.submit(prepared.needs_savepoint(), move |conn| {
-            insert_prepared(conn, &prepared)
+            insert_prepared(conn, &prepared, &now_rfc3339())
         })
         .await
     }
 
     /// [`Store::record`] for callers outside an async runtime.
     pub fn record_blocking(&self, record: EvidenceRecord) -> Result<RecordOutcome, StoreError> {
-        let prepared = PreparedEvidence::new(record)?;
+        let prepared = PreparedEvidence::new(&record)?;
+        drop(record);
         self.submit_blocking(prepared.needs_savepoint(), move |conn| {
-            insert_prepared(conn, &prepared)
+            insert_prepared(conn, &prepared, &now_rfc3339())
         })
     }
 
     /// Records every record in one write, in order, and returns their outcomes once that write
     /// has committed. All or nothing: when one record is refused (a link not in the ledger, say)
-    /// none is kept. A record may link to one earlier in the same batch.
+    /// none is kept. A record may link to one earlier in the same batch. The rows share one
+    /// `created_at`, the time of the write.
     pub async fn record_many(
         &self,
         records: Vec<EvidenceRecord>,
     ) -> Result<Vec<RecordOutcome>, StoreError> {
         let prepared = records
-            .into_iter()
+            .iter()
             .map(PreparedEvidence::new)
             .collect::<Result<Vec<_>, _>>()?;
-        self.write(move |conn| prepared.iter().map(|p| insert_prepared(conn, p)).collect())
-            .await
+        drop(records);
+        // Only a link can refuse a record after others of the batch were inserted; without links
+        // the savepoint would guard nothing that the group rollback does not.
+        let savepoint = prepared.iter().any(PreparedEvidence::needs_savepoint);
+        self.submit(savepoint, move |conn| {
+            let created_at = now_rfc3339();
+            prepared
+                .iter()
+                .map(|p| insert_prepared(conn, p, &created_at))
+                .collect()
+        })
+        .await
     }
 
     /// One record by id, or `None` when this ledger does not hold it.
