@@ -62,6 +62,8 @@ struct Shared {
     last_pass: AtomicU64,
     /// The store is closing: a kick still queued is dropped.
     stopping: AtomicBool,
+    /// The database is deleted after closing: nothing needs to wait for the last pass.
+    discard: AtomicBool,
     /// Passes run by the background thread.
     background_passes: AtomicU64,
     /// Checkpoints run by the writer.
@@ -180,16 +182,26 @@ impl Checkpointer {
             self.shared.busy.store(false, Ordering::Release);
         }
     }
+
+    /// The database will be deleted once closed: closing does not wait for a running pass
+    /// (whose last step, syncing the file, cannot be interrupted), and the checkpoint
+    /// connection, which may then close last, skips the checkpoint on close.
+    pub fn discard(&self) {
+        self.shared.discard.store(true, Ordering::Release);
+    }
 }
 
 impl Drop for Checkpointer {
     /// Stops a running pass (what it copied stays copied) and ends the thread, so the writer's
-    /// connection closes last and, unless the database is discarded, checkpoints everything.
+    /// connection closes last and checkpoints everything. A discarded database's thread is left
+    /// to end by itself.
     fn drop(&mut self) {
         self.shared.stopping.store(true, Ordering::Release);
         drop(self.kick.take());
         self.interrupt.interrupt();
-        if let Some(thread) = self.thread.take() {
+        if let Some(thread) = self.thread.take()
+            && !self.shared.discard.load(Ordering::Acquire)
+        {
             let _ = thread.join();
         }
     }
@@ -214,8 +226,14 @@ fn background(conn: Connection, kicks: mpsc::Receiver<()>, shared: &Shared) {
         }
         shared.busy.store(false, Ordering::Release);
     }
-    // The writer's connection is still open, so closing this one never checkpoints.
-    drop(conn);
+    // Unless the database is discarded, the writer's connection is still open (it waits for
+    // this thread), so closing this one never checkpoints.
+    if shared.discard.load(Ordering::Acquire) {
+        let _ = conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        );
+    }
 }
 
 #[cfg(test)]
