@@ -1,7 +1,8 @@
 //! Fuzzes RFC 8785 canonical JSON and Evidence ids on any JSON document (`serde_json` parses the
 //! input first). Canonical text must parse back and canonicalize to itself; a record built around
 //! the document must keep its id through a JSON round trip and through the session ledger
-//! (recorded, read back, id recomputed), which is what `rea evidence verify` relies on.
+//! (recorded, read back, id recomputed), which is what `rea evidence verify` relies on. A
+//! record's canonical JSON, which rea writes itself, must equal serde_jcs's byte for byte.
 #![no_main]
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -51,6 +52,10 @@ fn record_around(value: &Value) -> EvidenceRecord {
 }
 
 fn check_record(record: &EvidenceRecord) {
+    // rea writes a record's canonical JSON itself; ids already in ledgers came from serde_jcs.
+    let own = record.canonical_json().expect("a record has canonical JSON");
+    let reference = serde_jcs::to_string(record).expect("serde_jcs canonicalizes a record");
+    assert_eq!(own, reference, "rea's canonical JSON differs from serde_jcs");
     let id = record
         .id()
         .unwrap_or_else(|e| panic!("a record around parsed JSON has no id: {e}"));

@@ -4,6 +4,8 @@
 //! stored is row metadata in the ledger, never part of the hash, so observing the same thing twice
 //! yields the same id and the ledger keeps one row.
 
+mod canonical;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -149,9 +151,13 @@ pub struct EvidenceRecord {
 pub struct CanonicalError(#[from] serde_json::Error);
 
 impl EvidenceRecord {
-    /// The record's canonical JSON (RFC 8785): the bytes its id is the digest of.
+    /// The record's canonical JSON (RFC 8785): the bytes its id is the digest of. The same
+    /// bytes as [`canonical_json`] of the record, written from its JSON tree in one pass.
     pub fn canonical_json(&self) -> Result<String, CanonicalError> {
-        canonical_json(self)
+        let value = serde_json::to_value(self)?;
+        let mut out = String::with_capacity(512);
+        canonical::write_value(&value, &mut out);
+        Ok(out)
     }
 
     /// The record's id: `ev_` + SHA-256 of its canonical JSON.
