@@ -4,8 +4,8 @@
 //! ledger's completion index (the unique index on `evidence.id`) maintained by every insert.
 //! Many writers are tokio tasks awaiting `record` at once, so the store's writer thread commits
 //! their rows together (group commit). The baseline is one writer awaiting each row in turn: one
-//! transaction, and one fsync, per row, which is what a server without group commit does. Both
-//! run into a fresh ledger and into a copy of the 1M-row ledger.
+//! transaction, and one fsync, per row, which is what a server without group commit does. Each
+//! runs into an empty ledger of its own, and into a copy of the 1M-row ledger that all share.
 //!
 //! Load: `Store::complete_evidence` p50/p99 for selective prefixes on the 1M-row copy, idle and
 //! while 64 tasks insert rows without pause; the baseline is the idle figure of the same run.
@@ -128,8 +128,8 @@ fn ingest_batches(
     started.elapsed()
 }
 
-/// One ingest figure: how, rows per second, and the mean number of rows per commit.
-type Figure = (String, Option<f64>, Option<f64>);
+/// One ingest figure: how, rows per second, mean rows per commit, and the ledger's rows after.
+type Figure = (String, Option<f64>, Option<f64>, u64);
 
 /// Runs `measure` and pairs its rate with the mean rows per committed transaction meanwhile.
 fn with_group_size(
@@ -144,21 +144,60 @@ fn with_group_size(
     (rate, (commits > 0).then(|| writes as f64 / commits as f64))
 }
 
-/// Rows per second at each writer count, into `store`.
+/// Rows in the ledger of `store`.
+fn ledger_rows(store: &Store) -> u64 {
+    store.list_evidence(&Default::default()).expect("count").1
+}
+
+/// Where each measurement writes: a new empty session every time, or one ledger throughout.
+enum Ledgers<'a> {
+    Fresh(&'a std::path::Path),
+    Shared(&'a Arc<Store>),
+}
+
+impl Ledgers<'_> {
+    /// Runs `measure` on the next ledger and returns its rate, rows per commit and rows after.
+    fn measure(
+        &self,
+        measure: impl FnOnce(&Arc<Store>) -> (Option<f64>, Option<f64>),
+    ) -> (Option<f64>, Option<f64>, u64) {
+        match self {
+            Ledgers::Fresh(state) => {
+                let session = Session::create(state).expect("create session");
+                let (rate, per_commit) = measure(session.store());
+                let rows = ledger_rows(session.store());
+                session
+                    .close()
+                    .expect("close session")
+                    .wait()
+                    .expect("delete session");
+                (rate, per_commit, rows)
+            }
+            Ledgers::Shared(store) => {
+                let (rate, per_commit) = measure(store);
+                (rate, per_commit, ledger_rows(store))
+            }
+        }
+    }
+}
+
+/// Rows per second at each writer count, into `ledgers`.
 fn ingest_group(
     criterion: &mut criterion::Criterion,
     rt: &tokio::runtime::Runtime,
     name: &str,
-    store: &Arc<Store>,
+    ledgers: &Ledgers<'_>,
     next: &Arc<AtomicU64>,
 ) -> Vec<Figure> {
     let mut group = criterion.benchmark_group(format!("ingest/{name}"));
     let mut figures: Vec<Figure> = WRITERS
         .iter()
         .map(|&writers| {
-            let (rate, per_commit) = with_group_size(store, || {
-                common::throughput(&mut group, &format!("writers={writers}"), |rows| {
-                    ingest_records(rt, store, next, writers, rows, common::synthetic_record)
+            let (rate, per_commit, rows) = ledgers.measure(|store| {
+                with_group_size(store, || {
+                    common::throughput(&mut group, &format!("writers={writers}"), |rows| {
+                        ingest_records(rt, store, next, writers, rows, common::synthetic_record)
+                    })
                 })
             });
             let what = if writers == 1 {
@@ -166,12 +205,14 @@ fn ingest_group(
             } else {
                 format!("`record`, {writers} concurrent writers (group commit)")
             };
-            (what, rate, per_commit)
+            (what, rate, per_commit, rows)
         })
         .collect();
-    let (rate, per_commit) = with_group_size(store, || {
-        common::throughput(&mut group, "writers=256/small", |rows| {
-            ingest_records(rt, store, next, 256, rows, small_record)
+    let (rate, per_commit, rows) = ledgers.measure(|store| {
+        with_group_size(store, || {
+            common::throughput(&mut group, "writers=256/small", |rows| {
+                ingest_records(rt, store, next, 256, rows, small_record)
+            })
         })
     });
     figures.push((
@@ -181,17 +222,21 @@ fn ingest_group(
         ),
         rate,
         per_commit,
+        rows,
     ));
     // Each `record_many` is one write, so rows per commit is writes per commit times the batch.
-    let (rate, per_commit) = with_group_size(store, || {
-        common::throughput(&mut group, "batch-1000", |rows| {
-            ingest_batches(rt, store, next, rows)
+    let (rate, per_commit, rows) = ledgers.measure(|store| {
+        with_group_size(store, || {
+            common::throughput(&mut group, "batch-1000", |rows| {
+                ingest_batches(rt, store, next, rows)
+            })
         })
     });
     figures.push((
         format!("`record_many`, batches of {BATCH}, 4 in flight"),
         rate,
         per_commit.map(|w| w * BATCH as f64),
+        rows,
     ));
     group.finish();
     figures
@@ -209,20 +254,9 @@ fn main() {
     let next = Arc::new(AtomicU64::new(FIRST_RECORD));
     let started = Instant::now();
 
-    // Ingest into a fresh ledger.
+    // Ingest into fresh ledgers: each measurement starts from an empty session.
     let state = common::scratch_dir("ingest-fresh");
-    let session = Session::create(&state).expect("create session");
-    let fresh = ingest_group(&mut criterion, &rt, "fresh", session.store(), &next);
-    let fresh_rows = session
-        .store()
-        .list_evidence(&Default::default())
-        .expect("count")
-        .1;
-    session
-        .close()
-        .expect("close session")
-        .wait()
-        .expect("delete session");
+    let fresh = ingest_group(&mut criterion, &rt, "fresh", &Ledgers::Fresh(&state), &next);
 
     // Ingest into, then load on, a copy of the 1M-row ledger.
     let base_rows = 1_000_000;
@@ -230,7 +264,13 @@ fn main() {
     let session = ledger.resume();
     let store = session.store().clone();
     let prefixes = common::selective_prefixes(&store, base_rows);
-    let big = ingest_group(&mut criterion, &rt, &label(base_rows), &store, &next);
+    let big = ingest_group(
+        &mut criterion,
+        &rt,
+        &label(base_rows),
+        &Ledgers::Shared(&store),
+        &next,
+    );
 
     let rss_reset = common::reset_peak_rss();
     let mut group = criterion.benchmark_group(format!("load/{}", label(base_rows)));
@@ -304,13 +344,14 @@ fn main() {
         "how",
         "rows/s",
         "rows per commit (mean)",
+        "ledger rows after",
         "vs 1 writer (commit per row)",
         "target ≥ 40k rows/s",
         "met",
     ]);
-    for (name, figures) in [("fresh", &fresh), ("1M rows", &big)] {
-        let baseline = figures.first().and_then(|(_, r, _)| *r);
-        for (how, rate, per_commit) in figures {
+    for (name, figures) in [("empty", &fresh), ("1M rows", &big)] {
+        let baseline = figures.first().and_then(|(_, r, _, _)| *r);
+        for (how, rate, per_commit, rows) in figures {
             let Some(rate) = rate else { continue };
             table.row(&[
                 name.into(),
@@ -319,6 +360,7 @@ fn main() {
                 per_commit
                     .map(|g| format!("{g:.0}"))
                     .unwrap_or_else(|| "–".into()),
+                rows.to_string(),
                 baseline
                     .map(|b| format!("{:.1}×", rate / b))
                     .unwrap_or_else(|| "–".into()),
@@ -329,7 +371,8 @@ fn main() {
     }
     text.push_str(&table.finish());
     text.push_str(&format!(
-        "\nThe fresh ledger ended with {fresh_rows} rows, the 1M copy with {total_rows} (after the load run too).\n\n\
+        "\nEach `empty` row starts from a new session; the 1M rows are one copy written by every \
+         measurement in turn, and held {total_rows} rows after the load run too.\n\n\
          ### Completion under load: `Store::complete_evidence(selective prefix, 100)` on the 1M copy\n\n"
     ));
     let mut table = Table::new(&[
