@@ -4,6 +4,8 @@
 //! single writer thread owns the read-write connection and commits queued writes together (group
 //! commit): a caller's [`Store::write`] returns only after the COMMIT that holds its write. Reads
 //! take a read-only connection from a small pool; in WAL mode they never wait for the writer.
+//! One more connection, on a thread of its own, only copies WAL pages into the database
+//! (`checkpoint.rs`); it never writes a row.
 //! `ANALYZE` and `PRAGMA optimize` are never run: with the bundled SQLite's STAT4 they would make
 //! every cached statement re-prepare.
 
