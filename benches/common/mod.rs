@@ -270,8 +270,8 @@ pub fn child_entry() {
     std::process::exit(0);
 }
 
-/// One ledger row as `insert_evidence` writes it (`created_at` is added when it is inserted); the
-/// ledger builder writes these directly.
+/// One ledger row as `store::insert_prepared` writes it (`created_at` is added when it is
+/// inserted); the ledger builder writes these directly.
 pub struct Row {
     id: String,
     operation: String,
@@ -283,8 +283,8 @@ pub struct Row {
     record: String,
 }
 
-/// Inserts `rows` with the INSERT `insert_evidence` runs (no duplicate or link checks: the rows
-/// are known to be new and unlinked).
+/// Inserts `rows` with the INSERT `store::insert_prepared` runs (no duplicate or link checks: the
+/// rows are known to be new and unlinked).
 pub fn insert_rows(conn: &rusqlite::Connection, rows: Vec<Row>) -> rusqlite::Result<()> {
     let created_at = rea::store::now_rfc3339();
     let mut insert = conn.prepare_cached(
@@ -375,16 +375,15 @@ impl Template {
 /// Builds the ledger. The session is real: `Session::create` makes its directory, schema (rea's
 /// migrations), pragmas and meta. The rows are then written with rusqlite straight into that
 /// schema, not through `Store::record`: a per-record build of 10M rows would take most of an hour
-/// here, and `insert_evidence` (the function `record` runs) is not reachable from outside the
-/// crate, as it lives in the private `store::evidence` module. The INSERT is the one
-/// `insert_evidence` runs, with the same column values for [`synthetic_record`]s; their canonical
-/// JSON comes from a template checked against `canonical_json` on sampled rows. For speed the
-/// build connection holds an exclusive lock with the journal off and a page cache (2 GiB) that
+/// here. The INSERT is the one `store::insert_prepared` runs (without its per-row prefix count: the
+/// counts are added once at the end), with the same column values for [`synthetic_record`]s; their
+/// canonical JSON comes from a template checked against `canonical_json` on sampled rows. For speed
+/// the build connection holds an exclusive lock with the journal off and a page cache (2 GiB) that
 /// keeps the whole id index of 10M rows, writes every row in one transaction (so index pages are
 /// written once, not at every commit), inserts [`BUILD_CHUNK`] rows at a time sorted by id (each
 /// chunk's index inserts are local while the index as a whole grows in random order, as a real
-/// ledger's does), and puts the database back into WAL mode at the end. A generator thread
-/// writes and hashes the next chunk meanwhile.
+/// ledger's does), and puts the database back into WAL mode at the end. A generator thread writes
+/// and hashes the next chunk meanwhile.
 fn build_ledger(state_dir: &Path, rows: u64) {
     let session = Session::create(state_dir).expect("create ledger session");
     let database = session.dir().join(rea::session::DATABASE_FILE);
