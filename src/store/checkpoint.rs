@@ -28,8 +28,9 @@ const START_FRAMES: i64 = 10_000;
 /// The writer copies the rest itself once a background pass has left at most this many frames.
 const FINISH_GAP: i64 = 1_000;
 
-/// Should background passes fall this far behind, the writer checkpoints by itself, as SQLite
-/// would (a bound on the WAL's size whatever the machine).
+/// Once the WAL holds this many frames and no pass is running, the writer checkpoints by itself,
+/// as SQLite would: passes that keep falling behind let the WAL grow past this by no more than
+/// what is written during one pass.
 const WRITER_LIMIT: i64 = 4 * START_FRAMES;
 
 /// When checkpoints start and when the writer takes over (see the constants above).
