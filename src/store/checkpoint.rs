@@ -20,35 +20,38 @@ use rusqlite::{Connection, InterruptHandle, OpenFlags};
 
 use super::{BUSY_TIMEOUT, StoreError};
 
-/// When the WAL holds this many frames (pages of 4 KiB), a background pass starts. SQLite's
-/// default automatic checkpoint is at 1,000; a longer WAL lets a page changed by many commits be
-/// copied once.
-const START_FRAMES: i64 = 10_000;
-
-/// The writer copies the rest itself once a background pass has left at most this many frames.
-const FINISH_GAP: i64 = 1_000;
-
-/// Once the WAL holds this many frames and no pass is running, the writer checkpoints by itself,
-/// as SQLite would: passes that keep falling behind let the WAL grow past this by no more than
-/// what is written during one pass.
-const WRITER_LIMIT: i64 = 4 * START_FRAMES;
-
-/// When checkpoints start and when the writer takes over (see the constants above).
+/// When checkpoints start and when the writer takes over. Sizes are WAL frames (pages of 4 KiB).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CheckpointPolicy {
+    /// A background pass starts once the WAL holds this many frames.
     pub start_frames: i64,
+    /// The writer copies the rest itself once a background pass has left at most this many.
     pub finish_gap: i64,
+    /// Once the WAL holds this many and no pass is running, the writer checkpoints by itself, as
+    /// SQLite would: passes that keep falling behind let the WAL grow past this by no more than
+    /// what is written during one pass.
     pub writer_limit: i64,
 }
 
 impl Default for CheckpointPolicy {
+    /// SQLite's automatic checkpoint starts at 1,000 frames; a longer WAL (about 40 MiB) lets a
+    /// page changed by many commits be copied once.
     fn default() -> Self {
         CheckpointPolicy {
-            start_frames: START_FRAMES,
-            finish_gap: FINISH_GAP,
-            writer_limit: WRITER_LIMIT,
+            start_frames: 10_000,
+            finish_gap: 1_000,
+            writer_limit: 40_000,
         }
     }
+}
+
+/// Makes `conn` skip the checkpoint SQLite runs when the last connection closes: for a database
+/// about to be deleted.
+pub(super) fn skip_checkpoint_on_close(conn: &Connection) {
+    let _ = conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    );
 }
 
 /// What the writer and the checkpoint thread share.
@@ -230,10 +233,7 @@ fn background(conn: Connection, kicks: mpsc::Receiver<()>, shared: &Shared) {
     // Unless the database is discarded, the writer's connection is still open (it waits for
     // this thread), so closing this one never checkpoints.
     if shared.discard.load(Ordering::Acquire) {
-        let _ = conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        );
+        skip_checkpoint_on_close(&conn);
     }
 }
 

@@ -38,7 +38,7 @@ pub use unknowns::{
 };
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
-use checkpoint::{CheckpointCounters, CheckpointPolicy, Checkpointer};
+use checkpoint::{CheckpointCounters, CheckpointPolicy, Checkpointer, skip_checkpoint_on_close};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -578,10 +578,7 @@ fn writer_loop(
     // The checkpoint connection closes first (unless discarded), so this one closes last.
     drop(checkpointer);
     if discard {
-        let _ = conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        );
+        skip_checkpoint_on_close(&conn);
     }
     let _ = writes_done.send(());
     drop(conn);
