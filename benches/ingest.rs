@@ -324,7 +324,7 @@ fn main() {
     let load_rate = written.load(Ordering::Relaxed) as f64 / load_started.elapsed().as_secs_f64();
     group.finish();
     let peak_rss = common::peak_rss();
-    let total_rows = store.list_evidence(&Default::default()).expect("count").1;
+    let total_rows = ledger_rows(&store);
     drop(store);
     drop(session);
     let _ = std::fs::remove_dir_all(&ledger.state_dir);

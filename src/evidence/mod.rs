@@ -186,24 +186,39 @@ pub struct StoredEvidence {
     pub record: EvidenceRecord,
 }
 
+/// An observed record of the shipped artifact with no subject, limitations, locations or links,
+/// for tests that need a record and care only about its operation and JSON.
+#[cfg(test)]
+pub(crate) fn test_record(
+    operation: &str,
+    parameters: serde_json::Value,
+    result: serde_json::Value,
+) -> EvidenceRecord {
+    EvidenceRecord {
+        subject: None,
+        provider: ProviderStamp::builtin(),
+        operation: operation.into(),
+        parameters,
+        result,
+        confidence: Confidence::Observed,
+        authority: Authority::ShippedArtifact,
+        limitations: vec![],
+        locations: vec![],
+        links: vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn record(result: serde_json::Value) -> EvidenceRecord {
-        EvidenceRecord {
-            subject: None,
-            provider: ProviderStamp::builtin(),
-            operation: "list_documents".into(),
-            parameters: json!({"b": 1, "a": [1.0, 2.5, 1e21]}),
+        test_record(
+            "list_documents",
+            json!({"b": 1, "a": [1.0, 2.5, 1e21]}),
             result,
-            confidence: Confidence::Observed,
-            authority: Authority::ShippedArtifact,
-            limitations: vec![],
-            locations: vec![],
-            links: vec![],
-        }
+        )
     }
 
     #[test]

@@ -649,21 +649,14 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp};
+    use crate::evidence::{EvidenceRecord, test_record};
 
     fn record(n: u64) -> EvidenceRecord {
-        EvidenceRecord {
-            subject: None,
-            provider: ProviderStamp::builtin(),
-            operation: "checkpoint.test".into(),
-            parameters: serde_json::json!({ "n": n }),
-            result: serde_json::json!({ "padding": "x".repeat(600) }),
-            confidence: Confidence::Observed,
-            authority: Authority::ShippedArtifact,
-            limitations: vec![],
-            locations: vec![],
-            links: vec![],
-        }
+        test_record(
+            "checkpoint.test",
+            serde_json::json!({ "n": n }),
+            serde_json::json!({ "padding": "x".repeat(600) }),
+        )
     }
 
     #[test]
