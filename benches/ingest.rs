@@ -128,8 +128,46 @@ fn ingest_batches(
     started.elapsed()
 }
 
-/// One ingest figure: how, rows per second, mean rows per commit, and the ledger's rows after.
-type Figure = (String, Option<f64>, Option<f64>, u64);
+/// Writes `rows` new rows through the store's writer with nothing of rea's record path:
+/// a thread makes the rows (canonical JSON and id included) one transaction ahead, as callers
+/// prepare records beside the writer, and each transaction is one `write_blocking` job that runs
+/// the INSERT and prefix count of `insert_prepared` for `per_commit` rows. What is left is
+/// SQLite's work and the disk's, on the writer's connection with its pragmas and checkpoints: about
+/// the most the record path could reach at that group size. Returns rows per second.
+fn sqlite_alone(store: &Store, next: &AtomicU64, rows: u64, per_commit: u64) -> f64 {
+    let first = next.fetch_add(rows, Ordering::Relaxed);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let (batches, ready) = std::sync::mpsc::sync_channel(1);
+        scope.spawn(move || {
+            for start in (first..first + rows).step_by(per_commit as usize) {
+                let n = per_commit.min(first + rows - start);
+                if batches.send(common::synthetic_rows(start, n)).is_err() {
+                    return;
+                }
+            }
+        });
+        for batch in ready {
+            store
+                .write_blocking(move |conn| Ok(common::insert_rows(conn, batch, true)?))
+                .expect("write rows");
+        }
+    });
+    rows as f64 / started.elapsed().as_secs_f64()
+}
+
+/// One ingest figure.
+struct Figure {
+    how: String,
+    /// Rows per second; `None` when filtered out on the command line.
+    rate: Option<f64>,
+    /// Mean rows per committed transaction.
+    per_commit: Option<f64>,
+    /// Rows the measurement wrote, warm-up included.
+    written: u64,
+    /// The ledger's rows afterwards.
+    rows_after: u64,
+}
 
 /// Runs `measure` and pairs its rate with the mean rows per committed transaction meanwhile.
 fn with_group_size(
@@ -156,90 +194,122 @@ enum Ledgers<'a> {
 }
 
 impl Ledgers<'_> {
-    /// Runs `measure` on the next ledger and returns its rate, rows per commit and rows after.
+    /// Runs `measure` on the next ledger and returns its figure, described as `how`.
     fn measure(
         &self,
+        how: String,
         measure: impl FnOnce(&Arc<Store>) -> (Option<f64>, Option<f64>),
-    ) -> (Option<f64>, Option<f64>, u64) {
+    ) -> Figure {
+        let figure = |store: &Arc<Store>| {
+            let rows_before = ledger_rows(store);
+            let (rate, per_commit) = measure(store);
+            let rows_after = ledger_rows(store);
+            Figure {
+                how,
+                rate,
+                per_commit,
+                written: rows_after - rows_before,
+                rows_after,
+            }
+        };
         match self {
             Ledgers::Fresh(state) => {
                 let session = Session::create(state).expect("create session");
-                let (rate, per_commit) = measure(session.store());
-                let rows = ledger_rows(session.store());
+                let figure = figure(session.store());
                 session
                     .close()
                     .expect("close session")
                     .wait()
                     .expect("delete session");
-                (rate, per_commit, rows)
+                figure
             }
-            Ledgers::Shared(store) => {
-                let (rate, per_commit) = measure(store);
-                (rate, per_commit, ledger_rows(store))
-            }
+            Ledgers::Shared(store) => figure(store),
         }
     }
 }
 
-/// Rows per second at each writer count, into `ledgers`.
+/// A record path figure beside what SQLite alone reached at its group size.
+struct Share {
+    how: String,
+    rate: f64,
+    per_commit: u64,
+    alone: f64,
+}
+
+/// For each of `figures`, measures [`sqlite_alone`] into `ledgers` with as many rows as the
+/// figure's measurement wrote, at its mean group size.
+fn sqlite_shares(ledgers: &Ledgers<'_>, next: &AtomicU64, figures: &[&Figure]) -> Vec<Share> {
+    figures
+        .iter()
+        .filter_map(|figure| {
+            let (rate, per_commit) = (figure.rate?, figure.per_commit?.round() as u64);
+            let alone = ledgers.measure(String::new(), |store| {
+                let rate = sqlite_alone(store, next, figure.written, per_commit);
+                (Some(rate), None)
+            });
+            Some(Share {
+                how: figure.how.clone(),
+                rate,
+                per_commit,
+                alone: alone.rate?,
+            })
+        })
+        .collect()
+}
+
+/// Rows per second at each writer count, into `ledgers`, and the share of the largest groups'
+/// figures that SQLite alone accounts for.
 fn ingest_group(
     criterion: &mut criterion::Criterion,
     rt: &tokio::runtime::Runtime,
     name: &str,
     ledgers: &Ledgers<'_>,
     next: &Arc<AtomicU64>,
-) -> Vec<Figure> {
+) -> (Vec<Figure>, Vec<Share>) {
     let mut group = criterion.benchmark_group(format!("ingest/{name}"));
     let mut figures: Vec<Figure> = WRITERS
         .iter()
         .map(|&writers| {
-            let (rate, per_commit, rows) = ledgers.measure(|store| {
+            let how = if writers == 1 {
+                "`record`, 1 writer: a commit per row (baseline)".to_owned()
+            } else {
+                format!("`record`, {writers} concurrent writers (group commit)")
+            };
+            ledgers.measure(how, |store| {
                 with_group_size(store, || {
                     common::throughput(&mut group, &format!("writers={writers}"), |rows| {
                         ingest_records(rt, store, next, writers, rows, common::synthetic_record)
                     })
                 })
-            });
-            let what = if writers == 1 {
-                "`record`, 1 writer: a commit per row (baseline)".to_owned()
-            } else {
-                format!("`record`, {writers} concurrent writers (group commit)")
-            };
-            (what, rate, per_commit, rows)
+            })
         })
         .collect();
-    let (rate, per_commit, rows) = ledgers.measure(|store| {
+    let how = format!(
+        "`record`, 256 concurrent writers, small records ({} B)",
+        record_bytes(small_record)
+    );
+    figures.push(ledgers.measure(how, |store| {
         with_group_size(store, || {
             common::throughput(&mut group, "writers=256/small", |rows| {
                 ingest_records(rt, store, next, 256, rows, small_record)
             })
         })
-    });
-    figures.push((
-        format!(
-            "`record`, 256 concurrent writers, small records ({} B)",
-            record_bytes(small_record)
-        ),
-        rate,
-        per_commit,
-        rows,
-    ));
+    }));
     // Each `record_many` is one write, so rows per commit is writes per commit times the batch.
-    let (rate, per_commit, rows) = ledgers.measure(|store| {
-        with_group_size(store, || {
+    let how = format!("`record_many`, batches of {BATCH}, 4 in flight");
+    figures.push(ledgers.measure(how, |store| {
+        let (rate, writes_per_commit) = with_group_size(store, || {
             common::throughput(&mut group, "batch-1000", |rows| {
                 ingest_batches(rt, store, next, rows)
             })
-        })
-    });
-    figures.push((
-        format!("`record_many`, batches of {BATCH}, 4 in flight"),
-        rate,
-        per_commit.map(|w| w * BATCH as f64),
-        rows,
-    ));
+        });
+        (rate, writes_per_commit.map(|w| w * BATCH as f64))
+    }));
     group.finish();
-    figures
+    // The largest single-row groups and the batches.
+    let compared = [&figures[WRITERS.len() - 1], &figures[figures.len() - 1]];
+    let shares = sqlite_shares(ledgers, next, &compared);
+    (figures, shares)
 }
 
 fn main() {
@@ -256,7 +326,8 @@ fn main() {
 
     // Ingest into fresh ledgers: each measurement starts from an empty session.
     let state = common::scratch_dir("ingest-fresh");
-    let fresh = ingest_group(&mut criterion, &rt, "fresh", &Ledgers::Fresh(&state), &next);
+    let (fresh, fresh_shares) =
+        ingest_group(&mut criterion, &rt, "fresh", &Ledgers::Fresh(&state), &next);
 
     // Ingest into, then load on, a copy of the 1M-row ledger.
     let base_rows = 1_000_000;
@@ -264,7 +335,7 @@ fn main() {
     let session = ledger.resume();
     let store = session.store().clone();
     let prefixes = common::selective_prefixes(&store, base_rows);
-    let big = ingest_group(
+    let (big, big_shares) = ingest_group(
         &mut criterion,
         &rt,
         &label(base_rows),
@@ -350,22 +421,23 @@ fn main() {
         "met",
     ]);
     for (name, figures) in [("empty", &fresh), ("1M rows", &big)] {
-        let baseline = figures.first().and_then(|(_, r, _, _)| *r);
-        for (how, rate, per_commit, rows) in figures {
-            let Some(rate) = rate else { continue };
+        let baseline = figures.first().and_then(|f| f.rate);
+        for figure in figures {
+            let Some(rate) = figure.rate else { continue };
             table.row(&[
                 name.into(),
-                how.clone(),
+                figure.how.clone(),
                 format!("{rate:.0}"),
-                per_commit
+                figure
+                    .per_commit
                     .map(|g| format!("{g:.0}"))
                     .unwrap_or_else(|| "–".into()),
-                rows.to_string(),
+                figure.rows_after.to_string(),
                 baseline
                     .map(|b| format!("{:.1}×", rate / b))
                     .unwrap_or_else(|| "–".into()),
                 "≥ 40,000".into(),
-                meets(*rate >= 40_000.0).into(),
+                meets(rate >= 40_000.0).into(),
             ]);
         }
     }
@@ -373,8 +445,41 @@ fn main() {
     text.push_str(&format!(
         "\nEach `empty` row starts from a new session; the 1M rows are one copy written by every \
          measurement in turn, and held {total_rows} rows after the load run too.\n\n\
-         ### Completion under load: `Store::complete_evidence(selective prefix, 100)` on the 1M copy\n\n"
+         ### What SQLite alone reaches at the same group sizes\n\n\
+         As many rows as the record path's measurement wrote, into a ledger like the one it \
+         started from (a new session; the 1M copy as it is by then), made by a thread one \
+         transaction ahead and written by the store's writer in transactions of the record \
+         path's mean group size, each running only the INSERT and prefix count of \
+         `insert_prepared` (same connection, pragmas and checkpoints). All that the record path \
+         adds (canonical JSON, ids, queues, answers) is missing, so this is about the most it can \
+         reach at that group size.\n\n"
     ));
+    let mut table = Table::new(&[
+        "ledger",
+        "record path",
+        "rows per commit",
+        "record path rows/s",
+        "SQLite alone rows/s",
+        "record path / SQLite alone",
+        "SQLite alone ≥ 40k rows/s",
+    ]);
+    for (name, shares) in [("empty", &fresh_shares), ("1M rows", &big_shares)] {
+        for share in shares {
+            table.row(&[
+                name.into(),
+                share.how.clone(),
+                share.per_commit.to_string(),
+                format!("{:.0}", share.rate),
+                format!("{:.0}", share.alone),
+                format!("{:.2}", share.rate / share.alone),
+                meets(share.alone >= 40_000.0).into(),
+            ]);
+        }
+    }
+    text.push_str(&table.finish());
+    text.push_str(
+        "\n### Completion under load: `Store::complete_evidence(selective prefix, 100)` on the 1M copy\n\n",
+    );
     let mut table = Table::new(&[
         "writer",
         "p50",
