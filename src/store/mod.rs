@@ -310,7 +310,7 @@ impl Store {
             }
             let changes_before = conn.total_changes();
             let outcome = catch_unwind(AssertUnwindSafe(|| f(conn)))
-                .unwrap_or(Err(StoreError::WritePanicked));
+                .unwrap_or_else(|_| Err(StoreError::WritePanicked));
             match outcome {
                 Ok(value) => {
                     if savepoint && let Err(e) = run_cached(conn, "release job") {
