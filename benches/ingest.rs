@@ -132,8 +132,9 @@ fn ingest_batches(
 /// a thread makes the rows (canonical JSON and id included) one transaction ahead, as callers
 /// prepare records beside the writer, and each transaction is one `write_blocking` job that runs
 /// the INSERT and prefix count of `insert_prepared` for `per_commit` rows. What is left is
-/// SQLite's work and the disk's, on the writer's connection with its pragmas and checkpoints: about
-/// the most the record path could reach at that group size. Returns rows per second.
+/// SQLite's work and the disk's, on the writer's connection with its pragmas and checkpoints: what
+/// the record path would reach at that group size if its own work cost nothing. Returns rows per
+/// second.
 fn sqlite_alone(store: &Store, next: &AtomicU64, rows: u64, per_commit: u64) -> f64 {
     let first = next.fetch_add(rows, Ordering::Relaxed);
     let started = Instant::now();
@@ -451,8 +452,8 @@ fn main() {
          transaction ahead and written by the store's writer in transactions of the record \
          path's mean group size, each running only the INSERT and prefix count of \
          `insert_prepared` (same connection, pragmas and checkpoints). All that the record path \
-         adds (canonical JSON, ids, queues, answers) is missing, so this is about the most it can \
-         reach at that group size.\n\n"
+         adds (canonical JSON, ids, queues, answers) is missing, so the ratio is what that costs \
+         beyond SQLite and the disk; it moves by about 0.1 from run to run.\n\n"
     ));
     let mut table = Table::new(&[
         "ledger",

@@ -51,7 +51,8 @@ pub const APPLICATION_ID: i32 = 0x5245_4131;
 /// How long a connection waits on a lock before reporting it busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// At most this many writes share one transaction.
+/// At most this many writes share one transaction. While writes keep arriving, this is also what
+/// bounds how long the first write of a group waits for its COMMIT.
 const MAX_GROUP: usize = 1024;
 
 /// Page cache of the writer connection, in KiB. Inserts into the ledger's id index land on random
@@ -525,29 +526,31 @@ fn writer_loop(
     writes_done: mpsc::Sender<()>,
 ) {
     while let Ok(first) = jobs.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_GROUP {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
         if let Err(e) = conn.execute_batch("begin immediate") {
-            // Dropping the jobs drops their reply channels: each caller learns that its write
-            // was not performed, and nothing of it reached the database.
-            tracing::error!(error = %e, writes = batch.len(), "session database refused to begin a transaction");
-            drop(batch);
+            // Dropping the job drops its reply channel: its caller learns that the write was not
+            // performed, and nothing of it reached the database.
+            tracing::error!(error = %e, "session database refused to begin a transaction");
+            drop(first);
             continue;
         }
+        // The group takes every write queued by the time the one before it has run, so writes
+        // that arrive while the transaction is being written join it: callers answered by the
+        // previous commit are back before this one is done, and the group grows to about the
+        // number of callers rather than half of them.
         let mut poisoned = false;
-        let finishers: Vec<Finisher> = batch
-            .into_iter()
-            .map(|job| {
-                let (finish, broke) = job(&conn);
-                poisoned |= broke;
-                finish
-            })
-            .collect();
+        let mut finishers: Vec<Finisher> = Vec::new();
+        let mut next = Some(first);
+        while let Some(job) = next {
+            let (finish, broke) = job(&conn);
+            poisoned |= broke;
+            finishers.push(finish);
+            // A poisoned group is rolled back; later writes wait for the next one.
+            next = if finishers.len() < MAX_GROUP && !poisoned {
+                jobs.try_recv().ok()
+            } else {
+                None
+            };
+        }
         let commit = if poisoned {
             Err("a write failed part-way and its transaction was rolled back; nothing of it was kept, retry".to_owned())
         } else {
@@ -701,6 +704,42 @@ mod tests {
         assert_eq!(store.integrity_check().unwrap(), "ok");
         let (_, rows) = store.list_evidence(&Default::default()).unwrap();
         assert_eq!(rows, batches * per_batch);
+    }
+
+    #[test]
+    fn writes_queued_while_a_group_runs_join_its_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let before = store.write_stats();
+        let (started, has_started) = mpsc::channel();
+        let (go, wait_for_go) = mpsc::channel::<()>();
+        let first = store
+            .enqueue(false, move |conn| {
+                started.send(()).unwrap();
+                wait_for_go.recv().unwrap();
+                insert_evidence(conn, &record(1))
+            })
+            .unwrap();
+        // The writer has taken the first write and found nothing else queued.
+        has_started.recv().unwrap();
+        let later: Vec<_> = (2..5)
+            .map(|n| {
+                store
+                    .enqueue(false, move |conn| insert_evidence(conn, &record(n)))
+                    .unwrap()
+            })
+            .collect();
+        go.send(()).unwrap();
+        for answer in std::iter::once(first).chain(later) {
+            assert!(answer.blocking_recv().unwrap().unwrap().new);
+        }
+        let after = store.write_stats();
+        assert_eq!(
+            (after.commits - before.commits, after.writes - before.writes),
+            (1, 4),
+            "{after:?}"
+        );
+        assert_eq!(store.list_evidence(&Default::default()).unwrap().1, 4);
     }
 
     #[test]
