@@ -301,11 +301,8 @@ pub fn insert_rows(
          on conflict (prefix) do update set rows = rows + 1",
     )?;
     for r in rows {
-        if count_prefixes {
-            count.execute([&r.id[..4]])?;
-        }
         insert.execute(rusqlite::params![
-            r.id,
+            &r.id,
             r.operation,
             r.subject_sha256,
             r.provider_id,
@@ -315,6 +312,9 @@ pub fn insert_rows(
             created_at,
             r.record
         ])?;
+        if count_prefixes {
+            count.execute([&r.id[..4]])?;
+        }
     }
     Ok(())
 }
