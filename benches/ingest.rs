@@ -8,7 +8,7 @@
 //! runs into an empty ledger of its own, and into a copy of the 1M-row ledger that all share.
 //!
 //! SQLite alone: for the 256-writer and batch figures, the same number of rows again through the
-//! store's writer with only the SQL of each insert, in transactions of the same size (see
+//! store's writer with only `insert_prepared` for each, in transactions of the same size (see
 //! [`sqlite_alone`]). The ratio between the two is what rea's record path costs beyond SQLite and
 //! the disk.
 //!
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rea::evidence::EvidenceRecord;
 use rea::session::Session;
-use rea::store::Store;
+use rea::store::{PreparedEvidence, Store, insert_prepared, now_rfc3339};
 
 use common::{Latency, Table, fmt_duration, fmt_mib, fmt_ratio, label, meets};
 
@@ -133,10 +133,10 @@ fn ingest_batches(
     started.elapsed()
 }
 
-/// Writes `rows` new rows through the store's writer with nothing of rea's record path:
-/// a thread makes the rows (canonical JSON and id included) one transaction ahead, as callers
-/// prepare records beside the writer, and each transaction is one `write_blocking` job that runs
-/// the INSERT and prefix count of `insert_prepared` for `per_commit` rows. What is left is
+/// Writes `rows` new rows through the store's writer with nothing of rea's record path but
+/// `insert_prepared`: a thread prepares the records (canonical JSON and id) one transaction
+/// ahead, as callers prepare records beside the writer, and each transaction is one
+/// `write_blocking` job that runs `insert_prepared` for `per_commit` of them. What is left is
 /// SQLite's work and the disk's, on the writer's connection with its pragmas and checkpoints: what
 /// the record path would reach at that group size if its own work cost nothing. Returns rows per
 /// second.
@@ -147,15 +147,24 @@ fn sqlite_alone(store: &Store, next: &AtomicU64, rows: u64, per_commit: u64) -> 
         let (batches, ready) = std::sync::mpsc::sync_channel(1);
         scope.spawn(move || {
             for start in (first..first + rows).step_by(per_commit as usize) {
-                let n = per_commit.min(first + rows - start);
-                if batches.send(common::synthetic_rows(start, n)).is_err() {
+                let end = (start + per_commit).min(first + rows);
+                let batch: Vec<PreparedEvidence> = (start..end)
+                    .map(|i| PreparedEvidence::new(&common::synthetic_record(i)).expect("prepare"))
+                    .collect();
+                if batches.send(batch).is_err() {
                     return;
                 }
             }
         });
         for batch in ready {
             store
-                .write_blocking(move |conn| Ok(common::insert_rows(conn, batch, true)?))
+                .write_blocking(move |conn| {
+                    let created_at = now_rfc3339();
+                    for prepared in &batch {
+                        insert_prepared(conn, prepared, &created_at)?;
+                    }
+                    Ok(())
+                })
                 .expect("write rows");
         }
     });
@@ -454,11 +463,11 @@ fn main() {
          measurement in turn, and held {total_rows} rows after the load run too.\n\n\
          ### What SQLite alone reaches at the same group sizes\n\n\
          As many rows as the record path's measurement wrote, into a ledger like the one it \
-         started from (a new session; the 1M copy as it is by then), made by a thread one \
-         transaction ahead and written by the store's writer in transactions of the record \
-         path's mean group size, each running only the INSERT and prefix count of \
-         `insert_prepared` (same connection, pragmas and checkpoints). All that the record path \
-         adds (canonical JSON, ids, queues, answers) is missing, so the ratio is what that costs \
+         started from (a new session; the 1M copy as it is by then), prepared (canonical JSON and \
+         id) by a thread one transaction ahead and written by the store's writer in transactions \
+         of the record path's mean group size, each running only `insert_prepared` for its rows \
+         (same connection, pragmas and checkpoints). What the record path adds around that (a \
+         job, a queue entry and an answer per record) is missing, so the ratio is what it costs \
          beyond SQLite and the disk; it moves by about 0.1 from run to run.\n\n"
     ));
     let mut table = Table::new(&[

@@ -284,25 +284,16 @@ pub struct Row {
 }
 
 /// Inserts `rows` with the INSERT `store::insert_prepared` runs (no duplicate or link checks: the
-/// rows are known to be new and unlinked), and with `count_prefixes` also its per-row update of
-/// `evidence_id_prefixes`.
-pub fn insert_rows(
-    conn: &rusqlite::Connection,
-    rows: Vec<Row>,
-    count_prefixes: bool,
-) -> rusqlite::Result<()> {
+/// rows are known to be new and unlinked).
+pub fn insert_rows(conn: &rusqlite::Connection, rows: Vec<Row>) -> rusqlite::Result<()> {
     let created_at = rea::store::now_rfc3339();
     let mut insert = conn.prepare_cached(
         "insert into evidence (id, operation, subject_sha256, provider_id, provider_version, confidence, authority, created_at, record)
          values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    let mut count = conn.prepare_cached(
-        "insert into evidence_id_prefixes (prefix, rows) values (?1, 1)
-         on conflict (prefix) do update set rows = rows + 1",
-    )?;
     for r in rows {
         insert.execute(rusqlite::params![
-            &r.id,
+            r.id,
             r.operation,
             r.subject_sha256,
             r.provider_id,
@@ -312,17 +303,8 @@ pub fn insert_rows(
             created_at,
             r.record
         ])?;
-        if count_prefixes {
-            count.execute([&r.id[..4]])?;
-        }
     }
     Ok(())
-}
-
-/// The rows of [`synthetic_record`]s `first..first + n`, as the ledger builder writes them.
-pub fn synthetic_rows(first: u64, n: u64) -> Vec<Row> {
-    let template = Template::new();
-    (first..first + n).map(|i| template.row(i)).collect()
 }
 
 /// The parts of every synthetic record's canonical JSON that do not depend on its number.
@@ -432,7 +414,7 @@ fn build_ledger(state_dir: &Path, rows: u64) {
     let tx = conn.transaction().expect("begin");
     for chunk in rx {
         done += chunk.len() as u64;
-        insert_rows(&tx, chunk, false).expect("insert rows");
+        insert_rows(&tx, chunk).expect("insert rows");
         if done.is_multiple_of(1_000_000) {
             eprintln!(
                 "rea-bench: {} / {} rows ({:.0} rows/s)",
