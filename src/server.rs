@@ -124,6 +124,8 @@ pub struct Shared {
     pub changes: broadcast::Sender<Change>,
     /// The process-capture policy from `$REA_CONFIG_DIR/rea.toml`; disabled when absent.
     policy: RwLock<crate::analyzers::capture::Policy>,
+    /// Why `rea.toml` was last refused, so the same refusal is logged once, not at every reload.
+    policy_refusal: std::sync::Mutex<Option<String>>,
     /// Connection handlers and the tasks serving them that are alive: a handler lives while its
     /// client is connected or a call of its is still running.
     connections: tokio::sync::watch::Sender<usize>,
@@ -137,6 +139,7 @@ impl Shared {
             catalog: RwLock::new(Catalog::default()),
             changes: broadcast::channel(64).0,
             policy: RwLock::new(crate::analyzers::capture::Policy::default()),
+            policy_refusal: Default::default(),
             connections: tokio::sync::watch::channel(0).0,
         });
         shared.reload_config();
@@ -160,7 +163,18 @@ impl Shared {
     /// tool catalog and the prompts that draw on it change, and clients are told.
     pub fn reload_config(&self) {
         if let Some(dir) = &self.settings.config_dir {
-            match crate::analyzers::capture::load_policy(dir) {
+            let loaded = crate::analyzers::capture::load_policy(dir);
+            let refusal = loaded.as_ref().err().map(ToString::to_string);
+            let repeated = {
+                let mut last = self
+                    .policy_refusal
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let repeated = refusal.is_some() && *last == refusal;
+                *last = refusal;
+                repeated
+            };
+            match loaded {
                 Ok(policy) => {
                     let mut current = self.policy.write().unwrap_or_else(|p| p.into_inner());
                     let toggled = current.enabled != policy.enabled;
@@ -172,6 +186,7 @@ impl Shared {
                         let _ = self.changes.send(Change::Prompts);
                     }
                 }
+                Err(_) if repeated => {}
                 Err(error) => {
                     tracing::warn!(%error, "capture policy refused; keeping the previous one")
                 }
@@ -636,14 +651,45 @@ impl ServerHandler for ReaServer {
     }
 }
 
-/// Watches `$REA_CONFIG_DIR` and reloads the prompt catalog when its files change. The watcher
-/// lives as long as the returned handle.
+/// How long the config directory must be quiet after a change before it is reloaded: an editor's
+/// save is several events (write, rename, attribute change), and they make one reload.
+const CONFIG_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Longest a burst of changes delays its reload.
+const CONFIG_SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether `event` changes a file the config watcher owns: `rea.toml`, the `prompts/` folder, or
+/// a `*.toml` file in it. Reads are not changes: reloading opens and reads these very files, and
+/// reacting to that would reload forever.
+fn changes_owned_file(dir: &Path, event: &notify::Event) -> bool {
+    use notify::EventKind;
+    use notify::event::ModifyKind;
+    let changes = match event.kind {
+        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Any => true,
+        EventKind::Modify(ModifyKind::Metadata(_)) => false,
+        EventKind::Modify(_) => true,
+        EventKind::Access(_) | EventKind::Other => false,
+    };
+    let prompts = dir.join("prompts");
+    changes
+        && event.paths.iter().any(|p| {
+            p == &dir.join(crate::analyzers::capture::policy::CONFIG_FILE_NAME)
+                || p == &prompts
+                || (p.parent() == Some(prompts.as_path())
+                    && p.extension().is_some_and(|e| e == "toml"))
+        })
+}
+
+/// Watches `$REA_CONFIG_DIR` and reloads the capture policy and the prompt catalog when a file
+/// it owns changes (see [`changes_owned_file`]), once per burst of changes. The watcher lives as
+/// long as the returned handle.
 pub fn watch_config(shared: Arc<Shared>) -> Option<notify::RecommendedWatcher> {
     use notify::{RecursiveMode, Watcher};
     let dir = shared.settings.config_dir.clone()?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let owned = dir.clone();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        if event.is_ok_and(|e| changes_owned_file(&owned, &e)) {
             let _ = tx.send(());
         }
     })
@@ -655,7 +701,15 @@ pub fn watch_config(shared: Arc<Shared>) -> Option<notify::RecommendedWatcher> {
     }
     tokio::spawn(async move {
         while rx.recv().await.is_some() {
-            while rx.try_recv().is_ok() {}
+            let deadline = tokio::time::Instant::now() + CONFIG_SETTLE_MAX;
+            loop {
+                let settle = (tokio::time::Instant::now() + CONFIG_SETTLE).min(deadline);
+                match tokio::time::timeout_at(settle, rx.recv()).await {
+                    Ok(Some(())) if tokio::time::Instant::now() < deadline => continue,
+                    Ok(None) => return,
+                    _ => break,
+                }
+            }
             shared.reload_config();
         }
     });

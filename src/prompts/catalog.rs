@@ -54,7 +54,16 @@ pub fn load_prompt_file(
         path: path.to_owned(),
         source,
     })?;
-    let def: PromptDef = toml::from_str(&text).map_err(|source| CatalogError::Parse {
+    parse_prompt_file(path, &text, known_tools)
+}
+
+/// Checks the text of one prompt file (read from `path`) against the names of all tools.
+fn parse_prompt_file(
+    path: &Path,
+    text: &str,
+    known_tools: &BTreeSet<String>,
+) -> Result<PromptDef, CatalogError> {
+    let def: PromptDef = toml::from_str(text).map_err(|source| CatalogError::Parse {
         path: path.to_owned(),
         source: Box::new(source),
     })?;
@@ -97,6 +106,9 @@ pub struct Catalog {
     builtin: Vec<PromptDef>,
     /// Last good definition of each prompt file, by path.
     files: BTreeMap<PathBuf, PromptDef>,
+    /// Refused prompt files by path, with the digest of the content that was refused: a refusal
+    /// is logged once per change of the file, not at every reload.
+    refused: BTreeMap<PathBuf, [u8; 32]>,
 }
 
 impl Default for Catalog {
@@ -104,6 +116,7 @@ impl Default for Catalog {
         Self {
             builtin: builtin_prompts(),
             files: BTreeMap::new(),
+            refused: BTreeMap::new(),
         }
     }
 }
@@ -135,8 +148,10 @@ impl Catalog {
     }
 
     /// Re-reads the `*.toml` files of `dir`. Returns whether the offered prompts changed. Refused
-    /// files are logged and keep their last good definition; a deleted file's prompt goes away.
+    /// files keep their last good definition; each refusal is logged once for the content that
+    /// was refused. A deleted file's prompt goes away.
     pub fn reload(&mut self, dir: &Path, known_tools: &BTreeSet<String>) -> bool {
+        use sha2::{Digest, Sha256};
         let before = self.prompts();
         let mut present = BTreeSet::new();
         if let Ok(entries) = std::fs::read_dir(dir) {
@@ -147,17 +162,36 @@ impl Catalog {
                 .filter(|p| p.extension().is_some_and(|e| e == "toml"))
             {
                 present.insert(path.clone());
-                match load_prompt_file(&path, known_tools) {
+                let read = std::fs::read(&path).map_err(|source| CatalogError::Io {
+                    path: path.clone(),
+                    source,
+                });
+                let digest: [u8; 32] = read
+                    .as_deref()
+                    .map(|bytes| Sha256::digest(bytes).into())
+                    .unwrap_or_default();
+                let parsed = read.and_then(|bytes| {
+                    let text = String::from_utf8(bytes).map_err(|e| CatalogError::Io {
+                        path: path.clone(),
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                    })?;
+                    parse_prompt_file(&path, &text, known_tools)
+                });
+                match parsed {
                     Ok(def) => {
+                        self.refused.remove(&path);
                         self.files.insert(path, def);
                     }
                     Err(error) => {
-                        tracing::warn!(%error, "prompt file refused; keeping its previous definition")
+                        if self.refused.insert(path, digest) != Some(digest) {
+                            tracing::warn!(%error, "prompt file refused; keeping its previous definition")
+                        }
                     }
                 }
             }
         }
         self.files.retain(|p, _| present.contains(p));
+        self.refused.retain(|p, _| present.contains(p));
         self.prompts() != before
     }
 }

@@ -9,6 +9,7 @@ mod completion;
 mod crash;
 mod disconnect;
 mod http;
+mod idle;
 mod javascript;
 mod prompts;
 mod store;
