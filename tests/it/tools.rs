@@ -297,3 +297,41 @@ async fn open_binary_reports_progress_when_the_request_carries_a_token() {
         "one notification per document and one for storing; got {progress}"
     );
 }
+
+/// Every `required` list in every input and output schema, anywhere in the schema tree.
+fn required_lists<'a>(schema: &'a serde_json::Value, out: &mut Vec<&'a Vec<serde_json::Value>>) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Array(list)) = map.get("required") {
+                out.push(list);
+            }
+            map.values().for_each(|v| required_lists(v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| required_lists(v, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn no_schema_requires_a_property_twice_regression_15() {
+    let h = start().await;
+    for tool in h.client.list_all_tools().await.unwrap() {
+        let mut lists = vec![];
+        let input = serde_json::Value::Object((*tool.input_schema).clone());
+        required_lists(&input, &mut lists);
+        let output = tool
+            .output_schema
+            .as_ref()
+            .map(|s| serde_json::Value::Object((**s).clone()));
+        if let Some(o) = &output {
+            required_lists(o, &mut lists);
+        }
+        for list in lists {
+            let mut names: Vec<&str> = list.iter().filter_map(|v| v.as_str()).collect();
+            names.sort_unstable();
+            let before = names.len();
+            names.dedup();
+            assert_eq!(before, names.len(), "{}: required {list:?}", tool.name);
+        }
+    }
+}

@@ -54,12 +54,6 @@ pub struct Instruction {
 /// A window of a procedure's disassembly.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct AssemblyPage {
-    /// Start of the procedure.
-    #[serde(with = "hex")]
-    #[schemars(with = "String")]
-    pub procedure: u64,
-    /// Procedure name, when known.
-    pub name: Option<String>,
     /// End (exclusive) of the decoded range: the stated size, else the next procedure start,
     /// capped at 64 KiB.
     #[serde(with = "hex")]
@@ -113,12 +107,6 @@ pub struct UnresolvedCall {
 /// The direct callees of one procedure, and its unresolved indirect transfers.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CallGraphEdges {
-    /// Start of the procedure.
-    #[serde(with = "hex")]
-    #[schemars(with = "String")]
-    pub procedure: u64,
-    /// Procedure name, when known.
-    pub name: Option<String>,
     /// Resolved callees, by target address.
     pub callees: Vec<CalleeEdge>,
     /// Indirect calls and jumps left unresolved (never guessed).
@@ -490,8 +478,6 @@ impl Image {
         }
         let shown_end = offset.saturating_add(instructions.len());
         Ok(AssemblyPage {
-            procedure: start,
-            name: self.procedures[index].name.clone(),
             end,
             capped: full_end > end,
             total_instructions: total,
@@ -540,8 +526,6 @@ impl Image {
             .map(|((target, via), sites)| self.callee_edge(target, via, sites))
             .collect();
         Ok(CallGraphEdges {
-            procedure: start,
-            name: self.procedures[index].name.clone(),
             callees,
             unresolved,
         })
