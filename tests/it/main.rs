@@ -8,6 +8,7 @@ mod common;
 mod completion;
 mod crash;
 mod disconnect;
+mod golden;
 mod http;
 mod idle;
 mod javascript;
