@@ -24,5 +24,6 @@ pub mod prompts;
 pub mod providers;
 pub mod server;
 pub mod session;
+pub mod settings;
 pub mod store;
 pub mod tools;

@@ -24,7 +24,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use rea::server::{ReaServer, Settings, Shared};
+use rea::server::{ReaServer, Shared};
+use rea::settings::Settings;
 use rmcp::ServiceExt;
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage};
 use serde_json::Value;

@@ -9,7 +9,7 @@ use anyhow::Context;
 
 use crate::analyzers::{artifact, capture, javascript};
 use crate::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp, Subject};
-use crate::server::Settings;
+use crate::settings::Settings;
 
 fn evidence_json<P: serde::Serialize, R: serde::Serialize>(
     operation: &str,

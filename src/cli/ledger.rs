@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 
 use crate::ids::EvidenceId;
-use crate::server::Settings;
+use crate::settings::Settings;
 use crate::store::EvidenceFilter;
 
 /// Evidence subcommands.

@@ -12,7 +12,8 @@ use clap::{Parser, Subcommand};
 
 use crate::completion::{self, Family};
 use crate::providers::native;
-use crate::server::{ReaServer, Settings, Shared};
+use crate::server::{ReaServer, Shared};
+use crate::settings::Settings;
 use crate::session;
 use crate::store::Store;
 

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rea::server::{ReaServer, Settings, Shared};
+use rea::server::{ReaServer, Shared};
+use rea::settings::Settings;
 use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompletionContext,
     CompletionInfo, GetPromptRequestParams, GetPromptResult, ProtocolVersion, Reference,

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use rea::server::{ReaServer, Settings, Shared};
+use rea::server::{ReaServer, Shared};
+use rea::settings::Settings;
 use rea::session::{self, Session};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};

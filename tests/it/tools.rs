@@ -232,7 +232,7 @@ async fn allowed_roots_confine_every_path_a_tool_takes() {
     let root = tempfile::tempdir().unwrap();
     std::fs::copy("/bin/true", root.path().join("true")).unwrap();
     std::os::unix::fs::symlink("/usr/bin/ls", root.path().join("escape")).unwrap();
-    let settings = rea::server::Settings {
+    let settings = rea::settings::Settings {
         state_dir: state.path().to_owned(),
         config_dir: None,
         allowed_roots: vec![root.path().to_owned()],
