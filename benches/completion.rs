@@ -89,14 +89,18 @@ fn cases(store: &Store, rows: u64) -> Vec<Case> {
 /// the id index, not the table (the 10M-row table is 9 GB, its index under 1 GB), then put in a
 /// fixed pseudo-random order and copied, so iteration walks the heap in allocation order.
 fn load_ids(store: &Store) -> Vec<String> {
-    let mut ids = store
-        .read(|conn| {
-            let mut stmt = conn.prepare("select id from evidence order by id")?;
-            let ids = stmt
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<Vec<String>, _>>()?;
-            Ok(ids)
-        })
+    // The store keeps its SQL to itself; the baseline reads with a connection of its own.
+    let conn = rusqlite::Connection::open_with_flags(
+        store.path(),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open the ledger read-only");
+    let mut stmt = conn
+        .prepare("select id from evidence order by id")
+        .expect("prepare");
+    let mut ids = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
         .expect("load every id");
     // Fisher-Yates with xorshift64: deterministic, no dependency.
     let mut state = 0x9e37_79b9_7f4a_7c15u64;

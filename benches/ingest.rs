@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rea::evidence::EvidenceRecord;
 use rea::session::Session;
-use rea::store::{PreparedEvidence, Store, insert_prepared, now_rfc3339};
+use rea::store::{PreparedEvidence, Store};
 
 use common::{Latency, Table, fmt_duration, fmt_mib, fmt_ratio, label, meets};
 
@@ -136,7 +136,7 @@ fn ingest_batches(
 /// Writes `rows` new rows through the store's writer with nothing of rea's record path but
 /// `insert_prepared`: a thread prepares the records (canonical JSON and id) one transaction
 /// ahead, as callers prepare records beside the writer, and each transaction is one
-/// `write_blocking` job that runs `insert_prepared` for `per_commit` of them. What is left is
+/// `Store::record_prepared_blocking` write that runs `insert_prepared` for `per_commit` of them. What is left is
 /// SQLite's work and the disk's, on the writer's connection with its pragmas and checkpoints: what
 /// the record path would reach at that group size if its own work cost nothing. Returns rows per
 /// second.
@@ -157,15 +157,7 @@ fn sqlite_alone(store: &Store, next: &AtomicU64, rows: u64, per_commit: u64) -> 
             }
         });
         for batch in ready {
-            store
-                .write_blocking(move |conn| {
-                    let created_at = now_rfc3339();
-                    for prepared in &batch {
-                        insert_prepared(conn, prepared, &created_at)?;
-                    }
-                    Ok(())
-                })
-                .expect("write rows");
+            store.record_prepared_blocking(batch).expect("write rows");
         }
     });
     rows as f64 / started.elapsed().as_secs_f64()

@@ -432,7 +432,9 @@ impl ServerHandler for ReaServer {
                     .map(String::as_str);
                 let guard = self.session.read().await;
                 completion::complete(
-                    guard.as_ref().map(|s| s.store().as_ref()),
+                    guard
+                        .as_ref()
+                        .map(|s| std::ops::Deref::deref(s.store().as_ref())),
                     family,
                     &request.argument.value,
                     document,

@@ -633,16 +633,21 @@ pub fn digits_for(rows: u64, target: f64) -> usize {
 /// Ids of `count` rows spread evenly over a ledger of `rows` rows, as sources of prefixes.
 pub fn sample_ids(store: &rea::store::Store, rows: u64, count: u64) -> Vec<String> {
     let step = (rows / count).max(1);
-    store
-        .read(|conn| {
-            let mut stmt = conn.prepare("select id from evidence where seq = ?1")?;
-            let mut ids = Vec::new();
-            for k in 0..count.min(rows) {
-                ids.push(stmt.query_row([(1 + k * step) as i64], |r| r.get::<_, String>(0))?);
-            }
-            Ok(ids)
+    // The store keeps its SQL to itself; a bench may look with a connection of its own.
+    let conn = rusqlite::Connection::open_with_flags(
+        store.path(),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open the ledger read-only");
+    let mut stmt = conn
+        .prepare("select id from evidence where seq = ?1")
+        .expect("prepare");
+    (0..count.min(rows))
+        .map(|k| {
+            stmt.query_row([(1 + k * step) as i64], |r| r.get::<_, String>(0))
+                .expect("sample ids")
         })
-        .expect("sample ids")
+        .collect()
 }
 
 /// Selective prefixes (about ten matches each among `rows` rows) cut from sampled ids.

@@ -60,7 +60,7 @@ pub enum EvidenceAction {
 
 /// Runs an evidence subcommand.
 pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCode> {
-    let open = |session: Option<&str>| -> anyhow::Result<std::sync::Arc<crate::store::Store>> {
+    let open = |session: Option<&str>| -> anyhow::Result<crate::store::ReadOnlyStore> {
         super::open_session_store(settings, session)?
             .context("no session exists under the state directory")
     };
@@ -144,13 +144,39 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
             jsonl,
             overwrite,
         } => {
-            let store = open(session.as_deref())?;
+            let id = super::session_id(settings, session.as_deref())?
+                .context("no session exists under the state directory")?;
+            // A session no live process holds is taken for the export, so the export time is
+            // noted in it (`rea sessions prune` keeps sessions never exported); a live server's
+            // session is read beside it and left as it is.
+            let owned = match crate::session::Session::resume(&settings.state_dir, &id) {
+                Ok(s) => Some(s),
+                Err(crate::session::SessionError::InUse { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            let reader = match &owned {
+                Some(_) => None,
+                None => Some(open(Some(&id))?),
+            };
+            let store: &crate::store::ReadOnlyStore = match (&owned, &reader) {
+                (Some(s), _) => s.store(),
+                (None, Some(r)) => r,
+                (None, None) => unreachable!("one of them is open"),
+            };
             if jsonl {
-                let n = crate::tools::ledger::export_jsonl(&store, &dest, overwrite)
+                let n = crate::tools::ledger::export_jsonl(store, &dest, overwrite)
                     .map_err(|e| anyhow::anyhow!(e.0))?;
                 println!("exported {n} records to {}", dest.display());
             } else {
-                store.export(&dest, overwrite)?;
+                match &owned {
+                    Some(s) => s.store().export(&dest, overwrite)?,
+                    None => {
+                        store.copy_to(&dest, overwrite)?;
+                        eprintln!(
+                            "rea: session {id} is live; its export time is noted only when its owner exports"
+                        );
+                    }
+                }
                 println!("exported the session database to {}", dest.display());
             }
         }

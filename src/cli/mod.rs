@@ -13,9 +13,9 @@ use clap::{Parser, Subcommand};
 use crate::completion::{self, Family};
 use crate::providers::native;
 use crate::server::{ReaServer, Shared};
-use crate::settings::Settings;
 use crate::session;
-use crate::store::Store;
+use crate::settings::Settings;
+use crate::store::ReadOnlyStore;
 
 /// rea: investigate shipped software over MCP, keeping every observation as auditable Evidence.
 #[derive(Debug, Parser)]
@@ -380,11 +380,8 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens a session's store for reading by a CLI command: the named session, or the only one.
-pub(crate) fn open_session_store(
-    settings: &Settings,
-    id: Option<&str>,
-) -> anyhow::Result<Option<std::sync::Arc<Store>>> {
+/// The session a CLI command reads: the named one, or the only one on disk.
+pub(crate) fn session_id(settings: &Settings, id: Option<&str>) -> anyhow::Result<Option<String>> {
     let id = match id {
         Some(id) => id.to_owned(),
         None => {
@@ -402,8 +399,21 @@ pub(crate) fn open_session_store(
             }
         }
     };
+    Ok(Some(id))
+}
+
+/// Opens a session's database for reading by a CLI command (the named session, or the only
+/// one): read-only, taking no lock and writing nothing, so it works beside a live server and on
+/// a read-only file system.
+pub(crate) fn open_session_store(
+    settings: &Settings,
+    id: Option<&str>,
+) -> anyhow::Result<Option<ReadOnlyStore>> {
+    let Some(id) = session_id(settings, id)? else {
+        return Ok(None);
+    };
     let path = session::database_path(&settings.state_dir, &id)?;
-    Ok(Some(Store::open(&path)?))
+    Ok(Some(ReadOnlyStore::open(&path)?))
 }
 
 fn complete(
@@ -427,13 +437,9 @@ fn complete(
     let family: Option<Family> = def.argument(argument).and_then(|a| a.completion);
     let store = open_session_store(settings, session)?;
     let page = match family {
-        Some(f) => completion::complete(
-            store.as_deref(),
-            f,
-            prefix,
-            document,
-            completion::MAX_VALUES,
-        ),
+        Some(f) => {
+            completion::complete(store.as_ref(), f, prefix, document, completion::MAX_VALUES)
+        }
         None => Default::default(),
     };
     if json {

@@ -9,7 +9,7 @@ pub mod key;
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{CompletionPage, ProcedureScope, Store};
+use crate::store::{CompletionPage, ProcedureScope, ReadOnlyStore};
 
 /// The protocol's limit on values in one completion answer.
 pub const MAX_VALUES: usize = 100;
@@ -96,7 +96,7 @@ pub fn complete_in_memory<I: IntoIterator<Item = String>>(
 /// `document` is the `document` argument of the request's context, forwarded to Procedure
 /// completion. Errors of any source become an empty answer.
 pub fn complete(
-    session: Option<&Store>,
+    session: Option<&ReadOnlyStore>,
     family: Family,
     typed: &str,
     document: Option<&str>,
@@ -128,9 +128,13 @@ pub fn complete(
 
 /// `auto`, plus the deep candidates for the active target's format when a target is open. Looking
 /// for candidates reads PATH; it never starts them, and without a target it does not even look.
-fn complete_providers(session: Option<&Store>, typed: &str, limit: usize) -> CompletionPage {
+fn complete_providers(
+    session: Option<&ReadOnlyStore>,
+    typed: &str,
+    limit: usize,
+) -> CompletionPage {
     let mut candidates = vec![crate::providers::native::PROVIDER_ID.to_owned()];
-    match session.map(Store::active_target) {
+    match session.map(ReadOnlyStore::active_target) {
         Some(Ok(Some(target))) => {
             candidates.extend(
                 crate::providers::deep::candidates(&target.format, None)

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Store, StoreError};
+use super::{ReadOnlyStore, StoreError};
 use crate::ids::{EvidenceId, ManifestId, OccurrenceId};
 
 /// One occurrence row.
@@ -20,7 +20,7 @@ pub struct OccurrenceRow {
 }
 
 /// Registers a schema-valid manifest carried by `evidence`. Idempotent.
-pub fn insert_manifest(
+pub(super) fn insert_manifest(
     conn: &Connection,
     manifest: &ManifestId,
     evidence: &EvidenceId,
@@ -36,7 +36,7 @@ pub fn insert_manifest(
 }
 
 /// Registers the occurrences of one schema-valid page carried by `evidence`. Idempotent.
-pub fn insert_occurrences(
+pub(super) fn insert_occurrences(
     conn: &Connection,
     manifest: &ManifestId,
     evidence: &EvidenceId,
@@ -58,7 +58,7 @@ pub fn insert_occurrences(
     Ok(())
 }
 
-impl Store {
+impl ReadOnlyStore {
     /// The Evidence that carries a manifest, and the target digest it describes.
     pub fn manifest_evidence(
         &self,

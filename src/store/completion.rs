@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rusqlite::{Connection, OptionalExtension, StatementStatus, params};
 
-use super::{Store, StoreError};
+use super::{ReadOnlyStore, StoreError};
 use crate::completion::key::{MAX_PREFIX_CHARS, match_key, successor};
 
 /// One completion answer.
@@ -37,7 +37,7 @@ pub enum ProcedureScope<'a> {
 pub const COUNTED_PREFIX_CHARS: usize = 4;
 
 /// Adds the re-prepares SQLite counted on `stmt` since the last call to the store's tally (see
-/// [`Store::completion_reprepares`]).
+/// [`ReadOnlyStore::completion_reprepares`]).
 fn tally_reprepares(reprepares: &AtomicU64, stmt: &mut rusqlite::Statement<'_>) {
     let n = stmt.reset_status(StatementStatus::RePrepare);
     if n > 0 {
@@ -186,7 +186,7 @@ fn scan_page(
     })
 }
 
-impl Store {
+impl ReadOnlyStore {
     /// How many times SQLite had to re-prepare a cached completion statement of this store. Stays
     /// 0 as long as nothing changes the schema or its statistics under a cached statement (rea
     /// never runs ANALYZE or PRAGMA optimize).

@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, now_rfc3339};
+use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
 use crate::evidence::{EvidenceRecord, StoredEvidence};
 use crate::ids::EvidenceId;
 
@@ -94,14 +94,15 @@ impl PreparedEvidence {
     /// Whether storing it alone needs a savepoint. Without links, the insert and its prefix
     /// count are its only changes and nothing can refuse the record once the insert has run,
     /// so it goes without (a savepoint costs more than the insert).
-    fn needs_savepoint(&self) -> bool {
+    pub(super) fn needs_savepoint(&self) -> bool {
         !self.links.is_empty()
     }
 }
 
 /// Inserts `record` unless an identical one is present, with its links. Runs inside the caller's
 /// transaction.
-pub fn insert_evidence(
+#[cfg(test)]
+pub(super) fn insert_evidence(
     conn: &Connection,
     record: &EvidenceRecord,
 ) -> Result<RecordOutcome, StoreError> {
@@ -111,7 +112,7 @@ pub fn insert_evidence(
 /// Inserts the row of `prepared`, stored at `created_at`, unless an identical record is present.
 /// The INSERT runs first and yields to an existing row with the same id, so a new record costs
 /// one index probe; only a repeated record reads the row it found.
-pub fn insert_prepared(
+pub(super) fn insert_prepared(
     conn: &Connection,
     prepared: &PreparedEvidence,
     created_at: &str,
@@ -186,7 +187,7 @@ fn count_prefix(conn: &Connection, id: &EvidenceId) -> Result<(), StoreError> {
 }
 
 /// Reads one record by id.
-pub fn get_evidence(
+pub(super) fn get_evidence(
     conn: &Connection,
     id: &EvidenceId,
 ) -> Result<Option<StoredEvidence>, StoreError> {
@@ -256,6 +257,25 @@ impl Store {
         .await
     }
 
+    /// Stores already prepared records in one write, one row each with nothing else done (no
+    /// savepoint unless one links), all at one `created_at`: the insert path alone, for the ingest
+    /// benchmark's SQLite-alone rows. Blocking.
+    pub fn record_prepared_blocking(
+        &self,
+        prepared: Vec<PreparedEvidence>,
+    ) -> Result<Vec<RecordOutcome>, StoreError> {
+        let savepoint = prepared.iter().any(PreparedEvidence::needs_savepoint);
+        self.submit_blocking(savepoint, move |conn| {
+            let created_at = now_rfc3339();
+            prepared
+                .iter()
+                .map(|p| insert_prepared(conn, p, &created_at))
+                .collect()
+        })
+    }
+}
+
+impl ReadOnlyStore {
     /// One record by id, or `None` when this ledger does not hold it.
     pub fn evidence(&self, id: &EvidenceId) -> Result<Option<StoredEvidence>, StoreError> {
         self.read(|conn| get_evidence(conn, id))
@@ -352,21 +372,5 @@ impl Store {
             }
             Ok(())
         })
-    }
-
-    /// Marks `id` as a validated process capture, so Process capture completion offers it.
-    pub async fn mark_process_capture(
-        &self,
-        record: EvidenceRecord,
-    ) -> Result<RecordOutcome, StoreError> {
-        self.write(move |conn| {
-            let outcome = insert_evidence(conn, &record)?;
-            conn.prepare_cached(
-                "insert or ignore into process_captures (evidence_id) values (?1)",
-            )?
-            .execute([outcome.id.as_str()])?;
-            Ok(outcome)
-        })
-        .await
     }
 }

@@ -1,11 +1,21 @@
-//! The session database: one SQLite file per binary session, owned by one [`Store`].
+//! The session database: one SQLite file per binary session, owned by one [`Store`], and read by
+//! any number of [`ReadOnlyStore`]s.
 //!
 //! Sharing: rusqlite's `Connection` is `Send` but not `Sync`, so the store never shares one. A
 //! single writer thread owns the read-write connection and commits queued writes together (group
-//! commit): a caller's [`Store::write`] returns only after the COMMIT that holds its write. Reads
-//! take a read-only connection from a small pool; in WAL mode they never wait for the writer.
-//! One more connection, on a thread of its own, only copies WAL pages into the database
-//! (`checkpoint.rs`); it never writes a row.
+//! commit): a caller's write (a [`Recording`], a record, a target, an unknown's revision) returns
+//! only after the COMMIT that holds it. Reads take a read-only connection from a small pool; in WAL
+//! mode they never wait for the writer. One more connection, on a thread of its own, only copies
+//! WAL pages into the database (`checkpoint.rs`); it never writes a row.
+//!
+//! A [`ReadOnlyStore`] is that pool of readers alone: no writer thread, no migration, no session
+//! lock, nothing written. `rea evidence`, `rea complete` and `rea sessions` read a session through
+//! one, also while a live server is writing to it, and also on a read-only file system. A
+//! [`Store`] dereferences to its own read-only side, so every query is written once.
+//!
+//! No SQL and no connection leave this module: callers hand in domain values and get domain
+//! values back.
+//!
 //! `ANALYZE` and `PRAGMA optimize` are never run: with the bundled SQLite's STAT4 they would make
 //! every cached statement re-prepare.
 
@@ -13,6 +23,7 @@ mod artifacts;
 mod checkpoint;
 mod completion;
 mod evidence;
+mod recording;
 mod targets;
 mod unknowns;
 
@@ -25,12 +36,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-pub use artifacts::{OccurrenceRow, insert_manifest, insert_occurrences};
+pub use artifacts::OccurrenceRow;
 pub use checkpoint::CheckpointStats;
 pub use completion::{CompletionPage, ProcedureScope};
-pub use evidence::{
-    EvidenceFilter, EvidenceSummary, PreparedEvidence, RecordOutcome, insert_evidence,
-    insert_prepared,
+pub use evidence::{EvidenceFilter, EvidenceSummary, PreparedEvidence, RecordOutcome};
+pub use recording::{
+    Committed, LoadError, Loaded, ManifestRegistration, OccurrenceRegistration, Recording,
 };
 pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRow, TargetRow};
 pub use unknowns::{
@@ -154,9 +165,25 @@ type Job = Box<dyn FnOnce(&Connection) -> (Finisher, bool) + Send>;
 /// Delivers a write's answer: `None` when its transaction committed, else the commit error.
 type Finisher = Box<dyn FnOnce(Option<&str>) + Send>;
 
-/// The session database. See the module documentation for how it is shared.
-pub struct Store {
+/// Read-only access to a session database: a pool of reader connections and every query. See the
+/// module documentation for how it is shared.
+pub struct ReadOnlyStore {
     path: PathBuf,
+    /// Idle read-only connections. Each is used by one caller at a time.
+    readers: Mutex<Vec<Connection>>,
+    /// Whether the database is opened as immutable: on read-only media where SQLite cannot make
+    /// the shared-memory file a WAL reader needs (nothing can be writing it there).
+    immutable: bool,
+    /// Re-prepares of cached completion statements observed so far (see
+    /// [`ReadOnlyStore::completion_reprepares`]).
+    reprepares: AtomicU64,
+}
+
+/// The session database, written by its owner. See the module documentation for how it is
+/// shared; it dereferences to its [`ReadOnlyStore`] for every query.
+pub struct Store {
+    /// The readers and every query.
+    reads: ReadOnlyStore,
     /// Queue into the writer thread; `None` once the store is closed.
     writer: Mutex<Option<mpsc::Sender<Job>>>,
     /// The writer thread, joined on close so every queued write has finished first.
@@ -164,15 +191,18 @@ pub struct Store {
     /// Hears from the writer thread once its last write has finished and only releasing its
     /// connection is left; a discarded database does not wait for that.
     writes_done: Mutex<mpsc::Receiver<()>>,
-    /// Idle read-only connections. Each is used by one caller at a time.
-    readers: Mutex<Vec<Connection>>,
-    /// Re-prepares of cached completion statements observed so far (see
-    /// [`Store::completion_reprepares`]).
-    reprepares: AtomicU64,
     /// What the writer thread and the store share.
     writer_state: Arc<WriterState>,
     /// Where checkpoints ran.
     checkpoints: CheckpointCounters,
+}
+
+impl std::ops::Deref for Store {
+    type Target = ReadOnlyStore;
+
+    fn deref(&self) -> &ReadOnlyStore {
+        &self.reads
+    }
 }
 
 /// Shared between a [`Store`] and its writer thread.
@@ -201,6 +231,15 @@ pub struct WriteStats {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl std::fmt::Debug for ReadOnlyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadOnlyStore")
+            .field("path", &self.path)
+            .field("immutable", &self.immutable)
+            .finish()
     }
 }
 
@@ -272,20 +311,13 @@ impl Store {
                 source,
             })?;
         Ok(Arc::new(Store {
-            path: path.to_owned(),
+            reads: ReadOnlyStore::with(path, false),
             writer: Mutex::new(Some(tx)),
             writer_thread: Mutex::new(Some(thread)),
             writes_done: Mutex::new(writes_done),
-            readers: Mutex::new(Vec::new()),
-            reprepares: Default::default(),
             writer_state,
             checkpoints,
         }))
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Queues `f` for the writer thread. With `savepoint`, `f` runs inside a savepoint of its
@@ -344,7 +376,7 @@ impl Store {
     }
 
     /// Queues `f` (see `enqueue`) and waits for the COMMIT that holds it.
-    pub(crate) async fn submit<R, F>(&self, savepoint: bool, f: F) -> Result<R, StoreError>
+    async fn submit<R, F>(&self, savepoint: bool, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -355,7 +387,7 @@ impl Store {
     }
 
     /// [`Store::submit`] for callers outside an async runtime.
-    pub(crate) fn submit_blocking<R, F>(&self, savepoint: bool, f: F) -> Result<R, StoreError>
+    fn submit_blocking<R, F>(&self, savepoint: bool, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -367,7 +399,7 @@ impl Store {
 
     /// Runs `f` in the writer's transaction and returns its value once that transaction has
     /// committed. An error from `f` rolls back only `f`'s own changes.
-    pub async fn write<R, F>(&self, f: F) -> Result<R, StoreError>
+    async fn write<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -376,7 +408,7 @@ impl Store {
     }
 
     /// [`Store::write`] for callers outside an async runtime.
-    pub fn write_blocking<R, F>(&self, f: F) -> Result<R, StoreError>
+    fn write_blocking<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -384,55 +416,11 @@ impl Store {
         self.submit_blocking(true, f)
     }
 
-    /// Runs `f` on a read-only connection. Never waits for the writer (WAL).
-    pub fn read<R>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
-    ) -> Result<R, StoreError> {
-        let conn = self.take_reader()?;
-        let result = f(&conn);
-        let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < MAX_IDLE_READERS {
-            idle.push(conn);
-        }
-        result
-    }
-
-    fn take_reader(&self) -> Result<Connection, StoreError> {
-        if let Some(conn) = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Ok(conn);
-        }
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        configure(&conn, Role::Reader)?;
-        Ok(conn)
-    }
-
     /// Writes a consistent copy of the database to `dest` with `VACUUM INTO` and notes the time
     /// of the export in `meta` (`rea sessions prune` keeps sessions never exported). Refuses to
     /// replace an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
     pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
-        if dest.exists() {
-            if !overwrite {
-                return Err(StoreError::ExportExists {
-                    path: dest.to_owned(),
-                });
-            }
-            std::fs::remove_file(dest).map_err(|source| StoreError::Io {
-                path: dest.to_owned(),
-                source,
-            })?;
-        }
-        // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
-        // writer is always inside a transaction, where VACUUM cannot run.
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.execute("vacuum into ?1", [dest.to_string_lossy()])?;
+        self.reads.copy_to(dest, overwrite)?;
         self.set_meta_blocking("exported_at", &now_rfc3339())
     }
 
@@ -475,6 +463,100 @@ impl Store {
                 let _ = thread.join();
             }
         }
+        self.reads.release();
+    }
+
+    /// Sets a value in the `meta` table.
+    pub fn set_meta_blocking(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        let (name, value) = (name.to_owned(), value.to_owned());
+        self.write_blocking(move |conn| {
+            conn.prepare_cached("insert into meta (name, value) values (?1, ?2) on conflict (name) do update set value = excluded.value")?
+                .execute([name, value])?;
+            Ok(())
+        })
+    }
+}
+
+impl ReadOnlyStore {
+    /// Opens the database at `path` for reading only: no writer, no migration, no lock, nothing
+    /// written, so it works beside a live owner and on read-only media. The file must be a rea
+    /// session database.
+    pub fn open(path: &Path) -> Result<ReadOnlyStore, StoreError> {
+        let store = ReadOnlyStore::with(path, false);
+        match store.check() {
+            Ok(()) => Ok(store),
+            // A WAL reader needs the shared-memory file beside the database; on read-only media
+            // without one, SQLite cannot make it, and nothing can be writing there either.
+            Err(StoreError::Sqlite(e)) if !shm_path(path).exists() => {
+                let immutable = ReadOnlyStore::with(path, true);
+                immutable.check().map_err(|_| StoreError::Sqlite(e))?;
+                Ok(immutable)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn with(path: &Path, immutable: bool) -> ReadOnlyStore {
+        ReadOnlyStore {
+            path: path.to_owned(),
+            readers: Mutex::new(Vec::new()),
+            immutable,
+            reprepares: Default::default(),
+        }
+    }
+
+    /// Checks that the file is a session database whose schema this build reads.
+    fn check(&self) -> Result<(), StoreError> {
+        self.read(|conn| {
+            let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+            if found != APPLICATION_ID {
+                return Err(StoreError::NotASessionDatabase {
+                    path: self.path.clone(),
+                    found,
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on a read-only connection. Never waits for the writer (WAL).
+    fn read<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let conn = self.take_reader()?;
+        let result = f(&conn);
+        let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(conn);
+        }
+        result
+    }
+
+    fn take_reader(&self) -> Result<Connection, StoreError> {
+        if let Some(conn) = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(conn);
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = if self.immutable {
+            Connection::open_with_flags(
+                immutable_uri(&self.path),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            )?
+        } else {
+            Connection::open_with_flags(&self.path, flags)?
+        };
+        configure(&conn, Role::Reader)?;
+        Ok(conn)
+    }
+
+    /// Closes the idle readers.
+    fn release(&self) {
         self.readers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -491,20 +573,62 @@ impl Store {
         })
     }
 
-    /// Sets a value in the `meta` table.
-    pub fn set_meta_blocking(&self, name: &str, value: &str) -> Result<(), StoreError> {
-        let (name, value) = (name.to_owned(), value.to_owned());
-        self.write_blocking(move |conn| {
-            conn.prepare_cached("insert into meta (name, value) values (?1, ?2) on conflict (name) do update set value = excluded.value")?
-                .execute([name, value])?;
-            Ok(())
-        })
-    }
-
     /// `PRAGMA integrity_check` on a read-only connection: `"ok"` when sound.
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         self.read(|conn| Ok(conn.query_row("pragma integrity_check", [], |r| r.get(0))?))
     }
+
+    /// Writes a consistent copy of the database to `dest` with `VACUUM INTO`. Refuses to replace
+    /// an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
+    pub fn copy_to(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
+        if dest.exists() {
+            if !overwrite {
+                return Err(StoreError::ExportExists {
+                    path: dest.to_owned(),
+                });
+            }
+            std::fs::remove_file(dest).map_err(|source| StoreError::Io {
+                path: dest.to_owned(),
+                source,
+            })?;
+        }
+        // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
+        // writer is always inside a transaction, where VACUUM cannot run.
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = if self.immutable {
+            Connection::open_with_flags(
+                immutable_uri(&self.path),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            )?
+        } else {
+            Connection::open_with_flags(&self.path, flags)?
+        };
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.execute("vacuum into ?1", [dest.to_string_lossy()])?;
+        Ok(())
+    }
+}
+
+/// The shared-memory file SQLite keeps beside a WAL database.
+fn shm_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-shm");
+    PathBuf::from(name)
+}
+
+/// A `file:` URI opening `path` as immutable; every byte but plain path characters is
+/// percent-encoded, so any file name survives.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 impl Drop for Store {
@@ -653,6 +777,7 @@ pub fn now_rfc3339() -> String {
 mod tests {
     use super::*;
     use crate::evidence::{EvidenceRecord, test_record};
+    use evidence::insert_evidence;
 
     fn record(n: u64) -> EvidenceRecord {
         test_record(

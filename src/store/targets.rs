@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, now_rfc3339};
+use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
 use crate::completion::key::match_key;
 use crate::ids::Address;
 
@@ -133,7 +133,7 @@ fn from_i64(v: i64) -> u64 {
 
 /// Inserts (or re-activates) a target with its documents, procedures and procedure completion
 /// values, and makes it the active target. Returns the target's row id.
-pub fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64, StoreError> {
+pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64, StoreError> {
     conn.prepare_cached("update targets set active = 0 where active = 1")?
         .execute([])?;
     let existing: Option<i64> = conn
@@ -276,7 +276,9 @@ impl Store {
         })
         .await
     }
+}
 
+impl ReadOnlyStore {
     /// The active target, if any.
     pub fn active_target(&self) -> Result<Option<TargetRow>, StoreError> {
         self.read(|conn| {

@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, now_rfc3339};
+use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
 use crate::ids::{EvidenceId, UnknownId};
 
 /// Where an unknown stands.
@@ -333,7 +333,9 @@ impl Store {
         })
         .await
     }
+}
 
+impl ReadOnlyStore {
     /// Heads of unknowns, optionally only the unresolved ones, by id, with the total.
     pub fn list_unknowns(
         &self,

@@ -22,7 +22,7 @@ use crate::analyzers::artifact::{
 use crate::evidence::{EvidenceRecord, ProviderStamp, Subject};
 use crate::ids::{EvidenceId, ManifestId};
 use crate::server::ReaServer;
-use crate::store::{OccurrenceRow, Store, insert_evidence, insert_manifest, insert_occurrences};
+use crate::store::{ManifestRegistration, OccurrenceRegistration, OccurrenceRow, Recording, Store};
 
 /// A page of occurrences as the inventory Evidence refers to it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -132,92 +132,89 @@ pub async fn record_inventory(
     params: serde_json::Value,
     inventory: Inventory,
 ) -> Result<(InventoryGraph, EvidenceInline), ToolError> {
+    let (graph, recording) = inventory_recording(subject, params, inventory)?;
+    let record = recording.primary.clone();
+    let committed = store.commit(recording).await?;
+    Ok((graph, inline(committed.primary, record)))
+}
+
+/// The recording of an inventory: one record per occurrence page, the graph record linking to
+/// them, and (for a schema-valid inventory) its manifest and the occurrences of its valid pages.
+pub fn inventory_recording(
+    subject: Subject,
+    params: serde_json::Value,
+    inventory: Inventory,
+) -> Result<(InventoryGraph, Recording), ToolError> {
     let summary = inventory.summary();
     let schema_valid = inventory.check().is_ok();
-    let mut page_records = vec![];
+    let mut pages = vec![];
+    let mut refs = vec![];
+    let mut page_ids = vec![];
     for page in &inventory.pages {
-        page_records.push(page_record(&subject, page)?);
+        let record = page_record(&subject, page)?;
+        let id = record.id()?;
+        refs.push(PageRef {
+            page: page.page,
+            occurrences: page.occurrences.len() as u64,
+            evidence_id: id.clone(),
+        });
+        page_ids.push(id);
+        pages.push(record);
     }
+    let graph = InventoryGraph {
+        summary,
+        provider: inventory.provider.clone(),
+        manifest: inventory.manifest.clone(),
+        edges: inventory.edges.clone(),
+        findings: inventory.findings.clone(),
+        occurrence_set: inventory.occurrence_set.clone(),
+        limitations: inventory.limitations.clone(),
+        pages: refs,
+    };
     let target_sha256 = subject.sha256.clone();
-    let result = store
-        .write(move |conn| {
-            let mut refs = vec![];
-            let mut page_ids = vec![];
-            for (page, record) in inventory.pages.iter().zip(&page_records) {
-                let outcome = insert_evidence(conn, record)?;
-                refs.push(PageRef {
-                    page: page.page,
-                    occurrences: page.occurrences.len() as u64,
-                    evidence_id: outcome.id.clone(),
+    let primary = EvidenceRecord {
+        subject: Some(subject),
+        provider: ProviderStamp::builtin(),
+        operation: "inspect_artifact".into(),
+        parameters: params,
+        result: serde_json::to_value(&graph)?,
+        confidence: crate::evidence::Confidence::Observed,
+        authority: crate::evidence::Authority::ShippedArtifact,
+        limitations: inventory.limitations.clone(),
+        locations: vec![],
+        links: page_ids.clone(),
+    };
+    let mut recording = Recording::of(primary);
+    recording.pages = pages;
+    // Only inventories and pages that validate against the schema feed completion.
+    if schema_valid {
+        let manifest = inventory.manifest.id.clone();
+        recording.manifest = Some(ManifestRegistration {
+            id: manifest.clone(),
+            target_sha256,
+            pages: inventory.pages.len() as u32,
+            complete: inventory.occurrence_set.complete,
+        });
+        for (page, id) in inventory.pages.iter().zip(&page_ids) {
+            if artifact::validate_page(&serde_json::to_value(page)?).is_ok() {
+                recording.occurrences.push(OccurrenceRegistration {
+                    manifest: manifest.clone(),
+                    evidence: id.clone(),
+                    rows: page
+                        .occurrences
+                        .iter()
+                        .map(|o| OccurrenceRow {
+                            id: o.id.clone(),
+                            part: o.part.clone(),
+                            kind: o.kind.as_str().into(),
+                            value: o.value.clone(),
+                        })
+                        .collect(),
                 });
-                page_ids.push(outcome.id);
             }
-            let graph = InventoryGraph {
-                summary,
-                provider: inventory.provider.clone(),
-                manifest: inventory.manifest.clone(),
-                edges: inventory.edges.clone(),
-                findings: inventory.findings.clone(),
-                occurrence_set: inventory.occurrence_set.clone(),
-                limitations: inventory.limitations.clone(),
-                pages: refs,
-            };
-            let record = EvidenceRecord {
-                subject: Some(subject),
-                provider: ProviderStamp::builtin(),
-                operation: "inspect_artifact".into(),
-                parameters: params,
-                result: serde_json::to_value(&graph).map_err(|e| {
-                    crate::store::StoreError::CorruptRecord {
-                        id: "inventory".into(),
-                        source: e,
-                    }
-                })?,
-                confidence: crate::evidence::Confidence::Observed,
-                authority: crate::evidence::Authority::ShippedArtifact,
-                limitations: inventory.limitations.clone(),
-                locations: vec![],
-                links: page_ids.clone(),
-            };
-            let outcome = insert_evidence(conn, &record)?;
-            // Only inventories and pages that validate against the schema feed completion.
-            if schema_valid {
-                let manifest = &inventory.manifest.id;
-                insert_manifest(
-                    conn,
-                    manifest,
-                    &outcome.id,
-                    &target_sha256,
-                    inventory.pages.len() as u32,
-                    inventory.occurrence_set.complete,
-                )?;
-                for (page, id) in inventory.pages.iter().zip(&page_ids) {
-                    let value = serde_json::to_value(page).map_err(|e| {
-                        crate::store::StoreError::CorruptRecord {
-                            id: id.to_string(),
-                            source: e,
-                        }
-                    })?;
-                    if artifact::validate_page(&value).is_ok() {
-                        let rows: Vec<OccurrenceRow> = page
-                            .occurrences
-                            .iter()
-                            .map(|o| OccurrenceRow {
-                                id: o.id.clone(),
-                                part: o.part.clone(),
-                                kind: o.kind.as_str().into(),
-                                value: o.value.clone(),
-                            })
-                            .collect();
-                        insert_occurrences(conn, manifest, id, &rows)?;
-                    }
-                }
-            }
-            Ok((graph, outcome, record))
-        })
-        .await?;
-    let (graph, outcome, record) = result;
-    Ok((graph, inline(outcome, record)))
+        }
+    }
+    Ok((graph, recording))
 }
 
 impl ReaServer {

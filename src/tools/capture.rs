@@ -15,7 +15,7 @@ use crate::analyzers::capture::{self, Capture, CaptureComparison, NormalizationR
 use crate::evidence::{Authority, Confidence, EvidenceRecord, Location, ProviderStamp};
 use crate::ids::{Address, EvidenceId};
 use crate::server::ReaServer;
-use crate::store::insert_evidence;
+use crate::store::Recording;
 
 /// Name of the tool that runs programs; it is in the catalog only while capture is enabled.
 pub const CAPTURE_TOOL: &str = "capture_process_scenario";
@@ -173,19 +173,9 @@ impl ReaServer {
         };
         // The result must read back as a capture before it feeds Process capture completion.
         let valid = serde_json::from_value::<Captured>(record.result.clone()).is_ok();
-        let stored = record.clone();
-        let outcome = store
-            .write(move |conn| {
-                let outcome = insert_evidence(conn, &stored)?;
-                if valid {
-                    conn.prepare_cached(
-                        "insert or ignore into process_captures (evidence_id) values (?1)",
-                    )?
-                    .execute([outcome.id.as_str()])?;
-                }
-                Ok(outcome)
-            })
-            .await?;
+        let mut recording = Recording::of(record.clone());
+        recording.process_capture = valid;
+        let outcome = store.commit(recording).await?.primary;
         Ok(Json(Observed {
             result,
             evidence: inline(outcome, record),

@@ -14,7 +14,7 @@ use crate::analyzers::javascript::{self, JsAnalysis};
 use crate::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp, Subject};
 use crate::ids::{ManifestId, OccurrenceId};
 use crate::server::ReaServer;
-use crate::store::{OccurrenceRow, insert_evidence, insert_manifest, insert_occurrences};
+use crate::store::{ManifestRegistration, OccurrenceRegistration, OccurrenceRow, Recording};
 
 /// Arguments of `analyze_javascript_application`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -144,15 +144,20 @@ impl ReaServer {
             locations: vec![],
             links: vec![],
         };
-        let stored = record.clone();
-        let outcome = store
-            .write(move |conn| {
-                let outcome = insert_evidence(conn, &stored)?;
-                insert_manifest(conn, &id, &outcome.id, &subject.sha256, 1, true)?;
-                insert_occurrences(conn, &id, &outcome.id, &rows)?;
-                Ok(outcome)
-            })
-            .await?;
+        let mut recording = Recording::of(record.clone());
+        recording.manifest = Some(ManifestRegistration {
+            id: id.clone(),
+            target_sha256: subject.sha256.clone(),
+            pages: 1,
+            complete: true,
+        });
+        let evidence = recording.primary_id()?;
+        recording.occurrences.push(OccurrenceRegistration {
+            manifest: id,
+            evidence,
+            rows,
+        });
+        let outcome = store.commit(recording).await?.primary;
         Ok(Json(Observed {
             result,
             evidence: inline(outcome, record),

@@ -9,7 +9,7 @@ use super::{ToolError, next_offset, page_limit};
 use crate::evidence::StoredEvidence;
 use crate::ids::EvidenceId;
 use crate::server::ReaServer;
-use crate::store::{EvidenceFilter, EvidenceSummary, Store};
+use crate::store::{EvidenceFilter, EvidenceSummary, ReadOnlyStore};
 
 /// Arguments of `get_evidence`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -85,7 +85,7 @@ pub struct Exported {
 
 /// Writes every record of `store` as JSON lines to `dest`.
 pub fn export_jsonl(
-    store: &Store,
+    store: &ReadOnlyStore,
     dest: &std::path::Path,
     overwrite: bool,
 ) -> Result<u64, ToolError> {

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use rea::server::{ReaServer, Shared};
-use rea::settings::Settings;
 use rea::session::{self, Session};
+use rea::settings::Settings;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
 use serde_json::json;

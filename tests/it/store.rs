@@ -6,7 +6,9 @@ use rea::completion::{Family, complete};
 use rea::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp};
 use rea::ids::EvidenceId;
 use rea::session::{self, Session, SessionError};
-use rea::store::{NewDocument, NewProcedure, NewTarget, ProcedureScope, Store, StoreError};
+use rea::store::{
+    LoadError, NewDocument, NewProcedure, NewTarget, ProcedureScope, Recording, Store, StoreError,
+};
 use serde_json::json;
 
 fn record(op: &str, n: u64) -> EvidenceRecord {
@@ -70,23 +72,65 @@ async fn concurrent_writers_are_group_committed_and_all_acknowledged() {
 }
 
 #[test]
-fn a_failing_write_rolls_back_alone() {
+fn a_refused_recording_keeps_none_of_its_records_or_rows() {
     let (_d, s) = store();
     let ok = s.record_blocking(record("a", 1)).unwrap();
-    let failed = s.write_blocking(|conn| {
-        conn.execute(
-            "insert into meta (name, value) values ('half', 'written')",
-            [],
-        )?;
-        Err::<(), _>(StoreError::InvalidResolution("refused".into()))
-    });
-    assert!(failed.is_err());
-    assert_eq!(
-        s.meta("half").unwrap(),
-        None,
-        "the failed write left nothing"
+    // Its pages and its registration come before the link that refuses it: none of them stays.
+    let page = record("page", 2);
+    let mut primary = record("primary", 3);
+    primary.links = vec![
+        page.id().unwrap(),
+        EvidenceId::from_digest_of(b"not in the ledger"),
+    ];
+    let mut recording = Recording::of(primary.clone());
+    recording.pages = vec![page.clone()];
+    recording.process_capture = true;
+    let refused = s.commit_blocking(recording);
+    assert!(
+        matches!(refused, Err(StoreError::EvidenceNotInLedger { .. })),
+        "{refused:?}"
     );
+    assert!(!s.has_evidence(&page.id().unwrap()).unwrap());
+    assert!(!s.has_evidence(&primary.id().unwrap()).unwrap());
+    assert_eq!(s.complete_process_captures("", 10).unwrap().total, 0);
     assert!(s.has_evidence(&ok.id).unwrap());
+    // The same recording with only links that hold is kept whole.
+    primary.links = vec![page.id().unwrap(), ok.id.clone()];
+    let mut recording = Recording::of(primary.clone());
+    recording.pages = vec![page.clone()];
+    let committed = s.commit_blocking(recording).unwrap();
+    assert_eq!(committed.pages[0].id, page.id().unwrap());
+    assert_eq!(committed.primary.id, primary.id().unwrap());
+}
+
+#[test]
+fn a_record_loads_only_as_its_own_operation_with_a_result_that_parses() {
+    let (_d, s) = store();
+    let stored = s.record_blocking(record("x", 1)).unwrap();
+    #[derive(serde::Deserialize, Debug)]
+    struct Value {
+        value: u64,
+    }
+    let loaded = s.load::<Value>(&stored.id, "x").unwrap();
+    assert_eq!(loaded.result.value, 7);
+    assert!(matches!(
+        s.load::<Value>(&stored.id, "y"),
+        Err(LoadError::WrongOperation { found, .. }) if found == "x"
+    ));
+    #[derive(serde::Deserialize, Debug)]
+    struct Other {
+        #[allow(dead_code)]
+        other: String,
+    }
+    assert!(matches!(
+        s.load::<Other>(&stored.id, "x"),
+        Err(LoadError::Corrupt { .. })
+    ));
+    let missing = EvidenceId::from_digest_of(b"missing");
+    assert!(matches!(
+        s.load::<Value>(&missing, "x"),
+        Err(LoadError::NotInLedger { id }) if id == missing
+    ));
 }
 
 /// A document name and its procedures (address, name).
@@ -223,10 +267,9 @@ fn process_capture_completion_offers_only_validated_captures() {
         .record_blocking(record("capture_process_scenario", 1))
         .unwrap();
     assert_eq!(s.complete_process_captures("", 100).unwrap().total, 0);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let good = rt
-        .block_on(s.mark_process_capture(record("capture_process_scenario", 2)))
-        .unwrap();
+    let mut recording = Recording::of(record("capture_process_scenario", 2));
+    recording.process_capture = true;
+    let good = s.commit_blocking(recording).unwrap().primary;
     let page = s.complete_process_captures("", 100).unwrap();
     assert_eq!(page.values, [good.id.to_string()]);
     assert!(!page.values.contains(&bogus.id.to_string()));
