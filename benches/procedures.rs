@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rea::investigation::new_target;
 use rea::providers::native::{Target, admit, procedures};
-use rea::session::{Session, new_target};
+use rea::session::Session;
 
 use common::{Latency, Table, fmt_duration, fmt_ratio, meets};
 

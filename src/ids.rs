@@ -160,7 +160,9 @@ impl Address {
             .strip_prefix("0x")
             .or_else(|| t.strip_prefix("0X"))
             .unwrap_or(t);
-        if digits.is_empty() || digits.len() > 16 {
+        // Hex digits only: `from_str_radix` alone would take a sign (`0x+1f`).
+        if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit())
+        {
             return Err(IdError {
                 text: text.to_owned(),
                 expected: "a hex address such as 0x1f00",
@@ -228,5 +230,8 @@ mod tests {
         assert!(Address::parse("0x").is_err());
         assert!(Address::parse("0x1_0000_0000_0000_0000").is_err());
         assert!(Address::parse("12345678901234567").is_err());
+        for signed in ["0x+1f", "+1f", "0x-1", "-1"] {
+            assert!(Address::parse(signed).is_err(), "{signed}");
+        }
     }
 }

@@ -20,6 +20,7 @@ pub mod cli;
 pub mod completion;
 pub mod evidence;
 pub mod ids;
+pub mod investigation;
 pub mod prompts;
 pub mod providers;
 pub mod server;

@@ -1,5 +1,6 @@
-//! The MCP edge: rea's rmcp handler. It owns one binary session per connection, serves the
-//! guided prompts and completion by hand, routes tools, and forwards catalog changes to clients
+//! The MCP edge: rea's rmcp handler. Each connection gets its own [`Investigation`] (one binary
+//! session per connection); the handler serves the guided prompts and completion by hand, hands
+//! tool calls to the tool router of `tools/`, and forwards catalog changes to clients
 //! (`notifications/prompts/list_changed` for initialize-handshake clients, `subscriptions/listen`
 //! streams for 2026-07-28 clients).
 
@@ -21,9 +22,10 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::broadcast;
 
 use crate::completion;
+use crate::investigation::{CapturePolicy, Investigation, is_javascript_directory};
 use crate::prompts::{Catalog, PromptDef, RenderContext, render};
-use crate::session::BinarySession;
 use crate::settings::Settings;
+use crate::tools::Tools;
 
 /// A change clients should hear about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +40,14 @@ pub enum Change {
 #[derive(Debug)]
 pub struct Shared {
     /// Operator settings.
-    pub settings: Settings,
+    pub settings: Arc<Settings>,
     /// The prompt catalog; replaced in place when prompt files change.
     pub catalog: RwLock<Catalog>,
     /// Catalog changes, fanned out to every connection.
     pub changes: broadcast::Sender<Change>,
-    /// The process-capture policy from `$REA_CONFIG_DIR/rea.toml`; disabled when absent.
-    policy: RwLock<crate::analyzers::capture::Policy>,
+    /// The process-capture policy from `$REA_CONFIG_DIR/rea.toml`; disabled when absent. Every
+    /// connection's investigation holds this handle.
+    policy: Arc<CapturePolicy>,
     /// Why `rea.toml` was last refused, so the same refusal is logged once, not at every reload.
     policy_refusal: std::sync::Mutex<Option<String>>,
     /// Connection handlers and the tasks serving them that are alive: a handler lives while its
@@ -56,10 +59,10 @@ impl Shared {
     /// Shared state with the built-in prompts and the operator's prompt files loaded.
     pub fn new(settings: Settings) -> Arc<Shared> {
         let shared = Arc::new(Shared {
-            settings,
+            settings: Arc::new(settings),
             catalog: RwLock::new(Catalog::default()),
             changes: broadcast::channel(64).0,
-            policy: RwLock::new(crate::analyzers::capture::Policy::default()),
+            policy: Arc::default(),
             policy_refusal: Default::default(),
             connections: tokio::sync::watch::channel(0).0,
         });
@@ -97,11 +100,7 @@ impl Shared {
             };
             match loaded {
                 Ok(policy) => {
-                    let mut current = self.policy.write().unwrap_or_else(|p| p.into_inner());
-                    let toggled = current.enabled != policy.enabled;
-                    *current = policy;
-                    drop(current);
-                    if toggled {
+                    if self.policy.replace(policy) {
                         tracing::info!("process capture policy changed");
                         let _ = self.changes.send(Change::Tools);
                         let _ = self.changes.send(Change::Prompts);
@@ -118,10 +117,17 @@ impl Shared {
 
     /// The capture policy in force.
     pub fn policy(&self) -> crate::analyzers::capture::Policy {
-        self.policy
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.policy.current()
+    }
+
+    /// An investigation under these settings and this capture policy, with no session yet.
+    pub fn investigation(&self) -> Investigation {
+        Investigation::new(self.settings.clone(), self.policy.clone())
+    }
+
+    /// Guided prompts offered now.
+    pub fn prompt_count(&self) -> usize {
+        self.prompts().len()
     }
 
     /// Re-reads the operator's prompt files; announces a change when the offered prompts differ.
@@ -129,7 +135,7 @@ impl Shared {
         let Some(dir) = self.settings.prompts_dir() else {
             return false;
         };
-        let known = all_tool_names();
+        let known = crate::tools::all_tool_names();
         let changed = self
             .catalog
             .write()
@@ -157,31 +163,21 @@ impl Shared {
     }
 }
 
-/// Names of every tool this server has (whether or not currently offered).
-pub fn all_tool_names() -> BTreeSet<String> {
-    ReaServer::router()
-        .list_all()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect()
-}
-
 /// rea's MCP handler: one per connection.
 #[derive(Clone)]
 pub struct ReaServer {
     shared: Arc<Shared>,
-    /// The connection's binary session. Readers (completion, listings) share it; opening,
-    /// switching and closing take it exclusively, and only for the moment they change it.
-    session: Arc<tokio::sync::RwLock<Option<BinarySession>>>,
-    tools: Arc<ToolRouter<ReaServer>>,
+    /// The connection's investigation: its binary session, and every operation.
+    investigation: Arc<Investigation>,
+    /// The tools over that investigation, and their router.
+    tools: Tools,
+    router: Arc<ToolRouter<Tools>>,
     /// Catalog changes since `initialize`, held until `notifications/initialized` starts their
     /// delivery: subscribing before the handshake answers means no change made after it is missed.
     pending_changes: Arc<std::sync::Mutex<Option<broadcast::Receiver<Change>>>>,
     /// The same for `subscriptions/listen`: rmcp acknowledges a subscription before `listen`
     /// runs, so the receiver is taken when the filter is accepted, ahead of the acknowledgment.
     pending_listens: Arc<std::sync::Mutex<std::collections::VecDeque<broadcast::Receiver<Change>>>>,
-    /// Documents recently loaded for analysis tools.
-    images: Arc<crate::tools::analysis::ImageCache>,
     /// Dropped with the last clone of this handler, which happens once the client is gone and
     /// no call of its is running; tasks serving the connection watch it to end with it.
     connection: Arc<ConnectionGuard>,
@@ -222,26 +218,21 @@ impl ConnectionGuard {
 impl ReaServer {
     /// A handler for a new connection.
     pub fn new(shared: Arc<Shared>) -> Self {
+        let investigation = Arc::new(shared.investigation());
+        let counted = shared.clone();
+        let tools = Tools::new(
+            investigation.clone(),
+            Arc::new(move || counted.prompt_count()),
+        );
         Self {
-            session: Arc::default(),
-            tools: Arc::new(Self::router()),
+            investigation,
+            tools,
+            router: Arc::new(Tools::router()),
             pending_changes: Arc::default(),
             pending_listens: Arc::default(),
-            images: Arc::default(),
             connection: Arc::new(ConnectionGuard::new(shared.clone())),
             shared,
         }
-    }
-
-    fn router() -> ToolRouter<ReaServer> {
-        Self::session_tools()
-            + Self::ledger_tools()
-            + Self::unknown_tools()
-            + Self::native_tools()
-            + Self::analysis_tools()
-            + Self::artifact_tools()
-            + Self::javascript_tools()
-            + Self::capture_tools()
     }
 
     /// State shared with other connections.
@@ -249,25 +240,10 @@ impl ReaServer {
         &self.shared
     }
 
-    /// The connection's binary session slot.
-    pub(crate) fn session(&self) -> &Arc<tokio::sync::RwLock<Option<BinarySession>>> {
-        &self.session
-    }
-
-    /// Images loaded for analysis tools on this connection.
-    pub(crate) fn images(&self) -> &crate::tools::analysis::ImageCache {
-        &self.images
-    }
-
     /// The tools currently offered: every tool, except that capture_process_scenario is offered
     /// only while the operator's policy enables process capture.
     pub fn live_tools(&self) -> Vec<Tool> {
-        let capture = self.shared.policy().enabled;
-        self.tools
-            .list_all()
-            .into_iter()
-            .filter(|t| capture || t.name != crate::tools::capture::CAPTURE_TOOL)
-            .collect()
+        crate::tools::live(&self.router, self.shared.policy().enabled)
     }
 
     fn live_tool_names(&self) -> BTreeSet<String> {
@@ -319,15 +295,6 @@ impl ReaServer {
                 .with_description(prompt.description),
         )
     }
-}
-
-/// Whether `path` is a JavaScript/Electron application directory (and not a `.app` bundle).
-pub fn is_javascript_directory(path: &Path) -> bool {
-    path.is_dir()
-        && !path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("app"))
-        && crate::analyzers::javascript::looks_like_javascript_app(path)
 }
 
 fn wire_prompt(def: &PromptDef) -> Prompt {
@@ -430,11 +397,9 @@ impl ServerHandler for ReaServer {
                     .as_ref()
                     .and_then(|c| c.get_argument("document"))
                     .map(String::as_str);
-                let guard = self.session.read().await;
+                let store = self.investigation.session_store();
                 completion::complete(
-                    guard
-                        .as_ref()
-                        .map(|s| std::ops::Deref::deref(s.store().as_ref())),
+                    store.as_deref().map(std::ops::Deref::deref),
                     family,
                     &request.argument.value,
                     document,
@@ -454,7 +419,7 @@ impl ServerHandler for ReaServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if self.tools.get(&name).is_none() || !self.live_tool_names().contains(&name) {
+        if self.router.get(&name).is_none() || !self.live_tool_names().contains(&name) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {name:?}; tools/list names the tools"),
                 None,
@@ -462,8 +427,8 @@ impl ServerHandler for ReaServer {
         }
         // Arguments that do not fit a tool's struct come back from rmcp as in-band tool errors
         // (isError) naming the mismatch, so the caller can correct them.
-        self.tools
-            .call(ToolCallContext::new(self, request, context))
+        self.router
+            .call(ToolCallContext::new(&self.tools, request, context))
             .await
     }
 
@@ -484,7 +449,7 @@ impl ServerHandler for ReaServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.get(name).cloned()
+        self.router.get(name).cloned()
     }
 
     async fn initialize(

@@ -14,7 +14,8 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use rea::prompts::{PromptDef, RenderContext, builtin_prompts, mentioned_tools, render};
-use rea::server::{ReaServer, Shared, all_tool_names};
+use rea::server::{ReaServer, Shared};
+use rea::tools::all_tool_names;
 use rea::settings::Settings;
 
 struct Env {

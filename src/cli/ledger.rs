@@ -164,8 +164,7 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 (None, None) => unreachable!("one of them is open"),
             };
             if jsonl {
-                let n = crate::tools::ledger::export_jsonl(store, &dest, overwrite)
-                    .map_err(|e| anyhow::anyhow!(e.0))?;
+                let n = crate::investigation::export_jsonl(store, &dest, overwrite)?;
                 println!("exported {n} records to {}", dest.display());
             } else {
                 match &owned {

@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 
 use crate::completion::{self, Family};
+use crate::investigation::{DoctorArgs, Investigation, ListProceduresArgs};
 use crate::providers::native;
 use crate::server::{ReaServer, Shared};
 use crate::session;
@@ -44,7 +45,7 @@ pub enum Command {
     Doctor {
         /// A file or .app bundle to check.
         target: Option<PathBuf>,
-        /// Print JSON.
+        /// Print the Evidence record (and id) of the check, as the server records it.
         #[arg(long)]
         json: bool,
     },
@@ -125,7 +126,7 @@ pub enum Command {
         json: bool,
     },
     /// Print the procedure inventory of TARGET, without a server (one JSON object per procedure
-    /// with --json).
+    /// with --json; the list_procedures Evidence record of one page with --evidence).
     Procedures {
         /// A file or .app bundle.
         target: PathBuf,
@@ -133,8 +134,18 @@ pub enum Command {
         #[arg(long)]
         document: Option<String>,
         /// Print one JSON object per line.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "evidence")]
         json: bool,
+        /// Print the Evidence record (and id) list_procedures keeps for the page that --offset
+        /// and --limit select, as the server records it.
+        #[arg(long)]
+        evidence: bool,
+        /// With --evidence: procedures to skip.
+        #[arg(long, default_value_t = 0, requires = "evidence")]
+        offset: u64,
+        /// With --evidence: procedures in the page (default 50, at most 500).
+        #[arg(long, requires = "evidence")]
+        limit: Option<u64>,
     },
 }
 
@@ -162,7 +173,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { http: None } => serve(settings),
         Command::Serve { http: Some(addr) } => serve_http(settings, addr),
-        Command::Doctor { target, json } => doctor(&settings, target.as_deref(), json),
+        Command::Doctor { target, json } => doctor(settings, target.as_deref(), json),
         Command::Sessions { action, json } => {
             sessions(&settings, action.unwrap_or(SessionsAction::List), json)
         }
@@ -183,16 +194,36 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             document.as_deref(),
             json,
         ),
-        Command::Analyze { path, json } => analyze::analyze(&settings, &path, json),
-        Command::Inspect { target, json } => analyze::inspect(&settings, &target, json),
-        Command::Compare { left, right, json } => analyze::compare(&settings, &left, &right, json),
+        Command::Analyze { path, json } => {
+            analyze::analyze(&Shared::new(settings).investigation(), &path, json)
+        }
+        Command::Inspect { target, json } => {
+            analyze::inspect(&Shared::new(settings).investigation(), &target, json)
+        }
+        Command::Compare { left, right, json } => {
+            analyze::compare(&Shared::new(settings).investigation(), &left, &right, json)
+        }
         Command::Capture { scenario, json } => analyze::capture(&settings, &scenario, json),
         Command::Documents { target, json } => documents(&target, json),
         Command::Procedures {
             target,
             document,
             json,
-        } => procedures(&target, document.as_deref(), json),
+            evidence,
+            offset,
+            limit,
+        } => match evidence {
+            true => procedures_evidence(
+                &Shared::new(settings).investigation(),
+                &target,
+                ListProceduresArgs {
+                    document,
+                    offset,
+                    limit,
+                },
+            ),
+            false => procedures(&target, document.as_deref(), json),
+        },
     }
 }
 
@@ -251,25 +282,28 @@ fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn doctor(settings: &Settings, target: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
-    let check = target.map(crate::tools::session::check_target);
-    let candidates = crate::providers::deep::candidates(crate::providers::deep::ANY_FORMAT, None);
+fn doctor(settings: Settings, target: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+    let shared = Shared::new(settings);
+    let args = DoctorArgs {
+        target: target.map(|t| t.display().to_string()),
+    };
+    let (report, recording) = shared
+        .investigation()
+        .doctor_detached(args, shared.prompt_count())?;
     if json {
-        print_json(&serde_json::json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "state_dir": settings.state_dir,
-            "config_dir": settings.config_dir,
-            "deep_candidates": candidates,
-            "target": check,
-        }))?;
+        analyze::print_recording(&recording)?;
     } else {
-        println!("rea {}", env!("CARGO_PKG_VERSION"));
-        println!("state directory: {}", settings.state_dir.display());
-        match &settings.config_dir {
-            Some(d) => println!("config directory: {}", d.display()),
+        println!("rea {}", report.version);
+        println!("state directory: {}", report.state_dir);
+        match &report.config_dir {
+            Some(d) => println!("config directory: {d}"),
             None => println!("config directory: not set (REA_CONFIG_DIR)"),
         }
-        let ids: Vec<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
+        let ids: Vec<&str> = report
+            .deep_candidates
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
         println!(
             "deep provider candidates: {}",
             if ids.is_empty() {
@@ -278,7 +312,7 @@ fn doctor(settings: &Settings, target: Option<&Path>, json: bool) -> anyhow::Res
                 ids.join(", ")
             }
         );
-        if let Some(c) = &check {
+        if let Some(c) = &report.target {
             if c.admitted {
                 println!(
                     "target {}: opens as {} ({}), documents: {}",
@@ -299,7 +333,7 @@ fn doctor(settings: &Settings, target: Option<&Path>, json: bool) -> anyhow::Res
             }
         }
     }
-    Ok(match check {
+    Ok(match &report.target {
         Some(c) if !c.admitted => ExitCode::from(2),
         _ => ExitCode::SUCCESS,
     })
@@ -467,6 +501,17 @@ fn documents(target: &Path, json: bool) -> anyhow::Result<ExitCode> {
             println!("  {}\t{}\t{}\t{}", d.name, d.format, d.architecture, d.role);
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `rea procedures TARGET --evidence`: the list_procedures record of one page.
+fn procedures_evidence(
+    investigation: &Investigation,
+    target: &Path,
+    args: ListProceduresArgs,
+) -> anyhow::Result<ExitCode> {
+    let (_, recording) = investigation.list_procedures_detached(target, args)?;
+    analyze::print_recording(&recording)?;
     Ok(ExitCode::SUCCESS)
 }
 

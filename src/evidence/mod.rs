@@ -72,6 +72,8 @@ pub enum Authority {
     LedgerEvaluation,
     /// The analyst's own statement.
     AnalystInference,
+    /// The host rea runs on: its settings, directories and the tools found on its PATH.
+    HostEnvironment,
 }
 
 impl Confidence {
@@ -93,6 +95,7 @@ impl Authority {
             Self::ControlledReplay => "controlled-replay",
             Self::LedgerEvaluation => "ledger-evaluation",
             Self::AnalystInference => "analyst-inference",
+            Self::HostEnvironment => "host-environment",
         }
     }
 }

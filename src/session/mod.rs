@@ -8,15 +8,12 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Store, StoreError, now_rfc3339};
-
-mod binary;
-pub use binary::{BinarySession, new_target};
 
 /// Name of the database file inside a session directory.
 pub const DATABASE_FILE: &str = "session.db";
@@ -47,6 +44,12 @@ pub enum SessionError {
     /// Another live process holds the session.
     #[error("session {id} is in use by another live rea process")]
     InUse {
+        /// The session id.
+        id: String,
+    },
+    /// The session was closed already.
+    #[error("session {id} is closed")]
+    Closed {
         /// The session id.
         id: String,
     },
@@ -121,8 +124,9 @@ pub struct Session {
     id: String,
     dir: PathBuf,
     store: Arc<Store>,
-    /// Held (locked) for the life of the session; dropping it releases the lock.
-    _lock: File,
+    /// Held (locked) for the life of the session; taken and dropped by [`Session::close`], which
+    /// releases the lock.
+    lock: Mutex<Option<File>>,
 }
 
 /// A session found on disk.
@@ -178,7 +182,7 @@ impl Session {
             id,
             dir,
             store,
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         })
     }
 
@@ -200,7 +204,7 @@ impl Session {
             id: id.to_owned(),
             dir,
             store,
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         })
     }
 
@@ -226,18 +230,20 @@ impl Session {
     /// gone; dropping it lets the deletion finish on its own. A directory left behind by a
     /// process that exited first is deleted in the background by the next [`Session::create`]
     /// or [`list`], or at once by [`sweep_closed_now`].
-    pub fn close(self) -> Result<Deletion, SessionError> {
+    pub fn close(&self) -> Result<Deletion, SessionError> {
+        // Whoever holds the session's other handles (a call still running) finds its store
+        // closed; only the first close deletes anything.
+        let Some(lock) = self.lock.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Err(SessionError::Closed {
+                id: self.id.clone(),
+            });
+        };
         self.store.close_discarding();
-        let Session {
-            id,
-            dir,
-            _lock,
-            store,
-        } = self;
-        drop(store);
-        let doomed = dir.with_file_name(format!("{CLOSED_PREFIX}{id}"));
-        fs::rename(&dir, &doomed).map_err(io(&dir))?;
-        drop(_lock);
+        let doomed = self
+            .dir
+            .with_file_name(format!("{CLOSED_PREFIX}{}", self.id));
+        fs::rename(&self.dir, &doomed).map_err(io(&self.dir))?;
+        drop(lock);
         let thread = std::thread::Builder::new()
             .name("rea-session-delete".into())
             .spawn({

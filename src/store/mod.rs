@@ -45,7 +45,7 @@ pub use recording::{
 };
 pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRow, TargetRow};
 pub use unknowns::{
-    NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus, UnknownUpdate,
+    NewRevision, NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus,
 };
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
@@ -136,9 +136,6 @@ pub enum StoreError {
         /// The head revision.
         actual: i64,
     },
-    /// A resolution lacked what SPEC requires of it.
-    #[error("{0}")]
-    InvalidResolution(String),
     /// There is no active target.
     #[error("no target is open")]
     NoActiveTarget,
@@ -873,11 +870,13 @@ mod tests {
         let store = Store::open(&dir.path().join("s.db")).unwrap();
         let failed = store.submit_blocking(false, |conn| {
             conn.execute("insert into meta (name, value) values ('half', 'done')", [])?;
-            Err::<(), _>(StoreError::InvalidResolution("refused".into()))
+            Err::<(), _>(StoreError::UnknownNotFound {
+                id: "refused".into(),
+            })
         });
         // The caller hears its own error; the row it wrote went with the rolled-back group.
         assert!(
-            matches!(failed, Err(StoreError::InvalidResolution(_))),
+            matches!(failed, Err(StoreError::UnknownNotFound { .. })),
             "{failed:?}"
         );
         assert_eq!(store.meta("half").unwrap(), None);

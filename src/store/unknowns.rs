@@ -1,4 +1,6 @@
-//! Residual unknowns: open questions revised in place, with the rules for resolving them.
+//! Residual unknowns: open questions revised in place. The store persists revisions and keeps
+//! them in order (a revision is appended only onto the head it was made from); the rules for
+//! revising and resolving them are the investigation layer's.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
@@ -80,27 +82,23 @@ pub struct NewUnknown {
     pub note: Option<String>,
 }
 
-/// A revision of an unknown.
+/// A revision to append to an unknown, already checked against the rules.
 #[derive(Debug, Clone)]
-pub struct UnknownUpdate {
-    /// The unknown.
-    pub id: UnknownId,
-    /// The head revision the caller read; the update fails if another revision came first.
-    pub expected_revision: i64,
-    /// The new status.
+pub struct NewRevision {
+    /// The status at this revision.
     pub status: UnknownStatus,
-    /// Required when `status` is resolved.
+    /// The question at this revision.
+    pub question: String,
+    /// How it was resolved, when `status` is resolved.
     pub resolution: Option<Resolution>,
-    /// Why (required for withdrawn and out-of-scope).
+    /// Why.
     pub rationale: Option<String>,
-    /// The question, reworded; `None` keeps it.
-    pub question: Option<String>,
-    /// Evidence supporting the revision.
-    pub supporting: Vec<EvidenceId>,
-    /// Evidence contradicting it.
-    pub contradicting: Vec<EvidenceId>,
     /// A note.
     pub note: Option<String>,
+    /// Evidence supporting the revision; each must be in the ledger.
+    pub supporting: Vec<EvidenceId>,
+    /// Evidence contradicting it; each must be in the ledger.
+    pub contradicting: Vec<EvidenceId>,
 }
 
 /// One revision as stored.
@@ -271,65 +269,45 @@ impl Store {
         .await
     }
 
-    /// Adds a revision, enforcing the expected head revision and the resolution rules.
-    pub async fn update_unknown(&self, update: UnknownUpdate) -> Result<UnknownHead, StoreError> {
+    /// Appends `revision` to unknown `id` as the revision after `expected_revision`, which must
+    /// still be the head when the write runs (else [`StoreError::RevisionConflict`]).
+    pub async fn append_unknown_revision(
+        &self,
+        id: UnknownId,
+        expected_revision: i64,
+        revision: NewRevision,
+    ) -> Result<UnknownHead, StoreError> {
         self.write(move |conn| {
-            let current = read_head(conn, &update.id)?
-                .ok_or_else(|| StoreError::UnknownNotFound { id: update.id.to_string() })?;
-            if current.head.revision != update.expected_revision {
+            let head: Option<i64> = conn
+                .prepare_cached("select head_revision from unknowns where id = ?1")?
+                .query_row([id.as_str()], |r| r.get(0))
+                .optional()?;
+            let head = head.ok_or_else(|| StoreError::UnknownNotFound { id: id.to_string() })?;
+            if head != expected_revision {
                 return Err(StoreError::RevisionConflict {
-                    id: update.id.to_string(),
-                    expected: update.expected_revision,
-                    actual: current.head.revision,
+                    id: id.to_string(),
+                    expected: expected_revision,
+                    actual: head,
                 });
             }
-            let rationale = update.rationale.as_deref().map(str::trim).filter(|r| !r.is_empty());
-            let resolution = match (update.status, update.resolution) {
-                (UnknownStatus::Resolved, None) => {
-                    return Err(StoreError::InvalidResolution(
-                        "status resolved needs a resolution: verified, withdrawn or out-of-scope".into(),
-                    ));
-                }
-                (UnknownStatus::Resolved, Some(Resolution::Verified)) if update.supporting.is_empty() => {
-                    return Err(StoreError::InvalidResolution(
-                        "resolving as verified needs at least one supporting Evidence id from this ledger".into(),
-                    ));
-                }
-                (UnknownStatus::Resolved, Some(r @ (Resolution::Withdrawn | Resolution::OutOfScope)))
-                    if rationale.is_none() =>
-                {
-                    return Err(StoreError::InvalidResolution(format!(
-                        "resolving as {} needs a rationale",
-                        r.as_str()
-                    )));
-                }
-                (UnknownStatus::Resolved, r) => r,
-                (_, Some(_)) => {
-                    return Err(StoreError::InvalidResolution(
-                        "a resolution is given only with status resolved".into(),
-                    ));
-                }
-                (_, None) => None,
-            };
-            let revision = current.head.revision + 1;
-            let question = update.question.clone().unwrap_or(current.head.question);
+            let next = head + 1;
             insert_revision(
                 conn,
-                &update.id,
-                revision,
-                update.status,
-                &question,
-                resolution,
-                rationale,
-                update.note.as_deref(),
-                &update.supporting,
-                &update.contradicting,
+                &id,
+                next,
+                revision.status,
+                &revision.question,
+                revision.resolution,
+                revision.rationale.as_deref(),
+                revision.note.as_deref(),
+                &revision.supporting,
+                &revision.contradicting,
             )?;
             conn.prepare_cached(
                 "update unknowns set head_revision = ?2, status = ?3, question = ?4, updated_at = ?5 where id = ?1",
             )?
-            .execute(params![update.id.as_str(), revision, update.status.as_str(), question, now_rfc3339()])?;
-            read_head(conn, &update.id)?.ok_or(StoreError::UnknownNotFound { id: update.id.to_string() })
+            .execute(params![id.as_str(), next, revision.status.as_str(), revision.question, now_rfc3339()])?;
+            read_head(conn, &id)?.ok_or(StoreError::UnknownNotFound { id: id.to_string() })
         })
         .await
     }

@@ -178,7 +178,7 @@ async fn every_rendered_prompt_names_only_tools_in_the_live_catalog() {
             }
             // Prose mentions too: every word that is a tool name of rea must be live.
             for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
-                if rea::server::all_tool_names().contains(word) {
+                if rea::tools::all_tool_names().contains(word) {
                     assert!(tools.contains(word), "{prompt} mentions {word}");
                 }
             }

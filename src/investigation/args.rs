@@ -1,0 +1,251 @@
+//! Validated arguments: raw arguments (as an agent or a command line sends them) become these in
+//! one place, each with one rule, so every operation reads them the same way.
+
+use serde::Serialize;
+
+use super::{InvestigationError, Result};
+use crate::ids::Address;
+use crate::providers::deep;
+use crate::providers::native::DocumentSpec;
+
+/// Which document of the active target an operation is about.
+///
+/// One rule for every operation: a named document must be one of the target's (the answer lists
+/// them); without a name, an operation over documents covers them all, and an operation on one
+/// document takes the target's only one (with several, the caller must name one).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DocumentSelector(Option<String>);
+
+impl DocumentSelector {
+    /// The document named `name`, or none named.
+    pub fn new(name: Option<&str>) -> DocumentSelector {
+        DocumentSelector(name.map(str::to_owned))
+    }
+
+    /// The name given, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
+    /// For an operation over documents: the named document, or `None` for all of them.
+    pub fn resolve_any<'a>(&self, docs: &'a [DocumentSpec]) -> Result<Option<&'a DocumentSpec>> {
+        self.0.as_deref().map(|name| named(docs, name)).transpose()
+    }
+
+    /// For an operation on one document: the named one, or the only one.
+    pub fn resolve_one<'a>(&self, docs: &'a [DocumentSpec]) -> Result<&'a DocumentSpec> {
+        match self.0.as_deref() {
+            Some(name) => named(docs, name),
+            None => match docs {
+                [one] => Ok(one),
+                [] => Err(InvestigationError::InvalidArgument(
+                    "the active target has no documents".into(),
+                )),
+                many => Err(InvestigationError::InvalidArgument(format!(
+                    "the active target has several documents; name one: {}",
+                    names(many)
+                ))),
+            },
+        }
+    }
+}
+
+fn names(docs: &[DocumentSpec]) -> String {
+    docs.iter()
+        .map(|d| d.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn named<'a>(docs: &'a [DocumentSpec], name: &str) -> Result<&'a DocumentSpec> {
+    docs.iter().find(|d| d.name == name).ok_or_else(|| {
+        InvestigationError::InvalidArgument(format!(
+            "no document {name:?} in the active target; documents: {}",
+            names(docs)
+        ))
+    })
+}
+
+/// How a caller named one procedure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcedureSelector {
+    /// `0x…`: an address only (a procedure start, or an address inside one).
+    Address(Address),
+    /// Anything else: a name (or raw symbol name), and the address the text also reads as when it
+    /// is bare hex, tried when no procedure has that name.
+    Name {
+        /// The text, trimmed.
+        name: String,
+        /// The text read as bare hex, when it is.
+        bare_address: Option<Address>,
+    },
+    /// `0x…` text that is no address; it names nothing.
+    Invalid(String),
+}
+
+impl ProcedureSelector {
+    /// Reads what an agent sends: a `0x` address, a name, or bare hex.
+    pub fn parse(text: &str) -> ProcedureSelector {
+        let text = text.trim();
+        if text.starts_with("0x") || text.starts_with("0X") {
+            return match Address::parse(text) {
+                Ok(a) => ProcedureSelector::Address(a),
+                Err(_) => ProcedureSelector::Invalid(text.to_owned()),
+            };
+        }
+        ProcedureSelector::Name {
+            name: text.to_owned(),
+            bare_address: Address::parse(text).ok(),
+        }
+    }
+
+    /// The error for a selector that named nothing.
+    pub(crate) fn not_found(&self) -> InvestigationError {
+        let text = match self {
+            ProcedureSelector::Address(a) => a.to_string(),
+            ProcedureSelector::Name { name, .. } | ProcedureSelector::Invalid(name) => name.clone(),
+        };
+        InvestigationError::InvalidArgument(format!(
+            "no procedure named {text:?} in the active target (search_procedures finds names)"
+        ))
+    }
+}
+
+/// Who answers an operation that a deep provider can also answer.
+#[derive(Debug, Clone)]
+pub enum ProviderChoice {
+    /// The built-in native provider.
+    Auto,
+    /// A deep provider candidate found on this host for the target's format.
+    Deep(deep::Candidate),
+}
+
+impl ProviderChoice {
+    /// `auto` (or nothing) for the built-in provider, else the deep candidate with this id that
+    /// fits targets of `format`.
+    pub fn resolve(id: Option<&str>, format: &str) -> Result<ProviderChoice> {
+        match id {
+            None | Some("auto") => Ok(ProviderChoice::Auto),
+            Some(id) => deep::candidates(format, None)
+                .into_iter()
+                .find(|c| c.id == id)
+                .map(ProviderChoice::Deep)
+                .ok_or_else(|| {
+                    InvestigationError::InvalidArgument(format!(
+                        "{id} is not a deep provider candidate on this host for {format} targets (complete provider_id to see them)"
+                    ))
+                }),
+        }
+    }
+}
+
+/// A page of a listing: items to skip and how many to return, within the listing's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest {
+    /// Items to skip.
+    pub offset: u64,
+    /// Items to return, at least 1.
+    pub limit: u64,
+}
+
+impl PageRequest {
+    /// Default and largest page of the ledger and inventory listings.
+    pub const LISTING: (u64, u64) = (50, 500);
+
+    /// `limit` (or `bounds.0` when absent) kept within 1 and `bounds.1`.
+    pub fn new(offset: u64, limit: Option<u64>, bounds: (u64, u64)) -> PageRequest {
+        PageRequest {
+            offset,
+            limit: limit.unwrap_or(bounds.0).clamp(1, bounds.1),
+        }
+    }
+
+    /// The offset of the page after one that returned `returned` items of `total`.
+    pub fn next_offset(&self, returned: usize, total: u64) -> Option<u64> {
+        let next = self.offset.saturating_add(returned as u64);
+        (returned > 0 && next < total).then_some(next)
+    }
+}
+
+/// One page of a listing, with the exact total and where the next page starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Page<T> {
+    /// The items of this page.
+    pub items: Vec<T>,
+    /// Items in the whole listing.
+    pub total: u64,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<u64>,
+}
+
+impl<T> Page<T> {
+    /// The page `request` asked for, holding `items` of `total`.
+    pub fn new(items: Vec<T>, total: u64, request: &PageRequest) -> Page<T> {
+        let next_offset = request.next_offset(items.len(), total);
+        Page {
+            items,
+            total,
+            next_offset,
+        }
+    }
+
+    /// The page `request` asks for out of every item of a listing held in memory.
+    pub fn of_all(all: Vec<T>, request: &PageRequest) -> Page<T> {
+        let total = all.len() as u64;
+        let items = all
+            .into_iter()
+            .skip(usize::try_from(request.offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(request.limit).unwrap_or(usize::MAX))
+            .collect();
+        Page::new(items, total, request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_procedure_selector_reads_addresses_names_and_bare_hex() {
+        assert_eq!(
+            ProcedureSelector::parse(" 0X1F "),
+            ProcedureSelector::Address(Address(0x1f))
+        );
+        assert_eq!(
+            ProcedureSelector::parse("main"),
+            ProcedureSelector::Name {
+                name: "main".into(),
+                bare_address: None
+            }
+        );
+        assert_eq!(
+            ProcedureSelector::parse("dead"),
+            ProcedureSelector::Name {
+                name: "dead".into(),
+                bare_address: Some(Address(0xdead))
+            }
+        );
+        assert_eq!(
+            ProcedureSelector::parse("0x+1f"),
+            ProcedureSelector::Invalid("0x+1f".into())
+        );
+    }
+
+    #[test]
+    fn pages_are_bounded_and_say_where_the_next_one_starts() {
+        let r = PageRequest::new(0, Some(10_000), PageRequest::LISTING);
+        assert_eq!(r.limit, 500);
+        assert_eq!(PageRequest::new(0, Some(0), PageRequest::LISTING).limit, 1);
+        let r = PageRequest::new(2, Some(2), PageRequest::LISTING);
+        let page = Page::of_all((0..5).collect(), &r);
+        assert_eq!(
+            (page.items, page.total, page.next_offset),
+            (vec![2, 3], 5, Some(4))
+        );
+        let last = Page::of_all(
+            (0..5).collect::<Vec<u8>>(),
+            &PageRequest::new(4, Some(2), (50, 500)),
+        );
+        assert_eq!(last.next_offset, None);
+    }
+}

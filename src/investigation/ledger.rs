@@ -1,0 +1,171 @@
+//! The Evidence ledger: reading one record, listing them, exporting the whole ledger.
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::args::{Page, PageRequest};
+use super::{Investigation, InvestigationError, Result, blocking};
+use crate::evidence::StoredEvidence;
+use crate::ids::EvidenceId;
+use crate::store::{EvidenceFilter, EvidenceSummary, ReadOnlyStore, StoreError};
+
+/// Arguments of `get_evidence`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetArgs {
+    /// The Evidence id (ev_…) to read.
+    pub evidence_id: EvidenceId,
+}
+
+/// Arguments of `list_evidence`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    /// Only Evidence of this operation (a tool name such as open_binary).
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// Rows to skip.
+    #[serde(default)]
+    pub offset: u64,
+    /// Rows to return (default 50, at most 500).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// A page of the ledger.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EvidencePage {
+    /// Rows in recording order.
+    pub evidence: Vec<EvidenceSummary>,
+    /// Rows the filter selects in all.
+    pub total: u64,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<u64>,
+}
+
+/// Format of an export.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    /// A consistent copy of the whole session database (VACUUM INTO).
+    #[default]
+    Sqlite,
+    /// One JSON object per line: id, seq, created_at, record.
+    Jsonl,
+}
+
+/// Arguments of `export_evidence`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportArgs {
+    /// Destination file. Its directory must exist.
+    pub path: String,
+    /// sqlite (default) or jsonl.
+    #[serde(default)]
+    pub format: ExportFormat,
+    /// Replace the destination if it exists (default false: an existing file is an error).
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// What was exported.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Exported {
+    /// Canonical destination path.
+    pub path: String,
+    /// Format written.
+    pub format: ExportFormat,
+    /// Evidence rows exported.
+    pub evidence: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Writes every record of `store` as JSON lines to `dest`; never replaces an existing file
+/// unless `overwrite` is set. Blocking.
+pub fn export_jsonl(store: &ReadOnlyStore, dest: &Path, overwrite: bool) -> Result<u64> {
+    use std::io::Write;
+    let io = |source| StoreError::Io {
+        path: dest.to_owned(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if overwrite {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    let file = options.open(dest).map_err(io)?;
+    let mut out = std::io::BufWriter::new(file);
+    let mut n = 0;
+    store.all_evidence(|e: StoredEvidence| {
+        serde_json::to_writer(&mut out, &e).map_err(|source| StoreError::CorruptRecord {
+            id: e.id.to_string(),
+            source,
+        })?;
+        out.write_all(b"\n").map_err(io)?;
+        n += 1;
+        Ok(())
+    })?;
+    out.flush().map_err(io)?;
+    Ok(n)
+}
+
+impl Investigation {
+    /// `get_evidence`: one record, whole.
+    pub fn get_evidence(&self, args: GetArgs) -> Result<StoredEvidence> {
+        let s = self.open_session()?;
+        s.store().evidence(&args.evidence_id)?.ok_or_else(|| {
+            InvestigationError::InvalidArgument(format!(
+                "Evidence {} is not in this session's ledger",
+                args.evidence_id
+            ))
+        })
+    }
+
+    /// `list_evidence`: the ledger in recording order, a page at a time.
+    pub fn list_evidence(&self, args: ListArgs) -> Result<EvidencePage> {
+        let s = self.open_session()?;
+        let request = PageRequest::new(args.offset, args.limit, PageRequest::LISTING);
+        let (evidence, total) = s.store().list_evidence(&EvidenceFilter {
+            operation: args.operation,
+            offset: request.offset,
+            limit: request.limit,
+        })?;
+        let page = Page::new(evidence, total, &request);
+        Ok(EvidencePage {
+            evidence: page.items,
+            total: page.total,
+            next_offset: page.next_offset,
+        })
+    }
+
+    /// `export_evidence`: the ledger to a file, as a SQLite copy or JSON lines.
+    pub async fn export_evidence(&self, args: ExportArgs) -> Result<Exported> {
+        let dest = self
+            .settings
+            .check_new_path(Path::new(&args.path))
+            .map_err(InvestigationError::Path)?;
+        let s = self.open_session()?;
+        let store = s.store().clone();
+        let (format, overwrite, path) = (args.format, args.overwrite, dest.clone());
+        let evidence = blocking(move || match format {
+            ExportFormat::Sqlite => {
+                store.export(&path, overwrite)?;
+                Ok(store.list_evidence(&EvidenceFilter::default())?.1)
+            }
+            ExportFormat::Jsonl => export_jsonl(&store, &path, overwrite),
+        })
+        .await?;
+        let bytes = std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
+        Ok(Exported {
+            path: dest.display().to_string(),
+            format: args.format,
+            evidence,
+            bytes,
+        })
+    }
+}

@@ -1,0 +1,261 @@
+//! The investigation layer: every operation rea offers, made the same way for the MCP server and
+//! the command line. It knows nothing of MCP or of command-line parsing.
+//!
+//! An [`Investigation`] owns the operator's settings, a handle on the capture policy, and one
+//! binary session with its image cache. Its methods are the operations, with typed arguments and
+//! typed results. Each operation first builds a pure [`Recording`] (its primary Evidence record,
+//! the pages it links to, and the rows it registers) from one snapshot of the session, then
+//! commits it in one transaction through the store. The command line builds the very same
+//! recordings without a session (the `*_detached` methods), so a report printed by `rea inspect
+//! --json` carries the id the server would record.
+//!
+//! # Layout
+//! - `args`: validated arguments shared by operations: [`DocumentSelector`],
+//!   [`ProcedureSelector`], [`ProviderChoice`], [`PageRequest`] and [`Page`].
+//! - `observe`: Evidence records of observations, and results that carry their Evidence inline.
+//! - `session`: the binary session as one state machine: open, switch, close and resume run one
+//!   at a time, and every operation reads one immutable snapshot of it.
+//! - `native`: documents, procedures, strings, assembly, call graph, cross-references, dossiers.
+//! - `artifacts`: inventories, their comparison and reconstruction verification.
+//! - `javascript`: JavaScript/Electron application analysis.
+//! - `capture`: bounded process capture and the comparison of two captures.
+//! - `ledger`: reading and exporting the Evidence ledger.
+//! - `unknowns`: residual unknowns and the rules for revising and resolving them.
+//! - `doctor`: the server's own check.
+
+mod args;
+mod artifacts;
+mod capture;
+mod doctor;
+mod javascript;
+mod ledger;
+mod native;
+mod observe;
+mod session;
+mod unknowns;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice};
+pub use artifacts::{
+    CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
+};
+pub use capture::{CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure};
+pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
+pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
+pub use ledger::{
+    EvidencePage, ExportArgs, ExportFormat, Exported, GetArgs, ListArgs, export_jsonl,
+};
+pub use native::{
+    About, AssemblyArgs, AssemblyResult, DeepAssembly, Documents, ListDocumentsArgs,
+    ListProceduresArgs, ProcedureArgs, ProcedureDetails, ProcedurePage, ResolvedProcedure,
+    SearchMode, SearchProceduresArgs, SearchStringsArgs, StringsFound, XrefsArgs,
+};
+pub use observe::{EvidenceInline, Observed};
+pub use session::{
+    Closed, NoArgs, OpenArgs, Opened, OpenedDocument, ResumeArgs, SessionState, new_target,
+};
+pub use unknowns::{
+    ListUnknownsArgs, RecordUnknownArgs, UnknownError, UnknownPage, UpdateUnknownArgs,
+};
+
+pub use crate::store::Recording;
+
+use crate::analyzers::capture::Policy;
+use crate::settings::Settings;
+
+/// Why an operation did not happen. Each message is written for the caller to read and act on.
+#[derive(Debug, thiserror::Error)]
+pub enum InvestigationError {
+    /// The operation needs a binary session and there is none.
+    #[error("no binary session is open: open_binary a target or resume_session first")]
+    NoSession,
+    /// The operation needs an open target and no session exists.
+    #[error("no target is open: call open_binary with a file or .app bundle first")]
+    NoTarget,
+    /// The session has no active target.
+    #[error("no target is active in this session: call open_binary")]
+    NoActiveTarget,
+    /// A path lies outside the operator's roots or cannot be resolved.
+    #[error("{0}")]
+    Path(String),
+    /// An argument is not acceptable; the message says why and what would be.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The session is not in a state the operation can start from.
+    #[error("{0}")]
+    SessionState(String),
+    /// The caller cancelled the operation before it changed anything.
+    #[error("{operation} was cancelled; nothing was {undone}")]
+    Cancelled {
+        /// The operation.
+        operation: &'static str,
+        /// What was not done: "opened", "run", …
+        undone: &'static str,
+    },
+    /// A process capture was refused before anything ran.
+    #[error("refused, nothing was run: {0}")]
+    CaptureRefused(String),
+    /// The target could not be admitted.
+    #[error(transparent)]
+    Admit(#[from] crate::providers::native::AdmitError),
+    /// The native provider failed on a document.
+    #[error(transparent)]
+    Provider(#[from] crate::providers::native::ProviderError),
+    /// A deep provider failed.
+    #[error(transparent)]
+    Deep(#[from] crate::providers::deep::DeepError),
+    /// The artifact inventory failed.
+    #[error(transparent)]
+    Artifact(#[from] crate::analyzers::artifact::ArtifactError),
+    /// The JavaScript analysis failed.
+    #[error(transparent)]
+    JavaScript(#[from] crate::analyzers::javascript::JsError),
+    /// A process capture failed while running.
+    #[error(transparent)]
+    Capture(#[from] crate::analyzers::capture::CaptureError),
+    /// A comparison's normalization rules are not valid.
+    #[error(transparent)]
+    CaptureRule(#[from] crate::analyzers::capture::CompareError),
+    /// The capture policy could not be read.
+    #[error(transparent)]
+    Policy(#[from] crate::analyzers::capture::PolicyError),
+    /// A residual unknown's revision was refused.
+    #[error(transparent)]
+    Unknown(#[from] UnknownError),
+    /// A record of the ledger could not be loaded as asked.
+    #[error(transparent)]
+    Load(#[from] crate::store::LoadError),
+    /// The session database failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The session's files failed.
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    /// A record could not be put into canonical JSON.
+    #[error(transparent)]
+    Canonical(#[from] crate::evidence::CanonicalError),
+    /// A result could not be serialized into its record.
+    #[error("a result could not be serialized: {0}")]
+    Serialize(#[from] serde_json::Error),
+    /// A worker thread of the operation failed.
+    #[error("the operation's worker failed: {0}")]
+    Worker(#[from] tokio::task::JoinError),
+}
+
+/// Result of an operation.
+pub type Result<T, E = InvestigationError> = std::result::Result<T, E>;
+
+/// Hears how far a long operation has come. Called from worker threads; keep it quick.
+pub trait Progress: Send + Sync {
+    /// `done` of `total` steps are finished; `message` says what is being done.
+    fn report(&self, done: u64, total: u64, message: &str);
+}
+
+/// A [`Progress`] that hears nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn report(&self, _: u64, _: u64, _: &str) {}
+}
+
+/// Asks a running operation to stop. Cheap to clone; every clone sees the same request.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A token nobody has cancelled yet.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Asks the operation to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the operation was asked to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The flag itself, for workers that poll it.
+    pub fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
+}
+
+/// The capture policy in force, shared by every investigation of a process and replaced when the
+/// operator's `rea.toml` changes.
+#[derive(Debug, Default)]
+pub struct CapturePolicy(RwLock<Policy>);
+
+impl CapturePolicy {
+    /// A handle holding `policy`.
+    pub fn new(policy: Policy) -> CapturePolicy {
+        CapturePolicy(RwLock::new(policy))
+    }
+
+    /// The policy in force now.
+    pub fn current(&self) -> Policy {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Puts `policy` in force; returns whether that switched capture on or off.
+    pub fn replace(&self, policy: Policy) -> bool {
+        let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let toggled = current.enabled != policy.enabled;
+        *current = policy;
+        toggled
+    }
+}
+
+/// One investigation: the operator's settings, the capture policy, and one binary session (for
+/// MCP: one per connection). Every method takes `&self`; concurrent calls are safe, and the
+/// session's own transitions run one at a time.
+#[derive(Debug)]
+pub struct Investigation {
+    settings: Arc<Settings>,
+    policy: Arc<CapturePolicy>,
+    session: session::SessionSlot,
+}
+
+impl Investigation {
+    /// An investigation with no binary session yet.
+    pub fn new(settings: Arc<Settings>, policy: Arc<CapturePolicy>) -> Investigation {
+        Investigation {
+            settings,
+            policy,
+            session: session::SessionSlot::default(),
+        }
+    }
+
+    /// The operator's settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The capture policy in force now.
+    pub fn capture_policy(&self) -> Policy {
+        self.policy.current()
+    }
+
+    /// Canonicalizes `path` and checks it against the operator's allowed roots.
+    fn checked_path(&self, path: &Path) -> Result<std::path::PathBuf> {
+        self.settings
+            .check_path(path)
+            .map_err(InvestigationError::Path)
+    }
+}
+
+/// Runs blocking work of an operation on a worker thread.
+async fn blocking<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await?
+}

@@ -1,0 +1,497 @@
+//! The binary session as one state machine.
+//!
+//! A binary session starts at the first `open_binary` (or analysis that needs a ledger), switches
+//! its active target at a later `open_binary`, and ends at `close_binary`; `resume_session` takes
+//! up one a stopped server left. These transitions run one at a time, start to end, in the order
+//! they were asked for: each holds the session's lifecycle lock while it works, commits what it
+//! records, and only then puts its new [`Snapshot`] in place, so what the ledger says is active
+//! and what the server works on never disagree.
+//!
+//! Every other operation takes one snapshot when it starts and uses nothing else: the target it
+//! reads, the store it queries and the subject its Evidence names all come from that snapshot, so
+//! a result and its Evidence cannot describe two different targets, whatever runs beside them.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::observe::{self, Observed, Qualifiers, subject_of};
+use super::{Cancel, Investigation, InvestigationError, Progress, Result, blocking};
+use crate::providers::native::{self, BundleInfo, DocumentSpec, Image, Procedure, Target};
+use crate::session::{self, Session, SessionInfo};
+use crate::store::{
+    EvidenceFilter, NewDocument, NewProcedure, NewTarget, Recording, Store, TargetRow,
+};
+
+/// Arguments of operations that take none.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// The connection's binary session.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionState {
+    /// Whether a binary session is open.
+    pub open: bool,
+    /// Session id.
+    pub session_id: Option<String>,
+    /// Session directory holding the database.
+    pub dir: Option<String>,
+    /// Database file, for auditing with sqlite3.
+    pub database: Option<String>,
+    /// Targets opened in this session; one is active.
+    pub targets: Vec<TargetRow>,
+    /// Evidence rows in the ledger.
+    pub evidence: u64,
+    /// Unresolved residual unknowns.
+    pub unresolved_unknowns: u64,
+}
+
+/// Arguments of `open_binary`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenArgs {
+    /// A file (ELF, Mach-O, PE, or any file as raw data) or a macOS .app bundle directory.
+    pub path: String,
+}
+
+/// A document as opened.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OpenedDocument {
+    /// Unique name within the target.
+    pub name: String,
+    /// Format.
+    pub format: String,
+    /// Architecture.
+    pub architecture: String,
+    /// Role within the target.
+    pub role: String,
+    /// Procedures in its complete inventory.
+    pub procedures: u64,
+}
+
+/// What `open_binary` opened.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Opened {
+    /// Session id (a new session starts at the first open).
+    pub session_id: String,
+    /// Canonical path.
+    pub path: String,
+    /// File or bundle name.
+    pub name: String,
+    /// SHA-256 of the target.
+    pub sha256: String,
+    /// Format.
+    pub format: String,
+    /// Architecture.
+    pub architecture: String,
+    /// Bundle facts from Info.plist, for a .app.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<BundleInfo>,
+    /// Documents with their procedure counts.
+    pub documents: Vec<OpenedDocument>,
+}
+
+/// What `close_binary` ended.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Closed {
+    /// The session that ended.
+    pub session_id: String,
+    /// Evidence rows dropped with its database.
+    pub evidence_dropped: u64,
+}
+
+/// Arguments of `resume_session`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeArgs {
+    /// The session to resume; omit to resume the only session no live process holds.
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+/// The store rows for `target` with the complete procedure inventory of each of its documents (in
+/// the order of `target.documents`).
+pub fn new_target(target: &Target, inventories: Vec<Vec<Procedure>>) -> NewTarget {
+    NewTarget {
+        path: target.path.display().to_string(),
+        name: target.name.clone(),
+        sha256: target.sha256.clone(),
+        format: target.format.clone(),
+        architecture: target.architecture.clone(),
+        documents: target
+            .documents
+            .iter()
+            .zip(inventories)
+            .map(|(d, procs)| NewDocument {
+                name: d.name.clone(),
+                format: d.format.clone(),
+                architecture: d.architecture.clone(),
+                role: d.role.clone(),
+                file: d.file.display().to_string(),
+                file_offset: d.offset,
+                file_size: d.size,
+                procedures: procs
+                    .into_iter()
+                    .map(|p| NewProcedure {
+                        address: p.address,
+                        name: p.name,
+                        raw_name: p.raw_name,
+                        size: p.size,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The active target: as the provider admitted it, and its row in the session database. One
+/// immutable value, replaced whole when another target becomes active.
+#[derive(Debug)]
+pub(crate) struct ActiveTarget {
+    /// Documents with their byte ranges, and what the Evidence subject names.
+    pub target: Target,
+    /// Its row: procedure queries read this target's inventory.
+    pub target_id: i64,
+}
+
+/// An open session: its files and store, and the documents recently loaded for analysis.
+#[derive(Debug)]
+pub(crate) struct OpenSession {
+    pub session: Session,
+    pub images: ImageCache,
+}
+
+/// The session and active target one operation works on, as they were when it began.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    pub session: Arc<OpenSession>,
+    pub active: Option<Arc<ActiveTarget>>,
+}
+
+impl Snapshot {
+    pub fn store(&self) -> &Arc<Store> {
+        self.session.session.store()
+    }
+}
+
+/// Images loaded for analysis, most recent first. Parsing a document and building its call
+/// index is the expensive part of the analysis operations, so the last few are kept.
+#[derive(Debug, Default)]
+pub(crate) struct ImageCache(Mutex<Vec<(DocumentSpec, Arc<Image>)>>);
+
+const CACHED_IMAGES: usize = 3;
+
+impl ImageCache {
+    /// The loaded image of `doc`, loading it (off the runtime) when it is not cached.
+    pub async fn get(&self, doc: &DocumentSpec) -> Result<Arc<Image>> {
+        if let Some(hit) = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|(d, _)| d == doc)
+        {
+            return Ok(hit.1.clone());
+        }
+        let spec = doc.clone();
+        let image = Arc::new(blocking(move || Ok(Image::load(&spec)?)).await?);
+        let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        cache.insert(0, (doc.clone(), image.clone()));
+        cache.truncate(CACHED_IMAGES);
+        Ok(image)
+    }
+}
+
+/// The binary session slot of one investigation.
+#[derive(Debug, Default)]
+pub(crate) struct SessionSlot {
+    /// Held by a transition (open, switch, close, resume, start) from start to end, so they run
+    /// one at a time, in the order asked (tokio's mutex is fair).
+    lifecycle: tokio::sync::Mutex<()>,
+    /// The current snapshot, replaced whole by a transition once it has committed.
+    current: RwLock<Option<Snapshot>>,
+}
+
+/// A transition in progress: holds the lifecycle lock.
+struct Transition<'a> {
+    _lock: tokio::sync::MutexGuard<'a, ()>,
+    slot: &'a SessionSlot,
+}
+
+impl Transition<'_> {
+    fn current(&self) -> Option<Snapshot> {
+        self.slot.snapshot()
+    }
+
+    fn replace(&self, next: Option<Snapshot>) {
+        *self.slot.current.write().unwrap_or_else(|p| p.into_inner()) = next;
+    }
+}
+
+impl SessionSlot {
+    fn snapshot(&self) -> Option<Snapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    async fn begin(&self) -> Transition<'_> {
+        Transition {
+            _lock: self.lifecycle.lock().await,
+            slot: self,
+        }
+    }
+}
+
+/// A snapshot of a session that has just been created or resumed.
+fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
+    Snapshot {
+        session: Arc::new(OpenSession {
+            session,
+            images: ImageCache::default(),
+        }),
+        active: active.map(Arc::new),
+    }
+}
+
+impl Investigation {
+    /// The session as it is now, if one is open.
+    pub(crate) fn snapshot(&self) -> Option<Snapshot> {
+        self.session.snapshot()
+    }
+
+    /// The session's store, for completion: `None` when no session is open.
+    pub fn session_store(&self) -> Option<Arc<Store>> {
+        self.snapshot().map(|s| s.store().clone())
+    }
+
+    /// The open session, or the error that says how to get one.
+    pub(crate) fn open_session(&self) -> Result<Snapshot> {
+        self.snapshot().ok_or(InvestigationError::NoSession)
+    }
+
+    /// The open session and its active target, from one snapshot.
+    pub(crate) fn active(&self) -> Result<(Snapshot, Arc<ActiveTarget>)> {
+        let snapshot = self.snapshot().ok_or(InvestigationError::NoTarget)?;
+        let active = snapshot
+            .active
+            .clone()
+            .ok_or(InvestigationError::NoActiveTarget)?;
+        Ok((snapshot, active))
+    }
+
+    /// The open session, starting one when there is none (the first JavaScript analysis or
+    /// capture starts it, so its Evidence has a ledger).
+    pub(crate) async fn ensure_session(&self) -> Result<Snapshot> {
+        if let Some(s) = self.snapshot() {
+            return Ok(s);
+        }
+        let t = self.session.begin().await;
+        if let Some(s) = t.current() {
+            return Ok(s);
+        }
+        let state_dir = self.settings.state_dir.clone();
+        let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
+        let snapshot = started(session, None);
+        t.replace(Some(snapshot.clone()));
+        Ok(snapshot)
+    }
+
+    /// `binary_session`: the session's id, files, targets and ledger counts.
+    pub fn binary_session(&self, _: NoArgs) -> Result<SessionState> {
+        let Some(s) = self.snapshot() else {
+            return Ok(SessionState {
+                open: false,
+                session_id: None,
+                dir: None,
+                database: None,
+                targets: vec![],
+                evidence: 0,
+                unresolved_unknowns: 0,
+            });
+        };
+        let store = s.store();
+        let (_, evidence) = store.list_evidence(&EvidenceFilter {
+            limit: 0,
+            ..Default::default()
+        })?;
+        let (_, unknowns) = store.list_unknowns(false, 0, 0)?;
+        Ok(SessionState {
+            open: true,
+            session_id: Some(s.session.session.id().to_owned()),
+            dir: Some(s.session.session.dir().display().to_string()),
+            database: Some(store.path().display().to_string()),
+            targets: store.targets()?,
+            evidence,
+            unresolved_unknowns: unknowns,
+        })
+    }
+
+    /// `open_binary`: admits a file or `.app` bundle, reads the complete procedure inventory of
+    /// each document, and records the target with its inventory and the Evidence of the opening in
+    /// one transaction; the target is then the active one. The first open starts the session.
+    pub async fn open_binary(
+        &self,
+        args: OpenArgs,
+        progress: &dyn Progress,
+        cancel: &Cancel,
+    ) -> Result<Observed<Opened>> {
+        let path = self.checked_path(std::path::Path::new(&args.path))?;
+        // Parameters name the path the target resolved to, so the same target is one
+        // observation however the caller spelled its path.
+        let args = OpenArgs {
+            path: path.display().to_string(),
+        };
+        let t = self.session.begin().await;
+        let target = blocking(move || Ok(native::admit(&path)?)).await?;
+        let total = target.documents.len() as u64;
+        let mut inventories = Vec::with_capacity(target.documents.len());
+        for (i, doc) in target.documents.iter().enumerate() {
+            if cancel.is_cancelled() {
+                return Err(InvestigationError::Cancelled {
+                    operation: "open_binary",
+                    undone: "opened",
+                });
+            }
+            progress.report(
+                i as u64,
+                total,
+                &format!("reading procedures of {}", doc.name),
+            );
+            let d = doc.clone();
+            inventories.push(blocking(move || Ok(native::procedures(&d)?)).await?);
+        }
+        progress.report(total, total, "storing the inventory");
+        let snapshot = match t.current() {
+            Some(s) => s,
+            None => {
+                let state_dir = self.settings.state_dir.clone();
+                let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
+                let s = started(session, None);
+                t.replace(Some(s.clone()));
+                s
+            }
+        };
+        let counts: Vec<u64> = inventories.iter().map(|p| p.len() as u64).collect();
+        let opened = Opened {
+            session_id: snapshot.session.session.id().to_owned(),
+            path: target.path.display().to_string(),
+            name: target.name.clone(),
+            sha256: target.sha256.clone(),
+            format: target.format.clone(),
+            architecture: target.architecture.clone(),
+            bundle: target.bundle.clone(),
+            documents: target
+                .documents
+                .iter()
+                .zip(counts)
+                .map(|(d, n)| OpenedDocument {
+                    name: d.name.clone(),
+                    format: d.format.clone(),
+                    architecture: d.architecture.clone(),
+                    role: d.role.clone(),
+                    procedures: n,
+                })
+                .collect(),
+        };
+        let record = observe::record(
+            "open_binary",
+            Some(subject_of(&target)),
+            &args,
+            &opened,
+            Qualifiers::observed(),
+        )?;
+        let mut recording = Recording::of(record.clone());
+        recording.target = Some(new_target(&target, inventories));
+        let committed = snapshot.store().commit(recording).await?;
+        let target_id = committed
+            .target_id
+            .ok_or_else(|| InvestigationError::SessionState("the target was not stored".into()))?;
+        t.replace(Some(Snapshot {
+            session: snapshot.session.clone(),
+            active: Some(Arc::new(ActiveTarget { target, target_id })),
+        }));
+        Ok(Observed {
+            result: opened,
+            evidence: super::EvidenceInline::new(committed.primary, record),
+        })
+    }
+
+    /// `close_binary`: ends the session and deletes its database with its ledger and unknowns.
+    pub async fn close_binary(&self, _: NoArgs) -> Result<Closed> {
+        let t = self.session.begin().await;
+        let snapshot = t
+            .current()
+            .ok_or_else(|| InvestigationError::SessionState("no binary session is open".into()))?;
+        let (_, evidence) = snapshot.store().list_evidence(&EvidenceFilter::default())?;
+        t.replace(None);
+        let session = snapshot.session.clone();
+        let id = session.session.id().to_owned();
+        // The files are deleted in the background; the session is gone from listings already.
+        drop(blocking(move || Ok(session.session.close()?)).await?);
+        Ok(Closed {
+            session_id: id,
+            evidence_dropped: evidence,
+        })
+    }
+
+    /// `resume_session`: takes up a session no live process holds. Its active target is admitted
+    /// again from its path; when that fails or the target changed, no target is active.
+    pub async fn resume_session(&self, args: ResumeArgs) -> Result<SessionInfo> {
+        let t = self.session.begin().await;
+        if let Some(s) = t.current() {
+            return Err(InvestigationError::SessionState(format!(
+                "session {} is open on this connection; close_binary it first",
+                s.session.session.id()
+            )));
+        }
+        let state_dir = self.settings.state_dir.clone();
+        let id = match args.session_id {
+            Some(id) => id,
+            None => {
+                let free: Vec<SessionInfo> = session::list(&state_dir)?
+                    .into_iter()
+                    .filter(|s| !s.live)
+                    .collect();
+                match free.as_slice() {
+                    [one] => one.id.clone(),
+                    [] => {
+                        return Err(InvestigationError::SessionState(
+                            "no session is waiting to be resumed".into(),
+                        ));
+                    }
+                    many => {
+                        let ids: Vec<&str> = many.iter().map(|s| s.id.as_str()).collect();
+                        return Err(InvestigationError::SessionState(format!(
+                            "several sessions can be resumed; name one: {}",
+                            ids.join(", ")
+                        )));
+                    }
+                }
+            }
+        };
+        let (dir, resumed_id) = (state_dir.clone(), id.clone());
+        let snapshot = blocking(move || {
+            let session = Session::resume(&dir, &resumed_id)?;
+            let active = session.store().active_target()?.and_then(|row| {
+                native::admit(std::path::Path::new(&row.path))
+                    .ok()
+                    .filter(|t| t.sha256 == row.sha256)
+                    .map(|target| ActiveTarget {
+                        target,
+                        target_id: row.id,
+                    })
+            });
+            Ok(started(session, active))
+        })
+        .await?;
+        t.replace(Some(snapshot));
+        drop(t);
+        let mut info = session::show(&state_dir, &id)?;
+        info.live = true;
+        Ok(info)
+    }
+}
