@@ -13,5 +13,6 @@ mod http;
 mod idle;
 mod javascript;
 mod prompts;
+mod snapshot;
 mod store;
 mod tools;
