@@ -12,6 +12,7 @@ mod golden;
 mod http;
 mod idle;
 mod javascript;
+mod parity;
 mod prompts;
 mod snapshot;
 mod store;
