@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Store, StoreError, now_rfc3339};
+use crate::store::{EvidenceFilter, ReadOnlyStore, Store, StoreError, now_rfc3339};
 
 /// Name of the database file inside a session directory.
 pub const DATABASE_FILE: &str = "session.db";
@@ -228,8 +228,8 @@ impl Session {
     /// and deletes it on a background thread: unlinking a ledger of a million rows takes far
     /// longer than the rest of closing. Wait on the returned [`Deletion`] to know the files are
     /// gone; dropping it lets the deletion finish on its own. A directory left behind by a
-    /// process that exited first is deleted in the background by the next [`Session::create`]
-    /// or [`list`], or at once by [`sweep_closed_now`].
+    /// process that exited first is deleted in the background by the next [`Session::create`],
+    /// or at once by [`sweep_closed_now`].
     pub fn close(&self) -> Result<Deletion, SessionError> {
         // Whoever holds the session's other handles (a call still running) finds its store
         // closed; only the first close deletes anything.
@@ -353,7 +353,7 @@ pub fn sweep_closed_now(state_dir: &Path) -> Result<usize, SessionError> {
     Ok(leftovers.len())
 }
 
-/// Every session under `state_dir`, newest id last.
+/// Every session under `state_dir`, newest id last. Reads only: listing needs no write access.
 pub fn list(state_dir: &Path) -> Result<Vec<SessionInfo>, SessionError> {
     let root = sessions_dir(state_dir);
     let entries = match fs::read_dir(&root) {
@@ -366,7 +366,6 @@ pub fn list(state_dir: &Path) -> Result<Vec<SessionInfo>, SessionError> {
             });
         }
     };
-    sweep_closed(&root);
     let mut out = vec![];
     for entry in entries.flatten() {
         let id = entry.file_name().to_string_lossy().into_owned();
@@ -380,15 +379,23 @@ pub fn list(state_dir: &Path) -> Result<Vec<SessionInfo>, SessionError> {
     Ok(out)
 }
 
-/// Facts about one session directory, read without disturbing a live owner.
+/// Whether a live process holds the session in `dir`. Looks with a shared lock on a read-only
+/// handle, so it needs no write access (a read-only mount or a full disk does not make every
+/// session look live) and never takes the session from its owner.
+fn held(dir: &Path) -> bool {
+    match File::open(dir.join(LOCK_FILE)) {
+        Ok(file) => matches!(
+            file.try_lock_shared(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ),
+        // No lock file: nobody ever held it.
+        Err(_) => false,
+    }
+}
+
+/// Facts about one session directory, read without disturbing a live owner and without write
+/// access.
 fn describe(dir: &Path, id: &str) -> SessionInfo {
-    let live = match lock(dir, id) {
-        Ok(file) => {
-            drop(file);
-            false
-        }
-        Err(_) => true,
-    };
     let bytes = [DATABASE_FILE, "session.db-wal"]
         .iter()
         .filter_map(|f| fs::metadata(dir.join(f)).ok())
@@ -397,33 +404,24 @@ fn describe(dir: &Path, id: &str) -> SessionInfo {
     let mut info = SessionInfo {
         id: id.to_owned(),
         dir: dir.display().to_string(),
-        live,
+        live: held(dir),
         created_at: None,
         exported_at: None,
         evidence: None,
         active_target: None,
         bytes,
     };
-    let flags =
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if let Ok(conn) = rusqlite::Connection::open_with_flags(dir.join(DATABASE_FILE), flags) {
-        let meta = |name: &str| -> Option<String> {
-            conn.query_row("select value from meta where name = ?1", [name], |r| {
-                r.get(0)
+    if let Ok(store) = ReadOnlyStore::open(&dir.join(DATABASE_FILE)) {
+        info.created_at = store.meta("created_at").ok().flatten();
+        info.exported_at = store.meta("exported_at").ok().flatten();
+        info.evidence = store
+            .list_evidence(&EvidenceFilter {
+                limit: 0,
+                ..Default::default()
             })
             .ok()
-        };
-        info.created_at = meta("created_at");
-        info.exported_at = meta("exported_at");
-        info.evidence = conn
-            .query_row("select count(*) from evidence", [], |r| r.get::<_, i64>(0))
-            .ok()
-            .map(|n| n as u64);
-        info.active_target = conn
-            .query_row("select path from targets where active = 1", [], |r| {
-                r.get(0)
-            })
-            .ok();
+            .map(|(_, n)| n);
+        info.active_target = store.active_target().ok().flatten().map(|t| t.path);
     }
     info
 }

@@ -442,6 +442,9 @@ impl Store {
     /// Stops the writer after every queued write has finished and closes every connection.
     /// Idempotent.
     pub fn close(&self) {
+        // Idle readers close first: the writer's connection must be the last one open, for SQLite
+        // to checkpoint and remove the WAL when it closes.
+        self.reads.release();
         drop(self.writer.lock().unwrap_or_else(|p| p.into_inner()).take());
         if let Some(thread) = self
             .writer_thread

@@ -1,6 +1,8 @@
 //! Test harness: a real `ReaServer` on one end of a duplex pipe and an rmcp client on the other.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, ClientServiceExt, RoleClient, ServiceError, ServiceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// A client that reports prompt and tool list changes, and progress, on a channel.
@@ -267,4 +269,78 @@ pub fn javascript_app() -> tempfile::TempDir {
 
 pub fn str_values(info: &CompletionInfo) -> Vec<&str> {
     info.values.iter().map(String::as_str).collect()
+}
+
+/// The built `rea serve` over stdio, spoken to in JSON-RPC lines.
+pub struct StdioServer {
+    pub child: Child,
+    pub stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl StdioServer {
+    /// Starts `rea serve` on `state` and completes the initialize handshake.
+    pub fn start(state: &std::path::Path) -> StdioServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rea"))
+            .arg("serve")
+            .env("REA_STATE_DIR", state)
+            .env_remove("REA_CONFIG_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut s = StdioServer {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "crash", "version": "1"}}));
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    pub fn send(&mut self, v: Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    pub fn submit(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    pub fn read(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let v: Value =
+                serde_json::from_str(&line).expect("stdout carries only JSON-RPC frames");
+            if v.get("id").is_some() {
+                return v;
+            }
+        }
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.submit(method, params);
+        let v = self.read();
+        assert_eq!(v["id"], id);
+        v
+    }
+
+    pub fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        let v = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        assert_ne!(v["result"]["isError"], true, "{name}: {v}");
+        v["result"]["structuredContent"].clone()
+    }
 }

@@ -1,81 +1,10 @@
 //! SIGKILL of a writing server: every acknowledged Evidence row survives, and the session resumes.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
 
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(state: &std::path::Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rea"))
-            .arg("serve")
-            .env("REA_STATE_DIR", state)
-            .env_remove("REA_CONFIG_DIR")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "crash", "version": "1"}}));
-        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        s
-    }
-
-    fn send(&mut self, v: Value) {
-        writeln!(self.stdin, "{v}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn submit(&mut self, method: &str, params: Value) -> u64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn read(&mut self) -> Value {
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "server closed stdout"
-            );
-            let v: Value =
-                serde_json::from_str(&line).expect("stdout carries only JSON-RPC frames");
-            if v.get("id").is_some() {
-                return v;
-            }
-        }
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.submit(method, params);
-        let v = self.read();
-        assert_eq!(v["id"], id);
-        v
-    }
-
-    fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        let v = self.request("tools/call", json!({"name": name, "arguments": arguments}));
-        assert_ne!(v["result"]["isError"], true, "{name}: {v}");
-        v["result"]["structuredContent"].clone()
-    }
-}
+use crate::common::StdioServer as Server;
 
 /// A small deterministic generator, so a failing cycle can be replayed.
 fn lcg(seed: &mut u64) -> u64 {

@@ -14,6 +14,7 @@ mod idle;
 mod javascript;
 mod parity;
 mod prompts;
+mod readonly;
 mod snapshot;
 mod store;
 mod tools;
