@@ -104,6 +104,23 @@ digest_id!(
     OccurrenceId, "occ_", "an artifact occurrence id (occ_ followed by 64 hex digits)"
 );
 
+impl OccurrenceId {
+    /// The id of an item found in a part: `occ_` + SHA-256 of
+    /// `manifest \0 part \0 kind \0 key \0 value`, an absent key hashed as the empty string. The
+    /// one formula for every occurrence, of an artifact inventory or of a JavaScript application
+    /// graph; the key is part of it because `(part, kind, value)` alone is not unique.
+    pub fn of(
+        manifest: &ManifestId,
+        part: &str,
+        kind: &str,
+        key: Option<&str>,
+        value: &str,
+    ) -> OccurrenceId {
+        let item = [manifest.as_str(), part, kind, key.unwrap_or(""), value].join("\0");
+        OccurrenceId::from_digest_of(item.as_bytes())
+    }
+}
+
 /// A residual unknown's stable id: `unk_` followed by 16 to 64 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(transparent)]

@@ -28,3 +28,4 @@ pub mod session;
 pub mod settings;
 pub mod store;
 pub mod tools;
+pub mod vocabulary;

@@ -133,8 +133,8 @@ pub fn synthetic_record(i: u64) -> EvidenceRecord {
         subject: Some(Subject {
             name: "gdb".into(),
             sha256: SUBJECT_SHA256.into(),
-            format: "elf".into(),
-            architecture: "x86_64".into(),
+            format: rea::vocabulary::Format::Elf,
+            architecture: rea::vocabulary::Architecture::X86_64,
             path: "/usr/bin/gdb".into(),
         }),
         provider: ProviderStamp::builtin(),

@@ -153,15 +153,15 @@ fuzz_target!(|data: &[u8]| {
         path: format!("/fuzz/{}/{n}", guard.generation),
         name: format!("target-{n}"),
         sha256: format!("{n:064x}"),
-        format: "raw".into(),
-        architecture: "unknown".into(),
+        format: rea::vocabulary::Format::Raw,
+        architecture: rea::vocabulary::Architecture::Unknown,
         documents: docs
             .iter()
             .map(|d| NewDocument {
                 name: d.name.clone(),
-                format: "raw".into(),
-                architecture: "unknown".into(),
-                role: "file".into(),
+                format: rea::vocabulary::Format::Raw,
+                architecture: rea::vocabulary::Architecture::Unknown,
+                role: rea::vocabulary::DocumentRole::File,
                 file: "/dev/null".into(),
                 file_offset: 0,
                 file_size: 0,
@@ -182,7 +182,7 @@ fuzz_target!(|data: &[u8]| {
         .store
         .open_target_blocking(target)
         .unwrap_or_else(|e| panic!("the store refused an inventory: {e}"));
-    let store = guard.store.as_ref();
+    let store: &rea::store::ReadOnlyStore = &guard.store;
 
     for query in &queries {
         match query {

@@ -317,8 +317,8 @@ fn doctor(settings: Settings, target: Option<&Path>, json: bool) -> anyhow::Resu
                 println!(
                     "target {}: opens as {} ({}), documents: {}",
                     c.path,
-                    c.format.as_deref().unwrap_or("?"),
-                    c.architecture.as_deref().unwrap_or("?"),
+                    c.format.map(|f| f.as_str()).unwrap_or("?"),
+                    c.architecture.map(|a| a.as_str()).unwrap_or("?"),
                     c.documents.join(", ")
                 );
             } else {

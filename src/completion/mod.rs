@@ -137,7 +137,7 @@ fn complete_providers(
     match session.map(ReadOnlyStore::active_target) {
         Some(Ok(Some(target))) => {
             candidates.extend(
-                crate::providers::deep::candidates(&target.format, None)
+                crate::providers::deep::candidates(target.format.as_str(), None)
                     .into_iter()
                     .map(|c| c.id),
             );

@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::EvidenceId;
+use crate::vocabulary::{Architecture, Format};
 
 /// What an observation is about: the target as it was when observed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -18,10 +19,10 @@ pub struct Subject {
     pub name: String,
     /// Lowercase hex SHA-256 of the target's bytes (for a bundle: of its file list and digests).
     pub sha256: String,
-    /// Container format: elf, macho, macho-universal, pe, app-bundle, raw, javascript-app, …
-    pub format: String,
+    /// Container format: elf, macho, macho-universal, pe, app-bundle, raw or javascript-app.
+    pub format: Format,
     /// Architecture, `multi` for several slices, or `unknown`.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Canonical path of the target when it was observed.
     pub path: String,
 }

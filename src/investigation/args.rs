@@ -7,6 +7,7 @@ use super::{InvestigationError, Result};
 use crate::ids::Address;
 use crate::providers::deep;
 use crate::providers::native::DocumentSpec;
+use crate::vocabulary::Format;
 
 /// Which document of the active target an operation is about.
 ///
@@ -123,10 +124,10 @@ pub enum ProviderChoice {
 impl ProviderChoice {
     /// `auto` (or nothing) for the built-in provider, else the deep candidate with this id that
     /// fits targets of `format`.
-    pub fn resolve(id: Option<&str>, format: &str) -> Result<ProviderChoice> {
+    pub fn resolve(id: Option<&str>, format: Format) -> Result<ProviderChoice> {
         match id {
             None | Some("auto") => Ok(ProviderChoice::Auto),
-            Some(id) => deep::candidates(format, None)
+            Some(id) => deep::candidates(format.as_str(), None)
                 .into_iter()
                 .find(|c| c.id == id)
                 .map(ProviderChoice::Deep)

@@ -13,6 +13,7 @@ use super::{Investigation, Result, blocking};
 use crate::evidence::Authority;
 use crate::providers::{deep, native};
 use crate::store::Recording;
+use crate::vocabulary::{Architecture, Format};
 
 /// Arguments of `doctor`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -66,9 +67,9 @@ pub struct TargetCheck {
     /// Whether open_binary would admit it.
     pub admitted: bool,
     /// Format, when admitted.
-    pub format: Option<String>,
+    pub format: Option<Format>,
     /// Architecture, when admitted.
-    pub architecture: Option<String>,
+    pub architecture: Option<Architecture>,
     /// Documents it would list, when admitted.
     pub documents: Vec<String>,
     /// Why not, when refused.
@@ -84,8 +85,8 @@ fn check_target(path: &Path) -> (TargetCheck, Option<native::Target>) {
             TargetCheck {
                 path: t.path.display().to_string(),
                 admitted: true,
-                format: Some(t.format.clone()),
-                architecture: Some(t.architecture.clone()),
+                format: Some(t.format),
+                architecture: Some(t.architecture),
                 documents: t.documents.iter().map(|d| d.name.clone()).collect(),
                 refusal: None,
                 available_action: None,

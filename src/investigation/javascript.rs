@@ -13,6 +13,7 @@ use crate::analyzers::javascript::{self, JsAnalysis};
 use crate::evidence::Subject;
 use crate::ids::{ManifestId, OccurrenceId};
 use crate::store::{ManifestRegistration, OccurrenceRegistration, OccurrenceRow, Recording};
+use crate::vocabulary::{Architecture, Format};
 
 /// The operation of a JavaScript analysis record.
 const ANALYZE: &str = "analyze_javascript_application";
@@ -123,8 +124,8 @@ fn recording(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         sha256: id.as_str().trim_start_matches("agm_").to_owned(),
-        format: "javascript-app".into(),
-        architecture: "javascript".into(),
+        format: Format::JavascriptApp,
+        architecture: Architecture::Javascript,
         path: path.display().to_string(),
     };
     let rows: Vec<OccurrenceRow> = analysis
@@ -132,10 +133,10 @@ fn recording(
         .iter()
         .map(|o| {
             let kind = kind_name(&o.kind);
+            // The place (file:line:column) is the key: one value may occur many times in a file.
             let place = format!("{}:{}:{}", o.file, o.line, o.column);
-            let item = [id.as_str(), &o.file, &kind, &place, &o.value].join("\0");
             OccurrenceRow {
-                id: OccurrenceId::from_digest_of(item.as_bytes()),
+                id: OccurrenceId::of(&id, &o.file, &kind, Some(&place), &o.value),
                 part: o.file.clone(),
                 kind,
                 value: o.value.clone(),

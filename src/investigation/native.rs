@@ -573,7 +573,7 @@ impl Investigation {
         let (s, a, r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
             .await?;
-        match ProviderChoice::resolve(args.provider_id.as_deref(), &a.target.format)? {
+        match ProviderChoice::resolve(args.provider_id.as_deref(), a.target.format)? {
             ProviderChoice::Auto => {
                 let (start, offset, limit) = (
                     r.procedure.address.0,

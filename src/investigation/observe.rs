@@ -129,8 +129,8 @@ pub fn subject_of(target: &Target) -> Subject {
     Subject {
         name: target.name.clone(),
         sha256: target.sha256.clone(),
-        format: target.format.clone(),
-        architecture: target.architecture.clone(),
+        format: target.format,
+        architecture: target.architecture,
         path: target.path.display().to_string(),
     }
 }

@@ -23,6 +23,7 @@ use crate::session::{self, Session, SessionInfo};
 use crate::store::{
     EvidenceFilter, NewDocument, NewProcedure, NewTarget, Recording, Store, TargetRow,
 };
+use crate::vocabulary::{Architecture, DocumentRole, Format};
 
 /// Arguments of operations that take none.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -62,11 +63,11 @@ pub struct OpenedDocument {
     /// Unique name within the target.
     pub name: String,
     /// Format.
-    pub format: String,
+    pub format: Format,
     /// Architecture.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Role within the target.
-    pub role: String,
+    pub role: DocumentRole,
     /// Procedures in its complete inventory.
     pub procedures: u64,
 }
@@ -83,9 +84,9 @@ pub struct Opened {
     /// SHA-256 of the target.
     pub sha256: String,
     /// Format.
-    pub format: String,
+    pub format: Format,
     /// Architecture.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Bundle facts from Info.plist, for a .app.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle: Option<BundleInfo>,
@@ -118,17 +119,17 @@ pub fn new_target(target: &Target, inventories: Vec<Vec<Procedure>>) -> NewTarge
         path: target.path.display().to_string(),
         name: target.name.clone(),
         sha256: target.sha256.clone(),
-        format: target.format.clone(),
-        architecture: target.architecture.clone(),
+        format: target.format,
+        architecture: target.architecture,
         documents: target
             .documents
             .iter()
             .zip(inventories)
             .map(|(d, procs)| NewDocument {
                 name: d.name.clone(),
-                format: d.format.clone(),
-                architecture: d.architecture.clone(),
-                role: d.role.clone(),
+                format: d.format,
+                architecture: d.architecture,
+                role: d.role,
                 file: d.file.display().to_string(),
                 file_offset: d.offset,
                 file_size: d.size,
@@ -381,8 +382,8 @@ impl Investigation {
             path: target.path.display().to_string(),
             name: target.name.clone(),
             sha256: target.sha256.clone(),
-            format: target.format.clone(),
-            architecture: target.architecture.clone(),
+            format: target.format,
+            architecture: target.architecture,
             bundle: target.bundle.clone(),
             documents: target
                 .documents
@@ -390,9 +391,9 @@ impl Investigation {
                 .zip(counts)
                 .map(|(d, n)| OpenedDocument {
                     name: d.name.clone(),
-                    format: d.format.clone(),
-                    architecture: d.architecture.clone(),
-                    role: d.role.clone(),
+                    format: d.format,
+                    architecture: d.architecture,
+                    role: d.role,
                     procedures: n,
                 })
                 .collect(),

@@ -415,10 +415,10 @@ fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, Dee
     } else {
         Formats::ElfPe
     };
-    if !formats.accepts(&doc.format) {
+    if !formats.accepts(doc.format.as_str()) {
         return Err(DeepError::FormatMismatch {
             provider: c.id.clone(),
-            format: doc.format.clone(),
+            format: doc.format.to_string(),
         });
     }
     let mut args = Vec::new();
@@ -436,11 +436,10 @@ fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, Dee
 }
 
 fn file_is_universal(path: &Path) -> bool {
-    let mut head = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && matches!(head, [0xca, 0xfe, 0xba, 0xbe] | [0xca, 0xfe, 0xba, 0xbf])
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    super::native::read_at_most(path, 0, super::native::HEAD_LEN).is_ok_and(|head| {
+        super::native::sniff(&head, len) == crate::vocabulary::Format::MachOUniversal
+    })
 }
 
 fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepError> {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
 use crate::completion::key::match_key;
 use crate::ids::Address;
+use crate::vocabulary::{Architecture, DocumentRole, Format};
 
 /// A target to record when it is opened.
 #[derive(Debug, Clone)]
@@ -20,9 +21,9 @@ pub struct NewTarget {
     /// SHA-256 of the target.
     pub sha256: String,
     /// Container format.
-    pub format: String,
+    pub format: Format,
     /// Architecture.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Its documents, each with its complete procedure inventory.
     pub documents: Vec<NewDocument>,
 }
@@ -33,11 +34,11 @@ pub struct NewDocument {
     /// Unique name within the target.
     pub name: String,
     /// Format of the document.
-    pub format: String,
+    pub format: Format,
     /// Architecture.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Role: file, slice, main-executable, framework, helper, plug-in, xpc-service, …
-    pub role: String,
+    pub role: DocumentRole,
     /// File holding the document.
     pub file: String,
     /// Offset of the document in `file`.
@@ -73,9 +74,9 @@ pub struct TargetRow {
     /// SHA-256 of the target.
     pub sha256: String,
     /// Container format.
-    pub format: String,
+    pub format: Format,
     /// Architecture.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Whether it is the active target.
     pub active: bool,
 }
@@ -89,11 +90,11 @@ pub struct DocumentRow {
     /// Unique name within the target.
     pub name: String,
     /// Format.
-    pub format: String,
+    pub format: Format,
     /// Architecture.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Role within the target.
-    pub role: String,
+    pub role: DocumentRole,
     /// File that holds it.
     pub file: String,
     /// Offset in that file.
@@ -148,7 +149,7 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
     conn.prepare_cached(
         "insert into targets (path, name, sha256, format, architecture, active, opened_at) values (?1, ?2, ?3, ?4, ?5, 1, ?6)",
     )?
-    .execute(params![target.path, target.name, target.sha256, target.format, target.architecture, now_rfc3339()])?;
+    .execute(params![target.path, target.name, target.sha256, target.format.as_str(), target.architecture.as_str(), now_rfc3339()])?;
     let target_id = conn.last_insert_rowid();
 
     let mut insert_doc = conn.prepare_cached(
@@ -169,9 +170,9 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
             target_id,
             doc.name,
             match_key(&doc.name),
-            doc.format,
-            doc.architecture,
-            doc.role,
+            doc.format.as_str(),
+            doc.architecture.as_str(),
+            doc.role.as_str(),
             doc.file,
             to_i64(doc.file_offset),
             to_i64(doc.file_size),
@@ -214,14 +215,25 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
     Ok(target_id)
 }
 
+/// A vocabulary name stored as its text.
+fn name<T: std::str::FromStr<Err = crate::vocabulary::UnknownName>>(
+    r: &rusqlite::Row<'_>,
+    column: usize,
+) -> rusqlite::Result<T> {
+    let text: String = r.get(column)?;
+    text.parse().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 fn target_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TargetRow> {
     Ok(TargetRow {
         id: r.get(0)?,
         path: r.get(1)?,
         name: r.get(2)?,
         sha256: r.get(3)?,
-        format: r.get(4)?,
-        architecture: r.get(5)?,
+        format: name(r, 4)?,
+        architecture: name(r, 5)?,
         active: r.get::<_, i64>(6)? == 1,
     })
 }
@@ -230,9 +242,9 @@ fn document_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DocumentRow> {
     Ok(DocumentRow {
         id: r.get(0)?,
         name: r.get(1)?,
-        format: r.get(2)?,
-        architecture: r.get(3)?,
-        role: r.get(4)?,
+        format: name(r, 2)?,
+        architecture: name(r, 3)?,
+        role: name(r, 4)?,
         file: r.get(5)?,
         file_offset: from_i64(r.get(6)?),
         file_size: from_i64(r.get(7)?),

@@ -9,6 +9,7 @@ use rea::session::{self, Session, SessionError};
 use rea::store::{
     LoadError, NewDocument, NewProcedure, NewTarget, ProcedureScope, Recording, Store, StoreError,
 };
+use rea::vocabulary::{Architecture, DocumentRole, Format};
 use serde_json::json;
 
 fn record(op: &str, n: u64) -> EvidenceRecord {
@@ -141,15 +142,15 @@ fn target(name: &str, docs: &[Doc<'_>]) -> NewTarget {
         path: format!("/t/{name}"),
         name: name.into(),
         sha256: rea::ids::sha256_hex(name.as_bytes()),
-        format: "elf".into(),
-        architecture: "x86_64".into(),
+        format: Format::Elf,
+        architecture: Architecture::X86_64,
         documents: docs
             .iter()
             .map(|(d, procs)| NewDocument {
                 name: d.to_string(),
-                format: "elf".into(),
-                architecture: "x86_64".into(),
-                role: "slice".into(),
+                format: Format::Elf,
+                architecture: Architecture::X86_64,
+                role: DocumentRole::Slice,
                 file: format!("/t/{name}"),
                 file_offset: 0,
                 file_size: 1,

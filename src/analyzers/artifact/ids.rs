@@ -20,15 +20,7 @@ pub fn occurrence_id(
     key: Option<&str>,
     value: &str,
 ) -> OccurrenceId {
-    let item = [
-        manifest.as_str(),
-        part,
-        kind.as_str(),
-        key.unwrap_or(""),
-        value,
-    ]
-    .join("\0");
-    OccurrenceId::from_digest_of(item.as_bytes())
+    OccurrenceId::of(manifest, part, kind.as_str(), key, value)
 }
 
 /// The manifest's hashed body; the id itself is left out.

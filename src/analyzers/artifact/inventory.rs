@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::bundle::{self, PlistFacts};
 use super::ids::{self, sha256_hex};
-use super::image::{self, Image, Signature, Sniffed};
+use super::image::{self, Image, Signature};
 use super::macho_sig::{FLAG_ADHOC, FLAG_LINKER_SIGNED, FLAG_RUNTIME};
 use super::page;
 use super::resolve::{self, MachoLoader, Tree};
@@ -21,6 +21,7 @@ use super::{
     ProviderStamp, Resolution, Severity, TargetInfo, TargetKind,
 };
 use crate::analyzers::asar;
+use crate::vocabulary::{Architecture, Format};
 
 /// Bytes read from a file too large to parse, enough to classify it.
 const HEAD_BYTES: usize = 4096;
@@ -92,7 +93,7 @@ struct PendingFinding {
 struct PendingImage {
     file: String,
     image_part: String,
-    arch: Option<String>,
+    arch: Option<Architecture>,
     is_macho: bool,
     is_main_executable_type: bool,
     has_signature: bool,
@@ -357,7 +358,7 @@ impl<'o> Builder<'o> {
                 (bytes, sha)
             }
             Content::Large { sha256, head } => {
-                let kind = walk::classify(rel, &head, image::sniff(&head));
+                let kind = walk::classify(rel, &head, image::sniff(&head, size));
                 self.reasons.insert(format!(
                     "{rel} ({size} bytes) is larger than max_parse_bytes and was hashed but not parsed"
                 ));
@@ -376,10 +377,10 @@ impl<'o> Builder<'o> {
             }
         };
         let head = &bytes[..bytes.len().min(HEAD_BYTES)];
-        let sniffed = image::sniff(head);
+        let sniffed = image::sniff(head, bytes.len() as u64);
         let mut kind = walk::classify(rel, head, sniffed);
         let with_regions = !self.directory_target;
-        let images = if sniffed == Sniffed::None {
+        let images = if sniffed == Format::Raw {
             None
         } else {
             image::analyze(&bytes, with_regions)
@@ -402,7 +403,7 @@ impl<'o> Builder<'o> {
         let thin_arch = if images.universal {
             None
         } else {
-            images.images.first().map(|image| image.arch.clone())
+            images.images.first().map(|image| image.arch)
         };
         if let (false, Some(first)) = (images.universal, images.images.first())
             && kind == PartKind::MachoOther
@@ -445,7 +446,7 @@ impl<'o> Builder<'o> {
                         kind: image.kind,
                         size: slice_size,
                         sha256: digest,
-                        architecture: Some(image.arch.clone()),
+                        architecture: Some(image.arch),
                         container: Some(rel.to_string()),
                         address: None,
                         file_offset: Some(offset),
@@ -462,7 +463,7 @@ impl<'o> Builder<'o> {
                     kind: region.kind,
                     size: region.size,
                     sha256: region.sha256.clone(),
-                    architecture: Some(image.arch.clone()),
+                    architecture: Some(image.arch),
                     container: Some(image_part.clone()),
                     address: Some(format!("0x{:x}", region.address)),
                     file_offset: region.file_offset,
@@ -649,7 +650,7 @@ impl<'o> Builder<'o> {
         self.images.push(PendingImage {
             file: file.to_string(),
             image_part: part.to_string(),
-            arch: universal.then(|| image.arch.clone()),
+            arch: universal.then_some(image.arch),
             is_macho: image.is_macho,
             is_main_executable_type: image.is_main_executable_type,
             has_signature: matches!(
@@ -858,7 +859,7 @@ impl<'o> Builder<'o> {
         let images = std::mem::take(&mut self.images);
         // The tree is only read while edges are added; it is put back afterwards.
         let tree_store = std::mem::take(&mut self.tree);
-        let mut merged: BTreeMap<EdgeKey, BTreeSet<String>> = BTreeMap::new();
+        let mut merged: BTreeMap<EdgeKey, BTreeSet<Architecture>> = BTreeMap::new();
         for image in &images {
             let tree = self.directory_target.then_some(&tree_store);
             let executable_dir = self.executable_dir(image);
@@ -915,7 +916,7 @@ impl<'o> Builder<'o> {
                         resolved.via,
                     ))
                     .or_default();
-                arches.extend(image.arch.clone());
+                arches.extend(image.arch);
             }
             if image.has_signature {
                 merged
@@ -928,7 +929,7 @@ impl<'o> Builder<'o> {
                         None,
                     ))
                     .or_default()
-                    .extend(image.arch.clone());
+                    .extend(image.arch);
             }
         }
         for ((from, kind, target, resolution, resolved, via), arches) in merged {

@@ -36,6 +36,8 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::vocabulary::Architecture;
+
 pub use compare::{
     Comparison, DimensionStatus, EdgeChange, EdgesDiff, OccurrenceKindDiff, OccurrenceRef,
     PartChange, PartsDiff, ProcedureNames, ProcedurePartDiff, ProceduresDiff, SideInfo, compare,
@@ -228,7 +230,7 @@ pub struct Part {
     pub sha256: Option<String>,
     /// Architecture of a slice or region (`x86_64`, `arm64`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub architecture: Option<String>,
+    pub architecture: Option<Architecture>,
     /// Path of the part that contains this one (the file of a slice, the image of a region).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
@@ -382,7 +384,7 @@ pub struct Edge {
     pub via: Option<String>,
     /// Architectures of the slices that carry this edge (empty when not per-slice).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub architectures: Vec<String>,
+    pub architectures: Vec<Architecture>,
 }
 
 /// What an occurrence records.

@@ -104,7 +104,7 @@ fn terminal_notifier_app() {
         exe.sha256.as_deref(),
         Some("2588f4ae2118396419767c388cf2b0a9a5e0cb53ce5d05a07c00f68a97a50215")
     );
-    assert_eq!(exe.architecture.as_deref(), Some("x86_64"));
+    assert_eq!(exe.architecture.map(|a| a.as_str()), Some("x86_64"));
     assert_eq!(inv.manifest.target.size, 485_210);
 
     let plist = "Contents/Info.plist";

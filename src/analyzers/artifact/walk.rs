@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::PartKind;
-use super::image::Sniffed;
+use crate::vocabulary::Format;
 
 /// One file or symbolic link of a directory target.
 #[derive(Debug, Clone)]
@@ -153,17 +153,17 @@ pub(crate) fn is_framework_binary_path(rel: &str) -> bool {
 
 /// Classifies a regular file. `head` is its first bytes; native images are classified by the
 /// caller from their headers, so only their container-level kind is decided here.
-pub(crate) fn classify(rel: &str, head: &[u8], sniffed: Sniffed) -> PartKind {
+pub(crate) fn classify(rel: &str, head: &[u8], sniffed: Format) -> PartKind {
     match sniffed {
-        Sniffed::MachO | Sniffed::MachOFat if is_framework_binary_path(rel) => {
+        Format::MachO | Format::MachOUniversal if is_framework_binary_path(rel) => {
             return PartKind::FrameworkBinary;
         }
-        Sniffed::MachOFat => return PartKind::MachoUniversal,
+        Format::MachOUniversal => return PartKind::MachoUniversal,
         // Thin Mach-O kinds come from the file type in the header; the caller refines this.
-        Sniffed::MachO => return PartKind::MachoOther,
-        Sniffed::Elf => return PartKind::Elf,
-        Sniffed::Pe => return PartKind::Pe,
-        Sniffed::None => {}
+        Format::MachO => return PartKind::MachoOther,
+        Format::Elf => return PartKind::Elf,
+        Format::Pe => return PartKind::Pe,
+        _ => {}
     }
     if rel == "_CodeSignature/CodeResources" || rel.ends_with("/_CodeSignature/CodeResources") {
         return PartKind::CodeSignature;
@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn classification_by_path_and_content() {
-        let none = Sniffed::None;
+        let none = Format::Raw;
         assert_eq!(
             classify("Contents/_CodeSignature/CodeResources", b"<?xml", none),
             PartKind::CodeSignature
@@ -292,16 +292,20 @@ mod tests {
             classify(
                 "Contents/Frameworks/A.framework/Versions/A/A",
                 b"",
-                Sniffed::MachO
+                Format::MachO
             ),
             PartKind::FrameworkBinary
         );
         assert_eq!(
-            classify("Contents/Frameworks/A.framework/A", b"", Sniffed::MachOFat),
+            classify(
+                "Contents/Frameworks/A.framework/A",
+                b"",
+                Format::MachOUniversal
+            ),
             PartKind::FrameworkBinary
         );
         assert_eq!(
-            classify("Contents/MacOS/app", b"", Sniffed::MachOFat),
+            classify("Contents/MacOS/app", b"", Format::MachOUniversal),
             PartKind::MachoUniversal
         );
     }

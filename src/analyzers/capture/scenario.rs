@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::outcome::{ExecutableFormat, Limits, OutputOverflow, ScenarioEcho};
 use super::policy::{Policy, is_valid_variable_name};
+use crate::vocabulary::Format;
 
 /// Directories whose interpreters (`/usr/bin/sh`, `/usr/bin/python3`, …) a `#!` script may
 /// name even when they lie outside the executable roots.
@@ -533,40 +534,40 @@ const HOST_ELF_CLASS: u8 = if cfg!(target_pointer_width = "64") {
 
 const HOST_ELF_DATA: u8 = if cfg!(target_endian = "little") { 1 } else { 2 };
 
-/// Recognizes a format from a file's first bytes (up to 256, the kernel's `#!` line length).
-pub(crate) fn detect(header: &[u8]) -> Detected {
-    if header.len() >= 20 && header.starts_with(b"\x7fELF") {
-        let data = header[5];
-        let read16 = |at: usize| {
-            let bytes = [header[at], header[at + 1]];
-            if data == 2 {
-                u16::from_be_bytes(bytes)
-            } else {
-                u16::from_le_bytes(bytes)
-            }
-        };
-        return Detected::Elf {
-            class: header[4],
-            data,
-            kind: read16(16),
-            machine: read16(18),
-        };
-    }
-    if header.len() >= 4 {
-        let magic = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
-        match magic {
-            0xfeed_face | 0xcefa_edfe => return Detected::MachO("32-bit Mach-O"),
-            0xfeed_facf | 0xcffa_edfe => return Detected::MachO("64-bit Mach-O"),
-            0xcafe_babe | 0xbeba_feca | 0xcafe_babf | 0xbfba_feca => {
-                return Detected::MachO("universal (fat) Mach-O");
-            }
-            _ => {}
+/// The kernel reads at most this many bytes of a `#!` line.
+const SHEBANG_LEN: usize = 256;
+
+/// Recognizes a format from a file's first bytes and its length: native images by the one
+/// sniffer rea has (`providers::native`), scripts by their `#!` line.
+pub(crate) fn detect(header: &[u8], len: u64) -> Detected {
+    match crate::providers::native::sniff(header, len) {
+        Format::Elf => {
+            let data = header[5];
+            let read16 = |at: usize| {
+                let bytes = [header[at], header[at + 1]];
+                if data == 2 {
+                    u16::from_be_bytes(bytes)
+                } else {
+                    u16::from_le_bytes(bytes)
+                }
+            };
+            return Detected::Elf {
+                class: header[4],
+                data,
+                kind: read16(16),
+                machine: read16(18),
+            };
         }
+        Format::MachO if crate::providers::native::macho_is_64(header) => {
+            return Detected::MachO("64-bit Mach-O");
+        }
+        Format::MachO => return Detected::MachO("32-bit Mach-O"),
+        Format::MachOUniversal => return Detected::MachO("universal (fat) Mach-O"),
+        Format::Pe => return Detected::Pe,
+        _ => {}
     }
-    if header.starts_with(b"MZ") {
-        return Detected::Pe;
-    }
-    if let Some(rest) = header.strip_prefix(b"#!") {
+    let first = &header[..header.len().min(SHEBANG_LEN)];
+    if let Some(rest) = first.strip_prefix(b"#!") {
         let line = rest.split(|&b| b == b'\n').next().unwrap_or(rest);
         let line = String::from_utf8_lossy(line);
         let interpreter = line.split([' ', '\t']).find(|part| !part.is_empty());
@@ -595,13 +596,14 @@ pub(crate) fn elf_machine_name(machine: u16) -> String {
     }
 }
 
-/// Reads up to 256 bytes from the start of `path`.
-pub(crate) fn read_header(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut header = Vec::with_capacity(256);
-    std::fs::File::open(path)?
-        .take(256)
+/// The first bytes of `path` (as many as the sniffer reads) and the file's length.
+pub(crate) fn read_header(path: &Path) -> std::io::Result<(Vec<u8>, u64)> {
+    let file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut header = Vec::with_capacity(SHEBANG_LEN);
+    file.take(crate::providers::native::HEAD_LEN as u64)
         .read_to_end(&mut header)?;
-    Ok(header)
+    Ok((header, len))
 }
 
 /// Whether an ELF header describes a program this machine runs; `Err` says why not.
@@ -628,8 +630,9 @@ fn classify_executable(path: &Path, policy: &Policy) -> Result<ExecutableFormat,
         path: path.to_path_buf(),
         reason,
     };
-    let header = read_header(path).map_err(|e| unsupported(format!("cannot read it: {e}")))?;
-    match detect(&header) {
+    let (header, len) =
+        read_header(path).map_err(|e| unsupported(format!("cannot read it: {e}")))?;
+    match detect(&header, len) {
         Detected::Elf {
             class,
             data,
@@ -667,13 +670,13 @@ fn classify_executable(path: &Path, policy: &Policy) -> Result<ExecutableFormat,
                     resolved.display()
                 )));
             }
-            let header = read_header(&resolved).map_err(|e| {
+            let (header, len) = read_header(&resolved).map_err(|e| {
                 unsupported(format!(
                     "cannot read its interpreter {}: {e}",
                     resolved.display()
                 ))
             })?;
-            match detect(&header) {
+            match detect(&header, len) {
                 Detected::Elf {
                     class,
                     data,
@@ -710,16 +713,20 @@ mod tests {
 
     #[test]
     fn detects_formats_of_real_files() {
-        let fsevents = read_header(&fixtures().join("fsevents/package/fsevents.node")).unwrap();
-        assert_eq!(detect(&fsevents), Detected::MachO("universal (fat) Mach-O"));
-        let pe = read_header(
+        let (fsevents, fsevents_len) =
+            read_header(&fixtures().join("fsevents/package/fsevents.node")).unwrap();
+        assert_eq!(
+            detect(&fsevents, fsevents_len),
+            Detected::MachO("universal (fat) Mach-O")
+        );
+        let (pe, pe_len) = read_header(
             &fixtures().join("node-notifier/package/vendor/snoreToast/snoretoast-x64.exe"),
         )
         .unwrap();
-        assert_eq!(detect(&pe), Detected::Pe);
-        let ls = read_header(Path::new("/usr/bin/ls")).unwrap();
+        assert_eq!(detect(&pe, pe_len), Detected::Pe);
+        let (ls, ls_len) = read_header(Path::new("/usr/bin/ls")).unwrap();
         assert!(matches!(
-            detect(&ls),
+            detect(&ls, ls_len),
             Detected::Elf {
                 class: 2,
                 data: 1,
@@ -728,16 +735,25 @@ mod tests {
             }
         ));
         assert_eq!(
-            detect(b"#!/bin/sh -e\necho hi\n"),
+            detect(
+                b"#!/bin/sh -e\necho hi\n",
+                b"#!/bin/sh -e\necho hi\n".len() as u64
+            ),
             Detected::Script(PathBuf::from("/bin/sh"))
         );
         assert_eq!(
-            detect(b"#!  /usr/bin/env python3\n"),
+            detect(
+                b"#!  /usr/bin/env python3\n",
+                b"#!  /usr/bin/env python3\n".len() as u64
+            ),
             Detected::Script(PathBuf::from("/usr/bin/env"))
         );
-        assert_eq!(detect(b"#!sh\n"), Detected::BadScript("sh".to_owned()));
-        assert_eq!(detect(b"\x7fEL"), Detected::Unknown);
-        assert_eq!(detect(b""), Detected::Unknown);
+        assert_eq!(
+            detect(b"#!sh\n", b"#!sh\n".len() as u64),
+            Detected::BadScript("sh".to_owned())
+        );
+        assert_eq!(detect(b"\x7fEL", b"\x7fEL".len() as u64), Detected::Unknown);
+        assert_eq!(detect(b"", b"".len() as u64), Detected::Unknown);
     }
 
     #[test]

@@ -1,23 +1,16 @@
-//! Canonical address text (lowercase `0x` hex) and the serde adapters that put it on the wire.
+//! The serde adapters that put `u64` addresses of the native provider's types on the wire in
+//! canonical text. Text and parsing are [`Address`]'s: one canonical form, one parser.
 
-/// Formats an address the one way rea shows addresses: lowercase hex with a `0x` prefix and no
-/// padding, so that the same address always reads (and hashes into Evidence) identically.
+use crate::ids::Address;
+
+/// Formats an address the one way rea shows addresses (see [`Address`]).
 pub fn format_address(address: u64) -> String {
-    format!("{address:#x}")
+    Address(address).to_string()
 }
 
-/// Parses the address forms agents send: `0x`/`0X`-prefixed hex or bare hex, surrounded by
-/// optional whitespace. Anything else (decimal markers, signs, empty text, overflow) is `None`.
+/// Parses the address forms agents send, as [`Address::parse`] does; anything else is `None`.
 pub fn parse_address(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-        .unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u64::from_str_radix(digits, 16).ok()
+    Address::parse(text).ok().map(|a| a.0)
 }
 
 /// Serde adapter: a `u64` address as canonical hex text; reading also accepts a JSON number.

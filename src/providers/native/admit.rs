@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::format::{self, FatSlice, HEAD_LEN, Kind};
+use super::format::{self, FatSlice, HEAD_LEN};
 use super::{AdmitError, BundleInfo, DocumentSpec, Target};
+use crate::vocabulary::{Architecture, DocumentRole, Format};
 
 /// Bundles with more files than this are refused: inventorying them would take minutes and the
 /// digest would be meaningless to a person anyway.
@@ -93,17 +94,17 @@ fn admit_file(path: &Path) -> Result<Target, AdmitError> {
     let (sha256, head, len) = hash_file(path).map_err(|e| io_error(path, e))?;
     let name = file_name(path);
     let kind = format::sniff(&head, len);
-    let documents =
-        file_documents(path, &name, &head, len, kind, "file").map_err(|e| io_error(path, e))?;
+    let documents = file_documents(path, &name, &head, len, kind, DocumentRole::File)
+        .map_err(|e| io_error(path, e))?;
     let architecture = match kind {
-        Kind::MachOUniversal => combined_architecture(&documents),
+        Format::MachOUniversal => combined_architecture(&documents),
         _ => format::thin_architecture(kind, &head),
     };
     Ok(Target {
         path: path.to_path_buf(),
         name,
         sha256,
-        format: kind.name().to_string(),
+        format: kind,
         architecture,
         documents,
         bundle: None,
@@ -116,22 +117,26 @@ fn file_documents(
     name: &str,
     head: &[u8],
     len: u64,
-    kind: Kind,
-    role: &str,
+    kind: Format,
+    role: DocumentRole,
 ) -> io::Result<Vec<DocumentSpec>> {
-    if kind != Kind::MachOUniversal {
+    if kind != Format::MachOUniversal {
         return Ok(vec![DocumentSpec {
             name: name.to_string(),
             file: path.to_path_buf(),
             offset: 0,
             size: len,
-            format: kind.name().to_string(),
+            format: kind,
             architecture: format::thin_architecture(kind, head),
-            role: role.to_string(),
+            role,
         }]);
     }
     let slices = format::fat_slices(head, len).unwrap_or_default();
-    let slice_role = if role == "file" { "slice" } else { role };
+    let slice_role = if role == DocumentRole::File {
+        DocumentRole::Slice
+    } else {
+        role
+    };
     let mut documents: Vec<DocumentSpec> = Vec::with_capacity(slices.len());
     for FatSlice {
         offset,
@@ -142,10 +147,10 @@ fn file_documents(
     {
         let slice_head = format::read_at_most(path, offset, 64)?;
         let slice_kind = match format::sniff(&slice_head, size) {
-            Kind::MachO => Kind::MachO,
-            _ => Kind::Raw,
+            Format::MachO => Format::MachO,
+            _ => Format::Raw,
         };
-        let architecture = format::macho_cpu_name(cputype, cpusubtype).to_string();
+        let architecture = format::macho_cpu_name(cputype, cpusubtype);
         let mut doc_name = format!("{name} ({architecture})");
         let mut copy = 2;
         while documents.iter().any(|d| d.name == doc_name) {
@@ -157,9 +162,9 @@ fn file_documents(
             file: path.to_path_buf(),
             offset,
             size,
-            format: slice_kind.name().to_string(),
+            format: slice_kind,
             architecture,
-            role: slice_role.to_string(),
+            role: slice_role,
         });
     }
     documents.sort_by(|a, b| a.name.cmp(&b.name));
@@ -167,14 +172,14 @@ fn file_documents(
 }
 
 /// One architecture when all documents agree, `multi` when they differ, `unknown` when empty.
-fn combined_architecture(documents: &[DocumentSpec]) -> String {
-    let mut archs: Vec<&str> = documents.iter().map(|d| d.architecture.as_str()).collect();
+fn combined_architecture(documents: &[DocumentSpec]) -> Architecture {
+    let mut archs: Vec<Architecture> = documents.iter().map(|d| d.architecture).collect();
     archs.sort_unstable();
     archs.dedup();
     match archs.as_slice() {
-        [] => "unknown".to_string(),
-        [one] => (*one).to_string(),
-        _ => "multi".to_string(),
+        [] => Architecture::Unknown,
+        [one] => *one,
+        _ => Architecture::Multi,
     }
 }
 
@@ -250,32 +255,32 @@ fn read_info_plist(bundle: &Path) -> BundleInfo {
 /// universal file (object files and archives are build leftovers, not shipped code).
 fn is_executable_image(head: &[u8], len: u64) -> bool {
     match format::sniff(head, len) {
-        Kind::MachO => matches!(format::macho_filetype(head), Some(2 | 6 | 8)),
-        Kind::MachOUniversal => true,
+        Format::MachO => matches!(format::macho_filetype(head), Some(2 | 6 | 8)),
+        Format::MachOUniversal => true,
         _ => false,
     }
 }
 
 /// The role of an image inside a bundle, from where it sits.
-fn bundle_role(rel: &str, main: Option<&str>) -> &'static str {
+fn bundle_role(rel: &str, main: Option<&str>) -> DocumentRole {
     if Some(rel) == main {
-        return "main-executable";
+        return DocumentRole::MainExecutable;
     }
     let inner = rel.strip_prefix("Contents/").unwrap_or(rel);
     if inner.contains(".app/Contents/MacOS/") || inner.starts_with("Helpers/") {
-        "helper"
+        DocumentRole::Helper
     } else if inner.starts_with("XPCServices/") || inner.contains(".xpc/") {
-        "xpc-service"
+        DocumentRole::XpcService
     } else if inner.starts_with("PlugIns/") || inner.contains(".appex/") {
-        "plug-in"
+        DocumentRole::PlugIn
     } else if inner.starts_with("Frameworks/") && inner.contains(".framework/") {
-        "framework"
+        DocumentRole::Framework
     } else if inner.ends_with(".node") {
-        "native-module"
+        DocumentRole::NativeModule
     } else if inner.starts_with("Frameworks/") || inner.ends_with(".dylib") {
-        "library"
+        DocumentRole::Library
     } else {
-        "image"
+        DocumentRole::Image
     }
 }
 
@@ -311,7 +316,7 @@ fn admit_bundle(bundle: &Path) -> Result<Target, AdmitError> {
         path: bundle.to_path_buf(),
         name: file_name(bundle),
         sha256,
-        format: "app-bundle".to_string(),
+        format: Format::AppBundle,
         architecture: combined_architecture(&documents),
         documents,
         bundle: Some(info),

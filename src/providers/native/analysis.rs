@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::disasm::{self, Decoded, Disassembler, Flow, MemoryUse};
 use super::image::Image;
 use super::{ProviderError, hex, hex_opt};
+use crate::vocabulary::CalleeKind;
 
 /// Assembly listings stop this far past the procedure start.
 const LISTING_CAP: u64 = 64 * 1024;
@@ -82,7 +83,7 @@ pub struct CalleeEdge {
     pub name: Option<String>,
     /// `procedure`, `import`, or `address` (a direct call to an address that starts no known
     /// procedure).
-    pub kind: String,
+    pub kind: CalleeKind,
     /// `call`, or `tail-jump` for a jump to another procedure's start.
     pub via: String,
     /// Addresses of the instructions that make the call, ascending.
@@ -398,7 +399,7 @@ impl Image {
             Ok(())
         } else {
             Err(ProviderError::UnsupportedArchitecture {
-                architecture: self.doc.architecture.clone(),
+                architecture: self.doc.architecture.to_string(),
                 operation,
             })
         }
@@ -542,16 +543,16 @@ impl Image {
 
     fn callee_edge(&self, target: u64, via: &str, sites: Vec<u64>) -> CalleeEdge {
         let (kind, name) = if let Some(import) = self.import_at(target) {
-            ("import", Some(import.name.clone()))
+            (CalleeKind::Import, Some(import.name.clone()))
         } else if let Some(p) = self.procedure_starting_at(target) {
-            ("procedure", p.name.clone())
+            (CalleeKind::Procedure, p.name.clone())
         } else {
-            ("address", self.name_at(target))
+            (CalleeKind::Address, self.name_at(target))
         };
         CalleeEdge {
             target,
             name,
-            kind: kind.to_string(),
+            kind,
             via: via.to_string(),
             sites,
         }

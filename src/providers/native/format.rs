@@ -1,46 +1,32 @@
 //! Header sniffing: which container a byte range is, and its architecture, from the first bytes.
+//! The one sniffer of rea: admission, the artifact inventory, deep providers and process capture
+//! all classify files here, with one rule for universal files (a believable slice count whose
+//! slices all lie inside the file).
 //!
 //! Admission must classify any file, including truncated and crafted ones, without parsing it
 //! fully; everything here reads a bounded head and checks every offset before using it.
 
+use crate::vocabulary::{Architecture, Format};
+
 /// How many leading bytes admission reads to classify a file; enough for any fat arch table
 /// (8 + 64 * 32 bytes) and any realistic PE `e_lfanew`.
-pub(crate) const HEAD_LEN: usize = 64 * 1024;
+pub const HEAD_LEN: usize = 64 * 1024;
 
 /// Upper bound on slices in a universal file; real ones have at most a handful, and the bound
 /// also rejects Java class files, which share the `0xcafebabe` magic.
 const MAX_FAT_ARCHES: u32 = 64;
 
-/// The container kinds the native reader tells apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Elf,
-    MachO,
-    MachOUniversal,
-    Pe,
-    Raw,
-}
-
-impl Kind {
-    /// The format name used in targets and documents.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Elf => "elf",
-            Kind::MachO => "macho",
-            Kind::MachOUniversal => "macho-universal",
-            Kind::Pe => "pe",
-            Kind::Raw => "raw",
-        }
-    }
-}
-
 /// One slice of a universal Mach-O, as listed in its fat header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FatSlice {
-    pub(crate) offset: u64,
-    pub(crate) size: u64,
-    pub(crate) cputype: u32,
-    pub(crate) cpusubtype: u32,
+pub struct FatSlice {
+    /// Offset of the slice in the file.
+    pub offset: u64,
+    /// Length of the slice.
+    pub size: u64,
+    /// Mach-O CPU type.
+    pub cputype: u32,
+    /// Mach-O CPU subtype.
+    pub cpusubtype: u32,
 }
 
 fn be32(data: &[u8], at: usize) -> Option<u32> {
@@ -77,12 +63,12 @@ fn macho_u32(head: &[u8], at: usize) -> Option<u32> {
 }
 
 /// The `filetype` of a thin Mach-O header (`MH_EXECUTE` = 2, `MH_DYLIB` = 6, `MH_BUNDLE` = 8, …).
-pub(crate) fn macho_filetype(head: &[u8]) -> Option<u32> {
+pub fn macho_filetype(head: &[u8]) -> Option<u32> {
     macho_u32(head, 12)
 }
 
 /// Parses a fat header; `None` unless every listed slice lies inside a file of `file_len` bytes.
-pub(crate) fn fat_slices(head: &[u8], file_len: u64) -> Option<Vec<FatSlice>> {
+pub fn fat_slices(head: &[u8], file_len: u64) -> Option<Vec<FatSlice>> {
     let is64 = match head.get(0..4)? {
         [0xca, 0xfe, 0xba, 0xbe] => false,
         [0xca, 0xfe, 0xba, 0xbf] => true,
@@ -130,41 +116,50 @@ fn pe_header_offset(head: &[u8]) -> Option<usize> {
     (head.get(lfanew..lfanew.checked_add(4)?)? == b"PE\0\0").then_some(lfanew)
 }
 
-/// Classifies a byte range from its head; `len` is the full length of the range.
-pub(crate) fn sniff(head: &[u8], len: u64) -> Kind {
+/// Classifies a byte range from its head; `len` is the full length of the range. The answer is
+/// one of `elf`, `macho`, `macho-universal`, `pe` or `raw`.
+pub fn sniff(head: &[u8], len: u64) -> Format {
     if head.starts_with(b"\x7fELF") && head.len() >= 20 {
-        Kind::Elf
+        Format::Elf
     } else if macho_endian(head).is_some() && head.len() >= 28 {
-        Kind::MachO
+        Format::MachO
     } else if fat_slices(head, len).is_some() {
-        Kind::MachOUniversal
+        Format::MachOUniversal
     } else if pe_header_offset(head).is_some() {
-        Kind::Pe
+        Format::Pe
     } else {
-        Kind::Raw
+        Format::Raw
     }
 }
 
-/// Architecture name of a Mach-O CPU type and subtype.
-pub(crate) fn macho_cpu_name(cputype: u32, cpusubtype: u32) -> &'static str {
+/// Whether a thin Mach-O head is of a 64-bit image.
+pub fn macho_is_64(head: &[u8]) -> bool {
+    matches!(
+        head.get(0..4),
+        Some([0xcf, 0xfa, 0xed, 0xfe] | [0xfe, 0xed, 0xfa, 0xcf])
+    )
+}
+
+/// Architecture of a Mach-O CPU type and subtype.
+pub fn macho_cpu_name(cputype: u32, cpusubtype: u32) -> Architecture {
     match cputype {
-        7 => "x86",
-        0x0100_0007 => "x86_64",
-        12 => "arm",
-        0x0100_000c if cpusubtype & 0xff == 2 => "arm64e",
-        0x0100_000c => "arm64",
-        0x0200_000c => "arm64_32",
-        18 => "ppc",
-        0x0100_0012 => "ppc64",
-        _ => "unknown",
+        7 => Architecture::X86,
+        0x0100_0007 => Architecture::X86_64,
+        12 => Architecture::Arm,
+        0x0100_000c if cpusubtype & 0xff == 2 => Architecture::Arm64e,
+        0x0100_000c => Architecture::Arm64,
+        0x0200_000c => Architecture::Arm64_32,
+        18 => Architecture::Ppc,
+        0x0100_0012 => Architecture::Ppc64,
+        _ => Architecture::Unknown,
     }
 }
 
-fn elf_machine_name(head: &[u8]) -> &'static str {
+fn elf_machine_name(head: &[u8]) -> Architecture {
     let class64 = head.get(4) == Some(&2);
     let big = head.get(5) == Some(&2);
     let Some(bytes) = head.get(18..20) else {
-        return "unknown";
+        return Architecture::Unknown;
     };
     let bytes = [bytes[0], bytes[1]];
     let machine = if big {
@@ -173,62 +168,57 @@ fn elf_machine_name(head: &[u8]) -> &'static str {
         u16::from_le_bytes(bytes)
     };
     match machine {
-        3 => "x86",
-        62 => "x86_64",
-        40 => "arm",
-        183 => "arm64",
-        20 => "ppc",
-        21 => "ppc64",
-        8 if class64 => "mips64",
-        8 => "mips",
-        243 if class64 => "riscv64",
-        243 => "riscv32",
-        22 => "s390x",
-        2 => "sparc",
-        43 => "sparcv9",
-        258 => "loongarch64",
-        _ => "unknown",
+        3 => Architecture::X86,
+        62 => Architecture::X86_64,
+        40 => Architecture::Arm,
+        183 => Architecture::Arm64,
+        20 => Architecture::Ppc,
+        21 => Architecture::Ppc64,
+        8 if class64 => Architecture::Mips64,
+        8 => Architecture::Mips,
+        243 if class64 => Architecture::Riscv64,
+        243 => Architecture::Riscv32,
+        22 => Architecture::S390x,
+        2 => Architecture::Sparc,
+        43 => Architecture::Sparcv9,
+        258 => Architecture::Loongarch64,
+        _ => Architecture::Unknown,
     }
 }
 
-fn pe_machine_name(head: &[u8]) -> &'static str {
+fn pe_machine_name(head: &[u8]) -> Architecture {
     let Some(at) = pe_header_offset(head) else {
-        return "unknown";
+        return Architecture::Unknown;
     };
     let Some(bytes) = head.get(at + 4..at + 6) else {
-        return "unknown";
+        return Architecture::Unknown;
     };
     match u16::from_le_bytes([bytes[0], bytes[1]]) {
-        0x14c => "x86",
-        0x8664 => "x86_64",
-        0xaa64 => "arm64",
-        0xa641 => "arm64ec",
-        0x1c0 | 0x1c2 | 0x1c4 => "arm",
-        0x5064 => "riscv64",
-        _ => "unknown",
+        0x14c => Architecture::X86,
+        0x8664 => Architecture::X86_64,
+        0xaa64 => Architecture::Arm64,
+        0xa641 => Architecture::Arm64ec,
+        0x1c0 | 0x1c2 | 0x1c4 => Architecture::Arm,
+        0x5064 => Architecture::Riscv64,
+        _ => Architecture::Unknown,
     }
 }
 
 /// Architecture of a thin image (ELF, Mach-O or PE) from its head.
-pub(crate) fn thin_architecture(kind: Kind, head: &[u8]) -> String {
-    let name = match kind {
-        Kind::Elf => elf_machine_name(head),
-        Kind::MachO => match (macho_u32(head, 4), macho_u32(head, 8)) {
+pub fn thin_architecture(format: Format, head: &[u8]) -> Architecture {
+    match format {
+        Format::Elf => elf_machine_name(head),
+        Format::MachO => match (macho_u32(head, 4), macho_u32(head, 8)) {
             (Some(cpu), Some(sub)) => macho_cpu_name(cpu, sub),
-            _ => "unknown",
+            _ => Architecture::Unknown,
         },
-        Kind::Pe => pe_machine_name(head),
-        Kind::MachOUniversal | Kind::Raw => "unknown",
-    };
-    name.to_string()
+        Format::Pe => pe_machine_name(head),
+        _ => Architecture::Unknown,
+    }
 }
 
 /// Reads `len` bytes at `offset` of a file, or fewer when the file ends first.
-pub(crate) fn read_at_most(
-    path: &std::path::Path,
-    offset: u64,
-    len: usize,
-) -> std::io::Result<Vec<u8>> {
+pub fn read_at_most(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(path)?;
     file.seek(SeekFrom::Start(offset))?;
@@ -243,19 +233,19 @@ mod tests {
 
     #[test]
     fn sniffs_small_headers() {
-        assert_eq!(sniff(b"", 0), Kind::Raw);
-        assert_eq!(sniff(b"\x7fELF", 4), Kind::Raw);
+        assert_eq!(sniff(b"", 0), Format::Raw);
+        assert_eq!(sniff(b"\x7fELF", 4), Format::Raw);
         let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
         elf.resize(64, 0);
         elf[18] = 62;
-        assert_eq!(sniff(&elf, 64), Kind::Elf);
-        assert_eq!(thin_architecture(Kind::Elf, &elf), "x86_64");
+        assert_eq!(sniff(&elf, 64), Format::Elf);
+        assert_eq!(thin_architecture(Format::Elf, &elf), "x86_64");
         // A Java class file shares the fat magic but is not a universal binary.
         let class = [
             0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 52, 0, 0x1d, 0x0a, 0, 0, 0, 0, 0,
         ];
-        assert_eq!(sniff(&class, 4096), Kind::Raw);
-        assert_eq!(sniff(b"MZ\x90\x00", 4), Kind::Raw);
+        assert_eq!(sniff(&class, 4096), Format::Raw);
+        assert_eq!(sniff(b"MZ\x90\x00", 4), Format::Raw);
     }
 
     #[test]

@@ -11,8 +11,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::CodeIndex;
-use super::format::{self, Kind};
+use super::format;
 use super::{DocumentSpec, Procedure, ProviderError, hex};
+use crate::vocabulary::{Format, ImportKind};
 
 /// Documents larger than this are not loaded: the native reader holds a document in memory,
 /// and nothing shipped as one image comes near it.
@@ -59,7 +60,7 @@ pub struct ImportEntry {
     pub library: Option<String>,
     /// `plt` (ELF stub), `got` (ELF pointer slot), `stub` (Mach-O stub), `pointer` (Mach-O
     /// pointer slot) or `iat` (PE import address table slot).
-    pub kind: String,
+    pub kind: ImportKind,
 }
 
 /// A document loaded for analysis. Building it parses headers once; the cross-reference index
@@ -232,7 +233,7 @@ impl Image {
     /// Builds an image from bytes already read (tests use it on cut and crafted copies).
     pub(crate) fn from_bytes(doc: &DocumentSpec, bytes: Vec<u8>) -> Result<Image, ProviderError> {
         let kind = format::sniff(&bytes, bytes.len() as u64);
-        if matches!(kind, Kind::Raw | Kind::MachOUniversal) {
+        if matches!(kind, Format::Raw | Format::MachOUniversal) {
             let len = bytes.len() as u64;
             return Ok(Image {
                 doc: doc.clone(),
@@ -294,7 +295,7 @@ impl Image {
 
     /// The document's architecture name (as in [`DocumentSpec::architecture`]).
     pub fn architecture(&self) -> &str {
-        &self.doc.architecture
+        self.doc.architecture.as_str()
     }
 
     /// Mapped sections, sorted by address.
@@ -447,10 +448,10 @@ struct Parsed {
     entry: Option<u64>,
 }
 
-fn parse(doc: &DocumentSpec, kind: Kind, bytes: &[u8]) -> Result<Parsed, ProviderError> {
+fn parse(doc: &DocumentSpec, kind: Format, bytes: &[u8]) -> Result<Parsed, ProviderError> {
     let file = object::File::parse(bytes).map_err(|e| ProviderError::Malformed {
         document: doc.name.clone(),
-        format: kind.name().to_string(),
+        format: kind.to_string(),
         reason: e.to_string(),
     })?;
     let sections = collect_sections(&file, bytes.len() as u64);

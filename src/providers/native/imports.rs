@@ -11,6 +11,7 @@ use object::read::pe::PeFile;
 use object::{LittleEndian as LE, Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
 
 use super::image::{ImportEntry, Isa, SectionInfo};
+use crate::vocabulary::ImportKind;
 
 /// Upper bound on imports per library descriptor or stub section (a crafted table must not
 /// allocate without end).
@@ -135,7 +136,7 @@ fn elf_imports(
             address,
             name: name.clone(),
             library: None,
-            kind: "got".to_string(),
+            kind: ImportKind::Got,
         })
         .collect();
     let got_plt = sections
@@ -176,7 +177,7 @@ fn elf_imports(
                     address: entry_addr,
                     name: symbol.clone(),
                     library: None,
-                    kind: "plt".to_string(),
+                    kind: ImportKind::Plt,
                 });
             }
         }
@@ -215,12 +216,12 @@ fn macho_imports<Mach: MachHeader<Endian = object::Endianness>>(
         let flags = raw.flags(endian);
         let typ = flags.typ();
         let (stride, kind) = if typ == mh::S_SYMBOL_STUBS {
-            (u64::from(raw.reserved2(endian)), "stub")
+            (u64::from(raw.reserved2(endian)), ImportKind::Stub)
         } else if typ == mh::S_NON_LAZY_SYMBOL_POINTERS
             || typ == mh::S_LAZY_SYMBOL_POINTERS
             || typ == mh::S_LAZY_DYLIB_SYMBOL_POINTERS
         {
-            (pointer, "pointer")
+            (pointer, ImportKind::Pointer)
         } else {
             continue;
         };
@@ -258,7 +259,7 @@ fn macho_imports<Mach: MachHeader<Endian = object::Endianness>>(
                 address: address.saturating_add(i as u64 * stride),
                 name: String::from_utf8_lossy(name).into_owned(),
                 library,
-                kind: kind.to_string(),
+                kind,
             });
         }
     }
@@ -301,7 +302,7 @@ fn pe_imports<Pe: ImageNtHeaders>(file: &PeFile<'_, Pe>) -> Vec<ImportEntry> {
                     .wrapping_add(index * pointer),
                 name,
                 library: library.clone(),
-                kind: "iat".to_string(),
+                kind: ImportKind::Iat,
             });
             index += 1;
             if index as usize >= MAX_PER_TABLE {

@@ -31,11 +31,17 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::vocabulary::{Architecture, DocumentRole, Format};
+
 pub use address::{format_address, hex, hex_opt, parse_address};
 pub use admit::admit;
 pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
+};
+pub use format::{
+    FatSlice, HEAD_LEN, fat_slices, macho_cpu_name, macho_filetype, macho_is_64, read_at_most,
+    sniff, thin_architecture,
 };
 pub use image::{Image, ImportEntry, SectionInfo};
 pub use procedures::procedures;
@@ -59,10 +65,10 @@ pub struct Target {
     /// `relpath\0sha256hex\n` lines of every regular file inside it.
     pub sha256: String,
     /// `elf`, `macho`, `macho-universal`, `pe`, `app-bundle` or `raw`.
-    pub format: String,
+    pub format: Format,
     /// `x86_64`, `arm64`, `x86`, `ppc`, `ppc64`, … ; `multi` when the documents differ; `unknown`
     /// when the header names no known architecture.
-    pub architecture: String,
+    pub architecture: Architecture,
     /// The documents to analyze, sorted by name; names are unique within the target.
     pub documents: Vec<DocumentSpec>,
     /// Bundle metadata when the target is an `.app` directory.
@@ -82,12 +88,12 @@ pub struct DocumentSpec {
     /// Length of the document in bytes.
     pub size: u64,
     /// `elf`, `macho`, `pe` or `raw`.
-    pub format: String,
+    pub format: Format,
     /// Architecture of this document (`x86_64`, `arm64`, `ppc`, …, or `unknown`).
-    pub architecture: String,
+    pub architecture: Architecture,
     /// `file`, `slice`, or for bundle images `main-executable`, `framework`, `library`,
     /// `helper`, `plug-in`, `xpc-service`, `native-module` or `image`.
-    pub role: String,
+    pub role: DocumentRole,
 }
 
 /// Values read from a bundle's `Contents/Info.plist` (XML or binary).

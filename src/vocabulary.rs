@@ -1,0 +1,297 @@
+//! The binary vocabulary: the one set of names rea gives container formats, architectures,
+//! document roles, import kinds and callee kinds, wherever they appear (targets, documents,
+//! inventories, Evidence subjects, tool results).
+//!
+//! Each name serializes to exactly the text rea has always written, because Evidence ids are
+//! digests of that text; a JSON Schema of any of them lists the allowed values as a plain string
+//! enum. A name compares equal to its text (`format == "elf"`), so code and tests that read the
+//! text keep reading it.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A text that names no value of a vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not {expected}")]
+pub struct UnknownName {
+    /// The text offered.
+    pub text: String,
+    /// The vocabulary, in words.
+    pub expected: &'static str,
+}
+
+macro_rules! vocabulary {
+    (
+        $(#[$doc:meta])*
+        $name:ident, $what:literal, {
+            $( $(#[$vdoc:meta])* $variant:ident => $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vdoc])* $variant ),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The text rea writes for the value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text ),+
+                }
+            }
+
+            /// The value written as `text`.
+            pub fn parse(text: &str) -> Result<$name, UnknownName> {
+                match text {
+                    $( $text => Ok($name::$variant), )+
+                    _ => Err(UnknownName { text: text.to_owned(), expected: $what }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownName;
+
+            fn from_str(text: &str) -> Result<$name, UnknownName> {
+                $name::parse(text)
+            }
+        }
+
+        // Ordered by text, as the strings they replace were: sorted listings keep their order.
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.as_str().cmp(other.as_str())
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                let text = std::borrow::Cow::<str>::deserialize(d)?;
+                $name::parse(&text).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "enum": [$($text),+],
+                })
+            }
+        }
+    };
+}
+
+vocabulary!(
+    /// Container format of a target or document.
+    Format, "a format (elf, macho, macho-universal, pe, app-bundle, raw, javascript-app)", {
+        /// An ELF image.
+        Elf => "elf",
+        /// A thin Mach-O image.
+        MachO => "macho",
+        /// A universal (fat) Mach-O file; its slices are documents of their own.
+        MachOUniversal => "macho-universal",
+        /// A PE/COFF image.
+        Pe => "pe",
+        /// A macOS `.app` bundle directory.
+        AppBundle => "app-bundle",
+        /// Any other file, read as raw data.
+        Raw => "raw",
+        /// A JavaScript/Electron application (directory or asar).
+        JavascriptApp => "javascript-app",
+    }
+);
+
+vocabulary!(
+    /// Architecture of a document, or of a target: `multi` when its documents differ.
+    Architecture, "an architecture name such as x86_64, arm64 or unknown", {
+        /// 32-bit x86.
+        X86 => "x86",
+        /// x86-64.
+        X86_64 => "x86_64",
+        /// 32-bit ARM.
+        Arm => "arm",
+        /// 64-bit ARM.
+        Arm64 => "arm64",
+        /// 64-bit ARM with pointer authentication (Apple).
+        Arm64e => "arm64e",
+        /// 64-bit ARM with 32-bit pointers (Apple watchOS).
+        Arm64_32 => "arm64_32",
+        /// ARM64EC (Windows).
+        Arm64ec => "arm64ec",
+        /// 32-bit PowerPC.
+        Ppc => "ppc",
+        /// 64-bit PowerPC.
+        Ppc64 => "ppc64",
+        /// 32-bit MIPS.
+        Mips => "mips",
+        /// 64-bit MIPS.
+        Mips64 => "mips64",
+        /// 32-bit RISC-V.
+        Riscv32 => "riscv32",
+        /// 64-bit RISC-V.
+        Riscv64 => "riscv64",
+        /// IBM Z.
+        S390x => "s390x",
+        /// 32-bit SPARC.
+        Sparc => "sparc",
+        /// 64-bit SPARC.
+        Sparcv9 => "sparcv9",
+        /// 64-bit LoongArch.
+        Loongarch64 => "loongarch64",
+        /// JavaScript: the architecture of an application analyzed as source.
+        Javascript => "javascript",
+        /// Several architectures (a universal file or bundle whose documents differ).
+        Multi => "multi",
+        /// The header names no architecture rea knows.
+        Unknown => "unknown",
+    }
+);
+
+vocabulary!(
+    /// What a document is within its target.
+    DocumentRole, "a document role (file, slice, main-executable, framework, library, helper, plug-in, xpc-service, native-module, image)", {
+        /// The target file itself.
+        File => "file",
+        /// A slice of a universal file.
+        Slice => "slice",
+        /// A bundle's main executable.
+        MainExecutable => "main-executable",
+        /// The binary of a framework inside a bundle.
+        Framework => "framework",
+        /// A library inside a bundle.
+        Library => "library",
+        /// A helper application or tool inside a bundle.
+        Helper => "helper",
+        /// A plug-in or app extension.
+        PlugIn => "plug-in",
+        /// An XPC service.
+        XpcService => "xpc-service",
+        /// A Node native module (`.node`).
+        NativeModule => "native-module",
+        /// Another executable image of a bundle.
+        Image => "image",
+    }
+);
+
+vocabulary!(
+    /// How code reaches an imported symbol.
+    ImportKind, "an import kind (plt, got, stub, pointer, iat)", {
+        /// An ELF procedure linkage table stub.
+        Plt => "plt",
+        /// An ELF global offset table slot.
+        Got => "got",
+        /// A Mach-O symbol stub.
+        Stub => "stub",
+        /// A Mach-O pointer slot.
+        Pointer => "pointer",
+        /// A PE import address table slot.
+        Iat => "iat",
+    }
+);
+
+vocabulary!(
+    /// What a procedure's call (or tail jump) reaches.
+    CalleeKind, "a callee kind (procedure, import, address)", {
+        /// The start of a known procedure.
+        Procedure => "procedure",
+        /// An import's stub or pointer slot.
+        Import => "import",
+        /// An address that starts no known procedure.
+        Address => "address",
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips_through_its_text() {
+        for f in Format::ALL {
+            assert_eq!(Format::parse(f.as_str()), Ok(*f));
+            let json = serde_json::to_string(f).unwrap();
+            assert_eq!(json, format!("\"{f}\""));
+            assert_eq!(serde_json::from_str::<Format>(&json).unwrap(), *f);
+        }
+        for a in Architecture::ALL {
+            assert_eq!(Architecture::parse(a.as_str()), Ok(*a));
+        }
+        for r in DocumentRole::ALL {
+            assert_eq!(DocumentRole::parse(r.as_str()), Ok(*r));
+        }
+        assert!(Format::parse("ELF").is_err());
+        assert!(serde_json::from_str::<Architecture>("\"aarch64\"").is_err());
+        assert_eq!(Format::MachOUniversal, "macho-universal");
+        // Sorted as their text is.
+        let mut archs = vec![
+            Architecture::X86_64,
+            Architecture::Arm64,
+            Architecture::Multi,
+        ];
+        archs.sort();
+        assert_eq!(
+            archs,
+            [
+                Architecture::Arm64,
+                Architecture::Multi,
+                Architecture::X86_64
+            ]
+        );
+    }
+
+    #[test]
+    fn schemas_are_plain_string_enums() {
+        let schema = serde_json::to_value(schemars::schema_for!(DocumentRole)).unwrap();
+        assert_eq!(schema["type"], "string");
+        assert_eq!(
+            schema["enum"].as_array().unwrap().len(),
+            DocumentRole::ALL.len()
+        );
+        assert!(schema.get("oneOf").is_none());
+    }
+}
