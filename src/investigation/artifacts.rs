@@ -283,7 +283,7 @@ impl Investigation {
         args: InspectArgs,
     ) -> Result<(Inventory, InventoryGraph, Recording)> {
         let path = self.checked_path(path)?;
-        let target = native::admit(&path)?;
+        let target = super::admit(&path)?;
         inspect_target(&target, &args)
     }
 
@@ -314,7 +314,7 @@ impl Investigation {
     /// manifests would record, without a session. Blocking.
     pub fn compare_detached(&self, left: &Path, right: &Path) -> Result<(Comparison, Recording)> {
         let sides = [left, right].map(|path| -> Result<_> {
-            let target = native::admit(&self.checked_path(path)?)?;
+            let target = super::admit(&self.checked_path(path)?)?;
             let (inventory, _, recording) = inspect_target(&target, &InspectArgs::default())?;
             Ok((
                 inventory,

@@ -80,7 +80,7 @@ pub struct TargetCheck {
 
 /// Checks whether `path` opens as a target, and the target when it does.
 fn check_target(path: &Path) -> (TargetCheck, Option<native::Target>) {
-    match native::admit(path) {
+    match super::admit(path) {
         Ok(t) => (
             TargetCheck {
                 path: t.path.display().to_string(),
@@ -101,9 +101,9 @@ fn check_target(path: &Path) -> (TargetCheck, Option<native::Target>) {
                 architecture: None,
                 documents: vec![],
                 available_action: match &e {
-                    native::AdmitError::UnsupportedDirectory { suggestion, .. } => {
-                        suggestion.map(str::to_owned)
-                    }
+                    super::InvestigationError::Admit(
+                        native::AdmitError::UnsupportedDirectory { suggestion, .. },
+                    ) => suggestion.map(str::to_owned),
                     _ => None,
                 },
                 refusal: Some(e.to_string()),

@@ -251,6 +251,20 @@ impl Investigation {
     }
 }
 
+/// Admits `path` (already checked) as a target; a directory that is not admitted names the
+/// analysis that applies to it instead, when there is one. Blocking.
+fn admit(path: &Path) -> Result<crate::providers::native::Target> {
+    use crate::providers::native::AdmitError;
+    crate::providers::native::admit(path).map_err(|e| match e {
+        AdmitError::UnsupportedDirectory { path, .. } => {
+            let suggestion = crate::analyzers::javascript::looks_like_javascript_app(&path)
+                .then_some("analyze_javascript_application");
+            AdmitError::UnsupportedDirectory { path, suggestion }.into()
+        }
+        other => other.into(),
+    })
+}
+
 /// Runs blocking work of an operation on a worker thread.
 async fn blocking<T, F>(f: F) -> Result<T>
 where

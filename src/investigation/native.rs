@@ -322,7 +322,7 @@ impl Investigation {
         args: ListProceduresArgs,
     ) -> Result<(ProcedurePage, Recording)> {
         let path = self.checked_path(path)?;
-        let target = native::admit(&path)?;
+        let target = super::admit(&path)?;
         let document = DocumentSelector::new(args.document.as_deref());
         document.resolve_any(&target.documents)?;
         let request = PageRequest::new(args.offset, args.limit, PageRequest::LISTING);

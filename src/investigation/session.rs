@@ -347,7 +347,7 @@ impl Investigation {
             path: path.display().to_string(),
         };
         let t = self.session.begin().await;
-        let target = blocking(move || Ok(native::admit(&path)?)).await?;
+        let target = blocking(move || super::admit(&path)).await?;
         let total = target.documents.len() as u64;
         let mut inventories = Vec::with_capacity(target.documents.len());
         for (i, doc) in target.documents.iter().enumerate() {
@@ -478,7 +478,7 @@ impl Investigation {
         let snapshot = blocking(move || {
             let session = Session::resume(&dir, &resumed_id)?;
             let active = session.store().active_target()?.and_then(|row| {
-                native::admit(std::path::Path::new(&row.path))
+                super::admit(std::path::Path::new(&row.path))
                     .ok()
                     .filter(|t| t.sha256 == row.sha256)
                     .map(|target| ActiveTarget {

@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::address::{hex, hex_opt};
+use super::code_index::{CodeIndex, CodeRef, RefKind};
 use super::disasm::{self, Decoded, Disassembler, Flow, MemoryUse};
 use super::image::Image;
-use super::{ProviderError, hex, hex_opt};
+use super::types::ProviderError;
 use crate::vocabulary::CalleeKind;
 
 /// Assembly listings stop this far past the procedure start.
@@ -259,7 +261,7 @@ mod hex_list {
     pub fn serialize<S: Serializer>(values: &[u64], serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(values.len()))?;
         for v in values {
-            seq.serialize_element(&super::super::format_address(*v))?;
+            seq.serialize_element(&super::super::address::format_address(*v))?;
         }
         seq.end()
     }
@@ -269,71 +271,10 @@ mod hex_list {
         texts
             .iter()
             .map(|t| {
-                super::super::parse_address(t)
+                super::super::address::parse_address(t)
                     .ok_or_else(|| serde::de::Error::custom(format!("not a hex address: {t:?}")))
             })
             .collect()
-    }
-}
-
-/// Kinds of code reference kept in the index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RefKind {
-    Call,
-    TailJump,
-    Jump,
-    Branch,
-    Address,
-    Access,
-    Immediate,
-    Slot,
-    SlotTailJump,
-    SlotCall,
-}
-
-impl RefKind {
-    fn name(self) -> &'static str {
-        match self {
-            RefKind::Call => "call",
-            RefKind::TailJump => "tail-jump",
-            RefKind::Jump => "jump",
-            RefKind::Branch => "branch",
-            RefKind::Address => "address",
-            RefKind::Access => "access",
-            RefKind::Immediate => "immediate",
-            RefKind::Slot | RefKind::SlotCall | RefKind::SlotTailJump => "slot",
-        }
-    }
-
-    /// The call-graph meaning of a reference: `Some("call")`/`Some("tail-jump")` for edges.
-    fn via(self) -> Option<&'static str> {
-        match self {
-            RefKind::Call | RefKind::SlotCall => Some("call"),
-            RefKind::TailJump | RefKind::SlotTailJump => Some("tail-jump"),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct CodeRef {
-    target: u64,
-    site: u64,
-    procedure: u32,
-    kind: RefKind,
-}
-
-/// Every code reference of the image, sorted by target address.
-#[derive(Debug, Default)]
-pub(crate) struct CodeIndex {
-    refs: Vec<CodeRef>,
-}
-
-impl CodeIndex {
-    fn to(&self, target: u64) -> &[CodeRef] {
-        let lo = self.refs.partition_point(|r| r.target < target);
-        let hi = self.refs.partition_point(|r| r.target <= target);
-        &self.refs[lo..hi]
     }
 }
 

@@ -5,8 +5,8 @@ use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, IntelFormatter, 
 use yaxpeax_arch::{Decoder as _, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Opcode, Operand, SizeCode};
 
-use super::format_address;
-use super::image::Isa;
+use super::address::format_address;
+use super::types::Isa;
 
 /// How an instruction passes control on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,60 +7,19 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use object::{Object, ObjectSection, ObjectSegment, SectionFlags, SegmentFlags};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-use super::analysis::CodeIndex;
+use super::code_index::CodeIndex;
 use super::format;
-use super::{DocumentSpec, Procedure, ProviderError, hex};
-use crate::vocabulary::{Format, ImportKind};
+use super::types::{DocumentSpec, ImportEntry, Isa, Procedure, ProviderError, SectionInfo};
+use crate::vocabulary::Format;
 
 /// Documents larger than this are not loaded: the native reader holds a document in memory,
 /// and nothing shipped as one image comes near it.
 const MAX_DOCUMENT_SIZE: u64 = 4 << 30;
 
-/// Instruction sets the native provider decodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Isa {
-    X86,
-    X86_64,
-    Arm64,
-    Other,
-}
-
-/// One section of a document, as mapped at run time.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct SectionInfo {
-    /// Section name; for Mach-O `SEGMENT,section` (for example `__TEXT,__cstring`).
-    pub name: String,
-    /// Virtual address of the section's first byte.
-    #[serde(with = "hex")]
-    #[schemars(with = "String")]
-    pub address: u64,
-    /// Size in memory, in bytes.
-    pub size: u64,
-    /// Whether the section holds code.
-    pub executable: bool,
-    /// Offset of the section's bytes within the document, when it has bytes in the file.
-    pub file_offset: Option<u64>,
-    /// Number of bytes present in the file (zero for zero-fill sections such as `.bss`).
-    pub file_size: u64,
-}
-
-/// One imported symbol reachable at an address of the document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ImportEntry {
-    /// Address of the stub or pointer slot through which code reaches the import.
-    #[serde(with = "hex")]
-    #[schemars(with = "String")]
-    pub address: u64,
-    /// Imported symbol as stored (`free`, `_objc_msgSend`, `CreateFileW`, `ordinal#12`).
-    pub name: String,
-    /// Library the symbol is imported from, when the format records it per import.
-    pub library: Option<String>,
-    /// `plt` (ELF stub), `got` (ELF pointer slot), `stub` (Mach-O stub), `pointer` (Mach-O
-    /// pointer slot) or `iat` (PE import address table slot).
-    pub kind: ImportKind,
+/// Lists a document's procedures, sorted by address, one per address.
+pub fn procedures(doc: &DocumentSpec) -> Result<Vec<Procedure>, ProviderError> {
+    Ok(Image::load(doc)?.into_procedures())
 }
 
 /// A document loaded for analysis. Building it parses headers once; the cross-reference index

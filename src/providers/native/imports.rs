@@ -10,7 +10,7 @@ use object::read::pe::ImageNtHeaders;
 use object::read::pe::PeFile;
 use object::{LittleEndian as LE, Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
 
-use super::image::{ImportEntry, Isa, SectionInfo};
+use super::types::{ImportEntry, Isa, SectionInfo};
 use crate::vocabulary::ImportKind;
 
 /// Upper bound on imports per library descriptor or stub section (a crafted table must not

@@ -11,17 +11,12 @@ use object::{
 };
 
 use super::ehframe::{self, EhFrameBases};
-use super::image::{ImportEntry, SectionInfo};
+use super::pclntab;
 use super::symbols::{self, NameCandidate, NameSource};
-use super::{DocumentSpec, Image, Procedure, ProviderError, pclntab};
+use super::types::{ImportEntry, Procedure, SectionInfo};
 
 /// Upper bound on starts read from one source, against crafted tables that claim billions.
 const MAX_STARTS: usize = 8_000_000;
-
-/// Lists a document's procedures, sorted by address, one per address.
-pub fn procedures(doc: &DocumentSpec) -> Result<Vec<Procedure>, ProviderError> {
-    Ok(Image::load(doc)?.into_procedures())
-}
 
 /// Which source stated a size; lower wins when several do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -483,6 +478,7 @@ mod tests {
 
     use super::*;
     use crate::providers::native::test_support::{document, target, tool_output};
+    use crate::providers::native::{Image, procedures};
 
     fn hex_field(text: &str) -> u64 {
         u64::from_str_radix(text.trim_start_matches("0x"), 16).unwrap()

@@ -4,8 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::image::{Image, SectionInfo};
-use super::{ProviderError, hex};
+use super::address::hex;
+use super::image::Image;
+use super::types::{ProviderError, SectionInfo};
 
 /// Shortest run of characters reported as a string.
 const MIN_CHARS: usize = 4;
