@@ -235,11 +235,6 @@ impl ReaServer {
         }
     }
 
-    /// State shared with other connections.
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
     /// The tools currently offered: every tool, except that capture_process_scenario is offered
     /// only while the operator's policy enables process capture.
     pub fn live_tools(&self) -> Vec<Tool> {
@@ -561,7 +556,7 @@ fn changes_owned_file(dir: &Path, event: &notify::Event) -> bool {
     let prompts = dir.join("prompts");
     changes
         && event.paths.iter().any(|p| {
-            p == &dir.join(crate::analyzers::capture::policy::CONFIG_FILE_NAME)
+            p == &dir.join(crate::analyzers::capture::CONFIG_FILE_NAME)
                 || p == &prompts
                 || (p.parent() == Some(prompts.as_path())
                     && p.extension().is_some_and(|e| e == "toml"))

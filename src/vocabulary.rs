@@ -37,7 +37,8 @@ macro_rules! vocabulary {
 
         impl $name {
             /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            #[cfg(test)]
+            const ALL: &'static [$name] = &[$($name::$variant),+];
 
             /// The text rea writes for the value.
             pub fn as_str(self) -> &'static str {
@@ -263,6 +264,12 @@ mod tests {
         }
         for r in DocumentRole::ALL {
             assert_eq!(DocumentRole::parse(r.as_str()), Ok(*r));
+        }
+        for k in ImportKind::ALL {
+            assert_eq!(ImportKind::parse(k.as_str()), Ok(*k));
+        }
+        for k in CalleeKind::ALL {
+            assert_eq!(CalleeKind::parse(k.as_str()), Ok(*k));
         }
         assert!(Format::parse("ELF").is_err());
         assert!(serde_json::from_str::<Architecture>("\"aarch64\"").is_err());

@@ -233,16 +233,6 @@ impl Investigation {
         }
     }
 
-    /// The operator's settings.
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
-    /// The capture policy in force now.
-    pub fn capture_policy(&self) -> Policy {
-        self.policy.current()
-    }
-
     /// Canonicalizes `path` and checks it against the operator's allowed roots.
     fn checked_path(&self, path: &Path) -> Result<std::path::PathBuf> {
         self.settings

@@ -45,18 +45,6 @@ pub enum CatalogError {
     },
 }
 
-/// Reads and checks one prompt file against the names of all tools the server has.
-pub fn load_prompt_file(
-    path: &Path,
-    known_tools: &BTreeSet<String>,
-) -> Result<PromptDef, CatalogError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    parse_prompt_file(path, &text, known_tools)
-}
-
 /// Checks the text of one prompt file (read from `path`) against the names of all tools.
 fn parse_prompt_file(
     path: &Path,

@@ -10,7 +10,7 @@ mod catalog;
 mod render;
 
 pub use builtin::builtin_prompts;
-pub use catalog::{Catalog, CatalogError, load_prompt_file};
+pub use catalog::{Catalog, CatalogError};
 pub use render::{RenderContext, inert_json, mentioned_tools, render};
 
 use serde::{Deserialize, Serialize};

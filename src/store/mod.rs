@@ -136,9 +136,6 @@ pub enum StoreError {
         /// The head revision.
         actual: i64,
     },
-    /// There is no active target.
-    #[error("no target is open")]
-    NoActiveTarget,
     /// An export destination exists already.
     #[error("{path} exists; choose another file or allow overwriting")]
     ExportExists {
@@ -884,8 +881,8 @@ mod tests {
         );
         assert_eq!(store.meta("half").unwrap(), None);
         // A failure before any change costs nothing and the store goes on.
-        let refused = store.submit_blocking(false, |_| Err::<(), _>(StoreError::NoActiveTarget));
-        assert!(matches!(refused, Err(StoreError::NoActiveTarget)));
+        let refused = store.submit_blocking(false, |_| Err::<(), _>(StoreError::Closed));
+        assert!(matches!(refused, Err(StoreError::Closed)));
         store.set_meta_blocking("after", "yes").unwrap();
         assert_eq!(store.meta("after").unwrap().as_deref(), Some("yes"));
         assert_eq!(store.write_stats().commits, 2, "{:?}", store.write_stats());

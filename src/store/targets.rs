@@ -267,26 +267,10 @@ const DOCUMENT_COLUMNS: &str =
      (select count(*) from procedures p where p.document_id = d.id)";
 
 impl Store {
-    /// Records a target (or re-activates one seen before) and makes it active.
-    pub async fn open_target(&self, target: NewTarget) -> Result<i64, StoreError> {
-        self.write(move |conn| insert_target(conn, &target)).await
-    }
-
-    /// [`Store::open_target`] for callers outside an async runtime.
+    /// Records a target (or re-activates one seen before) and makes it active, outside an async
+    /// runtime. (Opening a target in a session commits it with its Evidence, as a recording.)
     pub fn open_target_blocking(&self, target: NewTarget) -> Result<i64, StoreError> {
         self.write_blocking(move |conn| insert_target(conn, &target))
-    }
-
-    /// Makes the target with this row id active.
-    pub async fn activate_target(&self, id: i64) -> Result<(), StoreError> {
-        self.write(move |conn| {
-            conn.prepare_cached("update targets set active = 0 where active = 1")?
-                .execute([])?;
-            conn.prepare_cached("update targets set active = 1 where id = ?1")?
-                .execute([id])?;
-            Ok(())
-        })
-        .await
     }
 }
 

@@ -277,7 +277,7 @@ fn sibling_graph(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
                 ]
                 .iter()
                 .any(|p| code.contains(p))
-                    || code.contains(&format!("super::{{")) && {
+                    || code.contains("super::{") && {
                         // `use super::{a, b::c}`: the names inside the braces.
                         code.split("super::{").skip(1).any(|rest| {
                             rest.split('}').next().unwrap_or("").split(',').any(|item| {

@@ -16,7 +16,7 @@
 //! - `report`: human-readable reports.
 
 mod bundle;
-pub mod compare;
+mod compare;
 mod ids;
 mod image;
 mod inventory;
@@ -24,7 +24,7 @@ mod macho_sig;
 mod page;
 mod report;
 mod resolve;
-pub mod verify;
+mod verify;
 mod walk;
 
 #[cfg(test)]
@@ -312,21 +312,6 @@ impl EdgeKind {
             EdgeKind::CodeResources => "code-resources",
             EdgeKind::AsarUnpacked => "asar-unpacked",
         }
-    }
-
-    /// Whether the edge is a library dependency.
-    pub fn is_library(self) -> bool {
-        matches!(
-            self,
-            EdgeKind::LoadDylib
-                | EdgeKind::LoadWeakDylib
-                | EdgeKind::ReexportDylib
-                | EdgeKind::LazyLoadDylib
-                | EdgeKind::LoadUpwardDylib
-                | EdgeKind::Needed
-                | EdgeKind::Import
-                | EdgeKind::DelayImport
-        )
     }
 }
 

@@ -14,13 +14,13 @@
 //!
 //! Typical use: `load_policy` → `check` → `run` (on a blocking thread) → record the `Capture`.
 
-pub mod compare;
-pub mod fault;
-pub mod outcome;
-pub mod policy;
-pub mod report;
-pub mod run;
-pub mod scenario;
+mod compare;
+mod fault;
+mod outcome;
+mod policy;
+mod report;
+mod run;
+mod scenario;
 
 pub use compare::{
     BuiltinRule, CaptureComparison, CompareError, DimensionComparison, InvalidRule,
@@ -30,7 +30,7 @@ pub use outcome::{
     Capture, CapturedStream, EndedBy, ExecutableFormat, Fault, LeaderMemory, Limits,
     NetworkIsolation, OutputOverflow, ScenarioEcho, SignalId, StreamEncoding, Termination,
 };
-pub use policy::{Policy, PolicyError, load_policy};
+pub use policy::{CONFIG_FILE_NAME, Policy, PolicyError, load_policy};
 pub use report::render_report;
 pub use run::{CaptureError, run};
 pub use scenario::{ApprovedScenario, Refusal, Scenario, check};

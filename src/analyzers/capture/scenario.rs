@@ -137,11 +137,6 @@ impl ApprovedScenario {
         &self.executable
     }
 
-    /// What kind of executable it is.
-    pub fn format(&self) -> &ExecutableFormat {
-        &self.format
-    }
-
     /// The working directory, resolved.
     pub fn working_directory(&self) -> &Path {
         &self.working_directory

@@ -42,8 +42,8 @@ pub use image::{Image, procedures};
 pub use strings::{StringMatch, StringMatches, StringQuery};
 pub(crate) use symbols::display_names;
 pub use types::{
-    AdmitError, BundleInfo, DocumentSpec, ImportEntry, PROVIDER_ID, PROVIDER_NAME, Procedure,
-    ProviderError, SectionInfo, Target,
+    AdmitError, BundleInfo, DocumentSpec, ImportEntry, PROVIDER_ID, Procedure, ProviderError,
+    SectionInfo, Target,
 };
 
 #[cfg(test)]

@@ -13,9 +13,6 @@ use crate::vocabulary::{Architecture, DocumentRole, Format, ImportKind};
 /// The provider id under which the native reader records its observations.
 pub const PROVIDER_ID: &str = "auto";
 
-/// A human name for the native provider, recorded beside its id.
-pub const PROVIDER_NAME: &str = "rea native reader";
-
 /// What `open_binary` opened: one file or one `.app` bundle, with the documents inside it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Target {
