@@ -4,15 +4,20 @@
 //!
 //! # Layout
 //! - [`ids`]: identifier newtypes (Evidence, manifest, occurrence and unknown ids; addresses).
+//! - [`vocabulary`]: the names of formats, architectures, document roles, import and callee kinds.
 //! - [`evidence`]: the Evidence record, its canonical JSON and its id.
-//! - [`store`]: the session database: migrations, pragmas, the group-committing writer, queries.
+//! - [`settings`]: the operator's settings and the path policy every path goes through.
+//! - [`store`]: the session database: migrations, pragmas, the group-committing writer, recordings
+//!   committed whole, queries, and the read-only store.
 //! - [`session`]: a binary session's directory, lock, resume, export and close.
 //! - [`completion`]: the match key and the eight completion families over the live session.
 //! - [`prompts`]: the six guided workflows, operator prompt files, and rendering.
 //! - [`analyzers`]: artifact inventories and comparisons, JavaScript/Electron analysis with the
 //!   asar reader, and bounded process capture.
 //! - [`providers`]: the built-in native reader (`auto`) and deep analyzer candidates.
-//! - [`tools`]: the MCP tools, one file per family (edge: knows rmcp).
+//! - [`investigation`]: every operation, made the same way for the server and the CLI: one
+//!   snapshot of the binary session, a pure recording, one commit.
+//! - [`tools`]: the MCP tools and their catalog, one file per family (edge: knows rmcp).
 //! - [`cli`]: the command line over the same library.
 //! - [`server`]: the rmcp handler: prompts, completion, tools, list-changed delivery (edge).
 pub mod analyzers;

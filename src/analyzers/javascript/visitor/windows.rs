@@ -3,7 +3,11 @@
 
 use super::*;
 
-pub(super) fn window_from_options(options: Option<&Val>, src: &str, used: &mut HashSet<u32>) -> RawWindow {
+pub(super) fn window_from_options(
+    options: Option<&Val>,
+    src: &str,
+    used: &mut HashSet<u32>,
+) -> RawWindow {
     let mut notes = Vec::new();
     let top = match options {
         None => Props::new(),
