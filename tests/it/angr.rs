@@ -61,7 +61,7 @@ fn installation() -> Installation {
     let python = std::env::var_os(angr::PYTHON_VARIABLE).filter(|v| !v.is_empty()).unwrap_or_else(|| {
         panic!(
             "{} is not set: the angr tests need the angr venv. Create it with `bash .ci/angr-venv.sh` \
-             and export {}=$PWD/.venv-angr/bin/python (scripts/test.sh does both in CI)",
+             and export {}=$PWD/.venv-angr/bin/python (in CI, .ci/run creates it and scripts/test.sh exports the variable)",
             angr::PYTHON_VARIABLE,
             angr::PYTHON_VARIABLE
         )
@@ -484,6 +484,11 @@ fn seven_zip_get_password_reads_the_prompts_getpass_and_the_verification() {
         !Path::new(&format!("/proc/{pid}")).exists() || zombie(pid),
         "the worker outlived its session"
     );
+    // Another session's worker reads the procedure exactly the same: the same observation
+    // makes the same Evidence.
+    let mut again = Angr::new(installation());
+    let second = decompile(&mut again, &image, "GetPassword(CStdOutStream*, bool)");
+    assert_eq!(*second, *code);
 }
 
 fn zombie(pid: u32) -> bool {

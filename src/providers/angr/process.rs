@@ -271,10 +271,12 @@ fn spawn_linux(
     let parent = unsafe { libc::getpid() };
     let memory_limit = limits.memory_bytes;
     let mut command = Command::new(python);
-    // -I: no user site-packages, no PYTHON* variables, no script directory on sys.path;
-    // -B: no bytecode files written beside angr's sources.
+    // -s: no user site-packages (discovery did not look there either); -B: no bytecode files
+    // written beside angr's sources. The environment is rea's own, none of the caller's
+    // PYTHON* variables: a fixed hash seed keeps the set orders angr's output depends on, so
+    // the same procedure reads the same from one worker to the next.
     command
-        .arg("-I")
+        .arg("-s")
         .arg("-B")
         .arg(&script.script)
         .stdin(Stdio::piped())
@@ -283,6 +285,9 @@ fn spawn_linux(
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("LC_ALL", "C.UTF-8")
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONSAFEPATH", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .current_dir(&script.dir)
         .process_group(0);
     for name in ["HOME", "TMPDIR"] {
