@@ -6,6 +6,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash .ci/fixtures.sh
 cargo build --locked
+# The angr provider's tests decompile with the venv .ci/angr-venv.sh creates.
+export REA_ANGR_PYTHON="${REA_ANGR_PYTHON:-$root/.venv-angr/bin/python}"
 # Unit, integration and doc tests. Benchmarks are not tests: they are only type-checked here
 # (run them with `cargo bench`).
 cargo test --locked

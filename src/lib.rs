@@ -11,7 +11,8 @@
 //! - [`prompts`]: the six guided workflows, operator prompt files, and rendering.
 //! - [`analyzers`]: artifact inventories and comparisons, JavaScript/Electron analysis with the
 //!   asar reader, and bounded process capture.
-//! - [`providers`]: the built-in native reader (`auto`) and deep analyzer candidates.
+//! - [`providers`]: the built-in native reader (`auto`), deep analyzer candidates, and the
+//!   decompiler interface with its `angr` provider.
 //! - [`tools`]: the MCP tools, one file per family (edge: knows rmcp).
 //! - [`cli`]: the command line over the same library.
 //! - [`server`]: the rmcp handler: prompts, completion, tools, list-changed delivery (edge).

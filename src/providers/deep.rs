@@ -24,11 +24,11 @@ const POLL: Duration = Duration::from_millis(5);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Candidate {
     /// Stable id used to name the provider in tool calls: `objdump`, `llvm-objdump`,
-    /// `llvm-objdump-14`, `gdb`, `radare2`, `r2`, `rizin` or `ghidra`.
+    /// `llvm-objdump-14`, `gdb`, `radare2`, `r2`, `rizin`, `ghidra` or `angr`.
     pub id: String,
     /// Human name, for example `GNU objdump` or `LLVM objdump 14`.
     pub name: String,
-    /// Absolute path of the executable.
+    /// Absolute path of the executable (for `angr`, of the Python interpreter that runs it).
     pub path: PathBuf,
 }
 
@@ -175,12 +175,20 @@ fn llvm_version_suffix(name: &str) -> Option<&str> {
     (!suffix.is_empty() && suffix.bytes().all(|b| b.is_ascii_digit())).then_some(suffix)
 }
 
-/// Deep analyzers on `PATH` (given, or the process's) and Ghidra's `analyzeHeadless` under
-/// `$GHIDRA_INSTALL_DIR`, that can read documents of `format`; sorted by id, one per id (the
-/// first found on `PATH` wins). Nothing is started.
+/// Deep analyzers on `PATH` (given, or the process's), Ghidra's `analyzeHeadless` under
+/// `$GHIDRA_INSTALL_DIR`, and the angr decompiler when `$REA_ANGR_PYTHON` (or `rea.toml`) names
+/// an interpreter whose environment holds angr, that can read documents of `format`; sorted by
+/// id, one per id (the first found on `PATH` wins). Nothing is started.
 pub fn candidates(format: &str, path_env: Option<&OsStr>) -> Vec<Candidate> {
     let ghidra = std::env::var_os("GHIDRA_INSTALL_DIR");
-    candidates_with(format, path_env, ghidra.as_deref())
+    let mut found = candidates_with(format, path_env, ghidra.as_deref());
+    if let Some(angr) = crate::providers::angr::candidate(format)
+        && !found.iter().any(|c| c.id == angr.id)
+    {
+        found.push(angr);
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    found
 }
 
 /// [`candidates`] with an explicit Ghidra installation directory (tests use it).

@@ -693,7 +693,7 @@ impl Image {
     }
 
     /// Reads a string that an instruction refers to, when the address holds one.
-    fn string_at(&self, address: u64) -> Option<(String, &'static str)> {
+    pub(crate) fn string_at(&self, address: u64) -> Option<(String, &'static str)> {
         let section = self.section_at(address)?;
         if section.executable {
             return None;
