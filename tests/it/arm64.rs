@@ -32,6 +32,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("float", include_str!("arm64/float.c")),
     ("system", include_str!("arm64/system.c")),
     ("simd", include_str!("arm64/simd.c")),
+    ("matrix", include_str!("arm64/matrix.c")),
 ];
 
 /// Which compiler builds a program, and so which object format it is in.
@@ -125,6 +126,16 @@ const BUILDS: &[Build] = &[
         source: "simd",
         toolchain: Toolchain::Gcc,
         flags: &["-O2", GCC_EXT],
+    },
+    Build {
+        source: "matrix",
+        toolchain: Toolchain::Gcc,
+        flags: &["-O2", "-march=armv8.6-a+i8mm+bf16+fp16fml"],
+    },
+    Build {
+        source: "matrix",
+        toolchain: Toolchain::ClangMachO,
+        flags: &["-O2", "-march=armv8.6-a+fp16fml"],
     },
     // Pointer authentication with its own instructions (pacibsp, retab) rather than hints.
     Build {
@@ -490,10 +501,14 @@ fn normalize(text: &str) -> String {
             t.truncate(at);
         }
     }
-    let t = ANNOTATION
-        .replace(t.trim(), "")
-        .replace("{ ", "{")
-        .replace(" }", "}");
+    let t = t.trim();
+    // The regular expressions run only where they can match: most instructions have neither.
+    let t = if t.ends_with('>') {
+        ANNOTATION.replace(t, "").into_owned()
+    } else {
+        t.to_string()
+    };
+    let t = t.replace("{ ", "{").replace(" }", "}");
     let (mnemonic, operands) = match t.find(char::is_whitespace) {
         Some(at) => (&t[..at], t[at..].trim()),
         None => (t.as_str(), ""),
@@ -504,6 +519,13 @@ fn normalize(text: &str) -> String {
         .filter(|s| !s.is_empty())
         .collect();
     let operands = operands.join(", ");
+    if !operands.contains('#') {
+        return if operands.is_empty() {
+            mnemonic.to_string()
+        } else {
+            format!("{mnemonic} {operands}")
+        };
+    }
     let operands = IMMEDIATE.replace_all(&operands, |c: &regex::Captures| {
         let negative = &c[1] == "-";
         let digits = &c[2];
@@ -807,17 +829,44 @@ const REQUIRED_CLASSES: &[(&str, &str)] = &[
     ("crypto", r"^(aese|aesmc|sha256h|pmull)"),
     ("dot product", r"^udot "),
     ("half precision", r" h\d+, h\d+"),
+    ("matrix multiply", r"^(smmla|ummla|usmmla|bfmmla) "),
+    ("mixed-sign dot product", r"^(usdot|sudot) "),
+    ("brain float", r"^(bfdot|bfmlal[bt]|bfcvtn2?|bfcvt) "),
+    (
+        "fp16 multiply-long",
+        r"^(fmlal|fmlsl)2? v\d+\.[24]s, v\d+\.[24]h, v\d+\.[24]h$",
+    ),
 ];
 
 #[test]
 fn fixture_arm64_slices_disassemble_as_llvm_objdump_does() {
+    // (label, fixture, Mach-O, share of llvm's instructions that rea's procedures must cover).
+    // The stripped ELF 7za has procedures only from `.eh_frame`, which leaves some code out.
+    let fixtures = [
+        (
+            "7za-arm64",
+            "7zip-bin-5.2.0/package/mac/arm64/7za",
+            true,
+            100,
+        ),
+        (
+            "fsevents-arm64",
+            "fsevents/package/fsevents.node",
+            true,
+            100,
+        ),
+        (
+            "7za-linux-arm64",
+            "7zip-bin-5.2.0/package/linux/arm64/7za",
+            false,
+            95,
+        ),
+    ];
     let mut outcomes = Vec::new();
-    for (label, rel, macho) in [
-        ("7za-arm64", "7zip-bin-5.2.0/package/mac/arm64/7za", true),
-        ("fsevents-arm64", "fsevents/package/fsevents.node", true),
-    ] {
+    for (label, rel, macho, _) in fixtures {
         outcomes.push((label.to_string(), compare(label, &fixture(rel), macho)));
     }
+    // `REA_ARM64_EXPLORE=path=macho,path=elf` compares more files and prints their figures.
     if let Ok(extra) = std::env::var("REA_ARM64_EXPLORE") {
         for entry in extra.split(',') {
             let (rel, macho) = entry.split_once('=').unwrap();
@@ -835,12 +884,17 @@ fn fixture_arm64_slices_disassemble_as_llvm_objdump_does() {
         outcomes.iter().all(|(_, o)| o.unexplained.is_empty()),
         "unexplained differences:\n{report}"
     );
-    // The figure reached: every compared instruction identical after normalization (before
-    // the corrections of issue 15: 174,815 of 175,889 on 7za and 1,659 of 1,663 on fsevents),
-    // over at least 99% of the instructions llvm-objdump lists.
-    for (label, o) in &outcomes {
+    // The figure reached: every compared instruction identical after normalization. Before
+    // the corrections of issue 15: 174,815 of 175,889 on 7za (Mach-O), 1,659 of 1,663 on
+    // fsevents, 206,622 of 207,391 on 7za (ELF).
+    for ((label, o), (_, _, _, coverage)) in outcomes.iter().zip(fixtures) {
         assert_eq!(o.identical, o.compared, "{label}: {report}");
-        assert!(o.compared * 100 >= o.reference * 99, "{label}: {report}");
-        assert_eq!(o.unrendered_code, 0, "{label}: {report}");
+        assert!(
+            o.compared * 100 >= o.reference * coverage,
+            "{label}: {report}"
+        );
+        if coverage == 100 {
+            assert_eq!(o.unrendered_code, 0, "{label}: {report}");
+        }
     }
 }

@@ -15,7 +15,10 @@
 //! - `prfm` with an unnamed prefetch operation (`#29`, not `0x1d`), shifts by `#0` other than
 //!   `lsl`, `sys` with the zero register, and the `fmlal`/`fmlsl` (by element) family.
 //!
-//! [`unallocated`] names the words yaxpeax decodes although no instruction has that encoding.
+//! [`unallocated`] names the words yaxpeax decodes although no instruction has that encoding;
+//! [`extension_instruction`] decodes the Armv8.6 matrix and brain-float instructions, the fp16
+//! multiply-long vector forms and the Armv8.5 `frint32`/`frint64` family, which yaxpeax does
+//! not know.
 
 use std::fmt::Write as _;
 
@@ -59,6 +62,66 @@ fn reserved_field(word: u32) -> bool {
     // Advanced SIMD load/store multiple or single structures: bit 31 is 0 in every one.
     if word & 0x3e00_0000 == 0x0c00_0000 && bits(word, 31, 1) == 1 {
         return bits(word, 26, 1) == 1;
+    }
+    // Load/store multiple structures: bit 21 clear, a known opcode, no offset register in the
+    // plain form, and `.1d` only for `ld1`/`st1`.
+    if matches!(word & 0xbf80_0000, 0x0c00_0000 | 0x0c80_0000) {
+        let opcode = bits(word, 12, 4);
+        let one_d = bits(word, 10, 2) == 0b11 && bits(word, 30, 1) == 0;
+        let ld1 = matches!(opcode, 0b0010 | 0b0110 | 0b0111 | 0b1010);
+        return bits(word, 21, 1) == 1
+            || (bits(word, 23, 1) == 0 && bits(word, 16, 5) != 0)
+            || !matches!(
+                opcode,
+                0b0000 | 0b0010 | 0b0100 | 0b0110 | 0b0111 | 0b1000 | 0b1010
+            )
+            || (one_d && !ld1);
+    }
+    // Load/store (register offset): the extend must be uxtw, lsl, sxtw or sxtx.
+    if word & 0x3b20_0c00 == 0x3820_0800 {
+        return bits(word, 14, 1) == 0;
+    }
+    // LDAPR, LDAPRH, LDAPRB: the Rs field is all ones.
+    if word & 0x3fe0_fc00 == 0x38a0_c000 {
+        return bits(word, 16, 5) != 31;
+    }
+    // Conversion between floating point and fixed point: only scvtf, ucvtf, fcvtzs and
+    // fcvtzu, no `ptype` 10, and a 32-bit form scales by 1 to 32.
+    if word & 0x7f20_0000 == 0x1e00_0000 {
+        let known = matches!(bits(word, 16, 5), 0b00010 | 0b00011 | 0b11000 | 0b11001);
+        return !known
+            || bits(word, 22, 2) == 0b10
+            || (bits(word, 31, 1) == 0 && bits(word, 15, 1) == 0);
+    }
+    // Advanced SIMD copy (vector and scalar) has bits 23..21 clear; 100 is no instruction.
+    if word & 0x9fe0_8400 == 0x0e80_0400 || word & 0xdfe0_8400 == 0x5e80_0400 {
+        return true;
+    }
+    // Advanced SIMD modified immediate: o2 is set only by `fmov` (half precision).
+    if word & 0x9ff8_0400 == 0x0f00_0400 && bits(word, 11, 1) == 1 {
+        return !(bits(word, 12, 4) == 0b1111 && bits(word, 29, 1) == 0);
+    }
+    // Advanced SIMD three same (vector): no `.1d` form, except the logical operations.
+    if word & 0x9f20_0400 == 0x0e20_0400 && bits(word, 30, 1) == 0 {
+        let opcode = bits(word, 11, 5);
+        if opcode >= 0b11000 {
+            return bits(word, 22, 1) == 1;
+        }
+        return opcode != 0b00011 && bits(word, 22, 2) == 0b11;
+    }
+    // Advanced SIMD scalar three same: compares, shifts, add and sub exist only on `d`.
+    if word & 0xdf20_0400 == 0x5e20_0400 {
+        let opcode = bits(word, 11, 5);
+        let d_only = matches!(
+            opcode,
+            0b00110 | 0b00111 | 0b01000 | 0b01010 | 0b10000 | 0b10001
+        );
+        return d_only && bits(word, 22, 2) != 0b11;
+    }
+    // Advanced SIMD scalar two-register miscellaneous: compares with zero, abs, neg on `d`.
+    if word & 0xdf3e_0c00 == 0x5e20_0800 {
+        let opcode = bits(word, 12, 5);
+        return matches!(opcode, 0b01000..=0b01011) && bits(word, 22, 2) != 0b11;
     }
     false
 }
@@ -549,6 +612,113 @@ fn fp16_multiply_long_by_element(word: u32) -> Option<String> {
     ))
 }
 
+/// Instructions of the Armv8.6 matrix (i8mm) and brain-float (bf16) extensions, the fp16
+/// multiply-long vector forms and `frint32`/`frint64`, which yaxpeax does not decode: their
+/// text, in LLVM's spelling.
+/// Each writes only vector registers, so the instruction model needs nothing else.
+pub(crate) fn extension_instruction(word: u32) -> Option<String> {
+    let (rd, rn, rm) = (bits(word, 0, 5), bits(word, 5, 5), bits(word, 16, 5));
+    let q = bits(word, 30, 1) == 1;
+    let three = |name: &str, d: &str, s: &str| format!("{name} v{rd}.{d}, v{rn}.{s}, v{rm}.{s}");
+    // The index of a 32-bit group (H:L, register M:Rm) or of a half (H:L:M, register Rm).
+    let group = (bits(word, 11, 1) << 1) | bits(word, 21, 1);
+    let half = (group << 1) | bits(word, 20, 1);
+    let rm4 = bits(word, 16, 4);
+    Some(match word & 0xbfe0_fc00 {
+        // SMMLA, UMMLA, USMMLA: 128-bit only.
+        0x0e80_a400 if q => three("smmla", "4s", "16b"),
+        0x2e80_a400 if q => three("ummla", "4s", "16b"),
+        0x0e80_ac00 if q => three("usmmla", "4s", "16b"),
+        0x0e80_9c00 => three(
+            "usdot",
+            if q { "4s" } else { "2s" },
+            if q { "16b" } else { "8b" },
+        ),
+        0x2e40_fc00 => three(
+            "bfdot",
+            if q { "4s" } else { "2s" },
+            if q { "8h" } else { "4h" },
+        ),
+        0x2e40_ec00 if q => three("bfmmla", "4s", "8h"),
+        0x2ec0_fc00 => three(if q { "bfmlalt" } else { "bfmlalb" }, "4s", "8h"),
+        0x0e20_ec00 => three(
+            "fmlal",
+            if q { "4s" } else { "2s" },
+            if q { "4h" } else { "2h" },
+        ),
+        0x2e20_cc00 => three(
+            "fmlal2",
+            if q { "4s" } else { "2s" },
+            if q { "4h" } else { "2h" },
+        ),
+        0x0ea0_ec00 => three(
+            "fmlsl",
+            if q { "4s" } else { "2s" },
+            if q { "4h" } else { "2h" },
+        ),
+        0x2ea0_cc00 => three(
+            "fmlsl2",
+            if q { "4s" } else { "2s" },
+            if q { "4h" } else { "2h" },
+        ),
+        _ => match word & 0xbfc0_f400 {
+            0x0f00_f000 | 0x0f80_f000 => {
+                let name = if bits(word, 23, 1) == 1 {
+                    "usdot"
+                } else {
+                    "sudot"
+                };
+                let (d, s) = if q { ("4s", "16b") } else { ("2s", "8b") };
+                format!("{name} v{rd}.{d}, v{rn}.{s}, v{rm}.4b[{group}]")
+            }
+            0x0f40_f000 => {
+                let (d, s) = if q { ("4s", "8h") } else { ("2s", "4h") };
+                format!("bfdot v{rd}.{d}, v{rn}.{s}, v{rm}.2h[{group}]")
+            }
+            0x0fc0_f000 => {
+                let name = if q { "bfmlalt" } else { "bfmlalb" };
+                format!("{name} v{rd}.4s, v{rn}.8h, v{rm4}.h[{half}]")
+            }
+            _ => match word & 0xbfff_fc00 {
+                0x0ea1_6800 if q => format!("bfcvtn2 v{rd}.8h, v{rn}.4s"),
+                0x0ea1_6800 => format!("bfcvtn v{rd}.4h, v{rn}.4s"),
+                _ if word & 0xffff_fc00 == 0x1e63_4000 => format!("bfcvt h{rd}, s{rn}"),
+                _ => return frint_to_integer(word),
+            },
+        },
+    })
+}
+
+/// `FRINT32Z`, `FRINT32X`, `FRINT64Z`, `FRINT64X` (Armv8.5), scalar and vector.
+fn frint_to_integer(word: u32) -> Option<String> {
+    const NAMES: [&str; 4] = ["frint32z", "frint32x", "frint64z", "frint64x"];
+    let (rd, rn) = (bits(word, 0, 5), bits(word, 5, 5));
+    let double = bits(word, 22, 1) == 1;
+    if word & 0xffbe_7c00 == 0x1e28_4000 {
+        let name = NAMES[bits(word, 15, 2) as usize];
+        let r = if double { 'd' } else { 's' };
+        return Some(format!("{name} {r}{rd}, {r}{rn}"));
+    }
+    let base = word & 0xbfbf_fc00;
+    let index = match base {
+        0x0e21_e800 => 0,
+        0x2e21_e800 => 1,
+        0x0e21_f800 => 2,
+        0x2e21_f800 => 3,
+        _ => return None,
+    };
+    let arrangement = match (double, bits(word, 30, 1) == 1) {
+        (false, false) => "2s",
+        (false, true) => "4s",
+        (true, true) => "2d",
+        (true, false) => return None,
+    };
+    Some(format!(
+        "{} v{rd}.{arrangement}, v{rn}.{arrangement}",
+        NAMES[index]
+    ))
+}
+
 /// `DUP (element)`, vector form: `0 Q 0 01110000 imm5 0 0000 1 Rn Rd`.
 fn is_dup_element_vector(word: u32) -> bool {
     word & 0xbfe0_fc00 == 0x0e00_0400
@@ -733,6 +903,42 @@ mod tests {
             (0x1afc4261, ".word 0x1afc4261"),
             (0x8dad23ff, ".word 0x8dad23ff"),
             (0xeb3e7e16, ".word 0xeb3e7e16"),
+            (0x4e82a424, "smmla v4.4s, v1.16b, v2.16b"),
+            (0x4e81ac60, "usmmla v0.4s, v3.16b, v1.16b"),
+            (0x6e83a462, "ummla v2.4s, v3.16b, v3.16b"),
+            (0x4f03f040, "sudot v0.4s, v2.16b, v3.4b[0]"),
+            (0x4e829c24, "usdot v4.4s, v1.16b, v2.16b"),
+            (0x4fa2f025, "usdot v5.4s, v1.16b, v2.4b[1]"),
+            (0x6e42fc24, "bfdot v4.4s, v1.8h, v2.8h"),
+            (0x4f42f823, "bfdot v3.4s, v1.8h, v2.2h[2]"),
+            (0x6e42ec25, "bfmmla v5.4s, v1.8h, v2.8h"),
+            (0x4fd2f820, "bfmlalt v0.4s, v1.8h, v2.h[5]"),
+            (0x2ec2fc24, "bfmlalb v4.4s, v1.8h, v2.8h"),
+            (0x0ea16800, "bfcvtn v0.4h, v0.4s"),
+            (0x4ea16820, "bfcvtn2 v0.8h, v1.4s"),
+            (0x0ea1ece4, "fmlsl v4.2s, v7.2h, v1.2h"),
+            (0x0e35ee19, "fmlal v25.2s, v16.2h, v21.2h"),
+            (0x2e3dcc1e, "fmlal2 v30.2s, v0.2h, v29.2h"),
+            (0x6ea3cc38, "fmlsl2 v24.4s, v1.4h, v3.4h"),
+            (0x1e284020, "frint32z s0, s1"),
+            (0x1e68c062, "frint32x d2, d3"),
+            (0x1e2940a4, "frint64z s4, s5"),
+            (0x1e69c0e6, "frint64x d6, d7"),
+            (0x4e21e820, "frint32z v0.4s, v1.4s"),
+            (0x6e61e862, "frint32x v2.2d, v3.2d"),
+            (0x0e21f8a4, "frint64z v4.2s, v5.2s"),
+            (0x6e21f8e6, "frint64x v6.4s, v7.4s"),
+            (0x4cf7ad6b, ".word 0x4cf7ad6b"),
+            (0x0c606d5d, ".word 0x0c606d5d"),
+            (0xbc363b50, ".word 0xbc363b50"),
+            (0xf8a2c0ef, ".word 0xf8a2c0ef"),
+            (0x6e876e14, ".word 0x6e876e14"),
+            (0x2ef5844a, ".word 0x2ef5844a"),
+            (0x5ea6854e, ".word 0x5ea6854e"),
+            (0x5e6099dc, ".word 0x5e6099dc"),
+            (0x0f07ed0f, ".word 0x0f07ed0f"),
+            (0x1e0a895b, ".word 0x1e0a895b"),
+            (0x1e102588, ".word 0x1e102588"),
             // llvm: `prfm #29, #-320744`, a literal 320,744 bytes before the instruction.
             (0xd8d8d8dd, "prfm #29, 0xfffffffffffb1b18"),
         ]);

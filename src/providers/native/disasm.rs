@@ -219,13 +219,29 @@ impl<'a> Disassembler<'a> {
             return Some(invalid_decoded(address, len));
         };
         self.pos += 4;
+        let word_value = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        if let Some(extension) = super::arm64_text::extension_instruction(word_value) {
+            // Vector-only instructions yaxpeax does not decode: no flow, no general register.
+            if let Some(out) = text {
+                out.clear();
+                out.push_str(&extension);
+            }
+            return Some(Decoded {
+                address,
+                len: 4,
+                flow: Flow::Next,
+                target: None,
+                memory: None,
+                slot: None,
+                invalid: false,
+            });
+        }
         let mut reader = U8Reader::new(word);
         let decoder = self.arm;
         // The decoder is a large table-driven parser; a defect there must cost one instruction.
         let decoded = std::panic::catch_unwind(move || decoder.decode(&mut reader).ok())
             .ok()
             .flatten();
-        let word_value = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
         let decoded =
             decoded.filter(|inst| !super::arm64_text::unallocated(word_value, inst.opcode));
         let Some(inst) = decoded else {
