@@ -3,6 +3,7 @@
 
 mod analysis;
 mod angr;
+mod arm64;
 mod artifacts;
 mod capture;
 mod common;

@@ -10,12 +10,14 @@
 //! - `imports`: PLT stubs, Mach-O stubs and pointer slots, PE import address table slots.
 //! - `image`: a loaded document (bytes, sections, imports, procedures) for the analysis operations.
 //! - `disasm`: x86 and arm64 decoding behind one instruction model.
+//! - `arm64_text`: where yaxpeax-arm's AArch64 text differs from LLVM's, LLVM's spelling.
 //! - `analysis`: assembly pages, callers, callees, cross-references and function dossiers.
 //! - `strings`: string search over sections.
 
 mod address;
 mod admit;
 mod analysis;
+mod arm64_text;
 mod disasm;
 mod ehframe;
 mod format;
