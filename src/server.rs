@@ -452,9 +452,10 @@ impl ServerHandler for ReaServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        crate::transport::refuse_cursor(request.as_ref())?;
         let modern = is_modern(&context);
         Ok(ListPromptsResult {
             result_type: Some(ResultType::COMPLETE),
@@ -546,9 +547,10 @@ impl ServerHandler for ReaServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        crate::transport::refuse_cursor(request.as_ref())?;
         let modern = is_modern(&context);
         Ok(ListToolsResult {
             result_type: Some(ResultType::COMPLETE),

@@ -11,6 +11,7 @@ mod disconnect;
 mod http;
 mod idle;
 mod javascript;
+mod jsonrpc;
 mod prompts;
 mod store;
 mod tools;
