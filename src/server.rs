@@ -313,6 +313,10 @@ impl ReaServer {
     }
 
     fn router() -> ToolRouter<ReaServer> {
+        crate::tools::schema::portable_router(Self::router_as_generated())
+    }
+
+    fn router_as_generated() -> ToolRouter<ReaServer> {
         Self::session_tools()
             + Self::ledger_tools()
             + Self::unknown_tools()

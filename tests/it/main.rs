@@ -13,5 +13,6 @@ mod idle;
 mod javascript;
 mod jsonrpc;
 mod prompts;
+mod schema;
 mod store;
 mod tools;
