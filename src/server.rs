@@ -385,9 +385,11 @@ impl ReaServer {
                 None,
             ));
         }
-        let javascript_target = arguments
-            .get("target_path")
-            .is_some_and(|p| is_javascript_directory(Path::new(p)));
+        // An undeclared argument is not rendered, and does not steer the workflow either.
+        let javascript_target = prompt.argument("target_path").is_some()
+            && arguments
+                .get("target_path")
+                .is_some_and(|p| is_javascript_directory(Path::new(p)));
         let tools = self.live_tool_names();
         let text = render(
             &prompt,
