@@ -4,6 +4,7 @@
 mod analysis;
 mod artifacts;
 mod capture;
+mod cli_output;
 mod common;
 mod completion;
 mod crash;
