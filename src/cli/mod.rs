@@ -243,7 +243,9 @@ fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
-        eprintln!("rea: serving MCP over streamable HTTP at http://{addr}/mcp");
+        // The bound address, so that port 0 (any free port) tells the client where to connect.
+        let bound = listener.local_addr().unwrap_or(addr);
+        eprintln!("rea: serving MCP over streamable HTTP at http://{bound}/mcp");
         axum::serve(listener, router)
             .await
             .context("serving HTTP")?;
