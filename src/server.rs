@@ -313,7 +313,12 @@ impl ReaServer {
     }
 
     fn router() -> ToolRouter<ReaServer> {
-        crate::tools::schema::portable_router(Self::router_as_generated())
+        // The portable pass costs more than generating the router, and its result never changes:
+        // made once, cloned for each connection.
+        static ROUTER: std::sync::OnceLock<ToolRouter<ReaServer>> = std::sync::OnceLock::new();
+        ROUTER
+            .get_or_init(|| crate::tools::schema::portable_router(Self::router_as_generated()))
+            .clone()
     }
 
     fn router_as_generated() -> ToolRouter<ReaServer> {
