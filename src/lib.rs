@@ -16,6 +16,7 @@
 //! - [`tools`]: the MCP tools, one file per family (edge: knows rmcp).
 //! - [`cli`]: the command line over the same library.
 //! - [`server`]: the rmcp handler: prompts, completion, tools, list-changed delivery (edge).
+//! - [`transport`]: strict JSON-RPC in front of rmcp's stdio and streamable HTTP (edge).
 pub mod analyzers;
 pub mod cli;
 pub mod completion;
@@ -27,3 +28,4 @@ pub mod server;
 pub mod session;
 pub mod store;
 pub mod tools;
+pub mod transport;

@@ -313,6 +313,15 @@ impl ReaServer {
     }
 
     fn router() -> ToolRouter<ReaServer> {
+        // The portable pass costs more than generating the router, and its result never changes:
+        // made once, cloned for each connection.
+        static ROUTER: std::sync::OnceLock<ToolRouter<ReaServer>> = std::sync::OnceLock::new();
+        ROUTER
+            .get_or_init(|| crate::tools::schema::portable_router(Self::router_as_generated()))
+            .clone()
+    }
+
+    fn router_as_generated() -> ToolRouter<ReaServer> {
         Self::session_tools()
             + Self::ledger_tools()
             + Self::unknown_tools()
@@ -381,9 +390,11 @@ impl ReaServer {
                 None,
             ));
         }
-        let javascript_target = arguments
-            .get("target_path")
-            .is_some_and(|p| is_javascript_directory(Path::new(p)));
+        // An undeclared argument is not rendered, and does not steer the workflow either.
+        let javascript_target = prompt.argument("target_path").is_some()
+            && arguments
+                .get("target_path")
+                .is_some_and(|p| is_javascript_directory(Path::new(p)));
         let tools = self.live_tool_names();
         let text = render(
             &prompt,
@@ -452,9 +463,10 @@ impl ServerHandler for ReaServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        crate::transport::refuse_cursor(request.as_ref())?;
         let modern = is_modern(&context);
         Ok(ListPromptsResult {
             result_type: Some(ResultType::COMPLETE),
@@ -546,9 +558,10 @@ impl ServerHandler for ReaServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        crate::transport::refuse_cursor(request.as_ref())?;
         let modern = is_modern(&context);
         Ok(ListToolsResult {
             result_type: Some(ResultType::COMPLETE),

@@ -8,6 +8,7 @@ pub(crate) mod capture;
 pub(crate) mod javascript;
 pub(crate) mod ledger;
 pub(crate) mod native;
+pub mod schema;
 pub(crate) mod session;
 pub(crate) mod unknowns;
 

@@ -6,22 +6,26 @@ use serde::{Deserialize, Serialize};
 
 use super::outcome::{Capture, CapturedStream, Fault};
 
-/// A built-in normalization, named by the caller.
+/// A built-in normalization, named by the caller (what each does: [`TaggedRule`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BuiltinRule {
-    /// ISO-8601 date-times (`2024-05-01T12:00:00Z`, with optional fraction and offset) become
-    /// `<timestamp>`, then clock times `HH:MM:SS` become `<time>`.
+    /// Date-times and clock times.
     Timestamps,
-    /// `0x` followed by six or more hex digits becomes `0x<address>`.
+    /// Long hex addresses.
     HexAddresses,
-    /// Numbers after `pid`, `ppid`, `tid` or `process` (with `=`, `:`, `#` or spaces between)
-    /// and `name[1234]` as in syslog lines become `<pid>`.
+    /// Process and thread ids.
     Pids,
 }
 
 /// One rewrite applied to both captures' stdout and stderr before they are compared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// It is written as a built-in rule's name (`"pids"`), as `{"pattern": …, "replacement": …}`,
+/// or as the tagged object of [`TaggedRule`] (`{"kind": "pids"}`,
+/// `{"kind": "pattern", "pattern": …, "replacement": …}`): the one form every MCP client can
+/// describe, since it needs no union of a string and an object. Its schema is that tagged form;
+/// it is serialized as before (name or pattern object), so recorded Evidence keeps its ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum NormalizationRule {
     /// A built-in rule by name: `"timestamps"`, `"hex-addresses"` or `"pids"`.
@@ -33,6 +37,90 @@ pub enum NormalizationRule {
         /// The replacement; `$1` or `${name}` insert capture groups, `$$` is a literal `$`.
         replacement: String,
     },
+}
+
+// The built-in rules are empty struct variants, not unit ones: serde refuses unknown fields
+// only in struct variants, and `{"kind": "pids", "pattern": …}` must not pass.
+/// A normalization rule: a built-in one by its kind, or a caller's pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TaggedRule {
+    /// ISO-8601 date-times (`2024-05-01T12:00:00Z`, with optional fraction and offset) become
+    /// `<timestamp>`, then clock times `HH:MM:SS` become `<time>`.
+    Timestamps {},
+    /// `0x` followed by six or more hex digits becomes `0x<address>`.
+    HexAddresses {},
+    /// Numbers after `pid`, `ppid`, `tid` or `process` (with `=`, `:`, `#` or spaces between)
+    /// and `name[1234]` as in syslog lines become `<pid>`.
+    Pids {},
+    /// A caller's rule: every match of `pattern` is replaced by `replacement`.
+    Pattern {
+        /// A regular expression (Rust `regex` syntax, matched on bytes; `(?i)` for case-blind).
+        pattern: String,
+        /// The replacement; `$1` or `${name}` insert capture groups, `$$` is a literal `$`.
+        replacement: String,
+    },
+}
+
+impl From<TaggedRule> for NormalizationRule {
+    fn from(rule: TaggedRule) -> Self {
+        match rule {
+            TaggedRule::Timestamps {} => NormalizationRule::Builtin(BuiltinRule::Timestamps),
+            TaggedRule::HexAddresses {} => NormalizationRule::Builtin(BuiltinRule::HexAddresses),
+            TaggedRule::Pids {} => NormalizationRule::Builtin(BuiltinRule::Pids),
+            TaggedRule::Pattern {
+                pattern,
+                replacement,
+            } => NormalizationRule::Pattern {
+                pattern,
+                replacement,
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NormalizationRule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The pattern object without a tag, as callers wrote it before the tagged form.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Untagged {
+            pattern: String,
+            replacement: String,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Name(BuiltinRule),
+            Tagged(TaggedRule),
+            Untagged(Untagged),
+        }
+        match Form::deserialize(deserializer) {
+            Ok(Form::Name(rule)) => Ok(NormalizationRule::Builtin(rule)),
+            Ok(Form::Tagged(rule)) => Ok(rule.into()),
+            Ok(Form::Untagged(Untagged {
+                pattern,
+                replacement,
+            })) => Ok(NormalizationRule::Pattern {
+                pattern,
+                replacement,
+            }),
+            Err(_) => Err(serde::de::Error::custom(
+                "a normalization rule is {\"kind\": \"timestamps\"|\"hex-addresses\"|\"pids\"}, \
+                 {\"kind\": \"pattern\", \"pattern\": REGEX, \"replacement\": TEXT}, or a built-in name",
+            )),
+        }
+    }
+}
+
+impl schemars::JsonSchema for NormalizationRule {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NormalizationRule".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        TaggedRule::json_schema(generator)
+    }
 }
 
 impl NormalizationRule {
@@ -404,6 +492,48 @@ mod tests {
         EndedBy, ExecutableFormat, Limits, NetworkIsolation, OutputOverflow, ScenarioEcho,
         SignalId, Termination,
     };
+
+    #[test]
+    fn rules_parse_in_every_form_and_serialize_as_before() {
+        let pids = NormalizationRule::Builtin(BuiltinRule::Pids);
+        let pattern = NormalizationRule::Pattern {
+            pattern: "a+".into(),
+            replacement: "b".into(),
+        };
+        for (text, rule) in [
+            (r#""pids""#, &pids),
+            (r#"{"kind":"pids"}"#, &pids),
+            (r#"{"pattern":"a+","replacement":"b"}"#, &pattern),
+            (
+                r#"{"kind":"pattern","pattern":"a+","replacement":"b"}"#,
+                &pattern,
+            ),
+        ] {
+            assert_eq!(
+                &serde_json::from_str::<NormalizationRule>(text).unwrap(),
+                rule,
+                "{text}"
+            );
+        }
+        // Serialized as before the tagged form existed, so recorded parameters keep their ids.
+        assert_eq!(serde_json::to_string(&pids).unwrap(), r#""pids""#);
+        assert_eq!(
+            serde_json::to_string(&pattern).unwrap(),
+            r#"{"pattern":"a+","replacement":"b"}"#
+        );
+        for bad in [
+            r#"{"kind":"pids","pattern":"x"}"#,
+            r#"{"kind":"pattern","pattern":"x"}"#,
+            r#""uuids""#,
+            r#"{"pattern":"x","replacement":"y","extra":1}"#,
+        ] {
+            let error = serde_json::from_str::<NormalizationRule>(bad).unwrap_err();
+            assert!(
+                error.to_string().contains("a normalization rule is"),
+                "{bad}: {error}"
+            );
+        }
+    }
 
     fn capture(stdout: &str, code: i32) -> Capture {
         Capture {
