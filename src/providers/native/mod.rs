@@ -10,12 +10,15 @@
 //! - `imports`: PLT stubs, Mach-O stubs and pointer slots, PE import address table slots.
 //! - `image`: a loaded document (bytes, sections, imports, procedures) for the analysis operations.
 //! - `disasm`: x86 and arm64 decoding behind one instruction model.
+//! - `body`: masked-byte digests, basic blocks and operand facts of one procedure, for comparing
+//!   builds.
 //! - `analysis`: assembly pages, callers, callees, cross-references and function dossiers.
 //! - `strings`: string search over sections.
 
 mod address;
 mod admit;
 mod analysis;
+mod body;
 mod disasm;
 mod ehframe;
 mod format;
@@ -37,6 +40,7 @@ pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
 };
+pub use body::BodyFacts;
 pub use image::{Image, ImportEntry, SectionInfo};
 pub use procedures::procedures;
 pub use strings::{StringMatch, StringMatches, StringQuery};
