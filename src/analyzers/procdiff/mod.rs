@@ -108,6 +108,47 @@ pub struct ProceduresSummary {
     pub matched_by: MatchedBy,
 }
 
+impl ProceduresSummary {
+    /// The summary of several documents compared one by one (the changed executables of an
+    /// artifact): totals add up; the status is `different` when any document differs, else
+    /// `unknown` when any is unknown (with every reason), else `equal`; an empty list is
+    /// `equal` (nothing to compare differs).
+    pub fn combine<'a>(
+        parts: impl IntoIterator<Item = &'a ProceduresSummary>,
+    ) -> ProceduresSummary {
+        let mut out = ProceduresSummary {
+            status: DimensionStatus::Equal,
+            reasons: Vec::new(),
+            added_total: 0,
+            removed_total: 0,
+            changed_total: 0,
+            unchanged_total: 0,
+            matched_by: MatchedBy::default(),
+        };
+        let mut unknown = false;
+        for part in parts {
+            match part.status {
+                DimensionStatus::Different => out.status = DimensionStatus::Different,
+                DimensionStatus::Unknown => unknown = true,
+                DimensionStatus::Equal => {}
+            }
+            out.reasons.extend(part.reasons.iter().cloned());
+            out.added_total += part.added_total;
+            out.removed_total += part.removed_total;
+            out.changed_total += part.changed_total;
+            out.unchanged_total += part.unchanged_total;
+            out.matched_by.name += part.matched_by.name;
+            out.matched_by.bytes += part.matched_by.bytes;
+            out.matched_by.shape += part.matched_by.shape;
+            out.matched_by.similarity += part.matched_by.similarity;
+        }
+        if unknown && out.status == DimensionStatus::Equal {
+            out.status = DimensionStatus::Unknown;
+        }
+        out
+    }
+}
+
 /// One side of a matched, added or removed procedure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProcedureSide {

@@ -356,3 +356,58 @@ fn seven_zip_19_00_to_21_07_is_not_equal_regression_15() {
         }
     }
 }
+
+#[test]
+fn summaries_combine_and_schemas_document_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = build(dir.path(), GCC, "-O0", STORE, &[], "a");
+    let b = build(dir.path(), GCC, "-O0", STORE, &["-DADDED"], "b");
+    let equal = compare_images(&image(&a.stripped), &image(&a.stripped));
+    let different = compare_images(&image(&a.stripped), &image(&b.stripped));
+    // The same inputs give the same result, so recorded Evidence has one id.
+    assert_eq!(
+        different,
+        compare_images(&image(&a.stripped), &image(&b.stripped))
+    );
+    let arm = build(dir.path(), ARM64, "-O0", STORE, &[], "arm");
+    let unknown = compare_images(&image(&a.stripped), &image(&arm.stripped));
+    let s = ProceduresSummary::combine([equal.summary(), equal.summary()]);
+    assert_eq!(s.status, DimensionStatus::Equal);
+    assert_eq!(s.unchanged_total, 2 * equal.summary().unchanged_total);
+    let s = ProceduresSummary::combine([equal.summary(), unknown.summary()]);
+    assert_eq!((s.status, s.reasons.len()), (DimensionStatus::Unknown, 1));
+    let s = ProceduresSummary::combine([unknown.summary(), different.summary()]);
+    assert_eq!((s.status, s.added_total), (DimensionStatus::Different, 1));
+    // Field docs become the schema agents read; addresses are text.
+    let page = serde_json::to_value(schemars::schema_for!(ProcedureDiffPage)).unwrap();
+    let paths = serde_json::to_value(schemars::schema_for!(
+        crate::analyzers::callpaths::CallPaths
+    ))
+    .unwrap();
+    let summary = serde_json::to_value(schemars::schema_for!(ProceduresSummary)).unwrap();
+    assert_eq!(
+        page["$defs"]["ProcedureSide"]["properties"]["address"]["type"],
+        "string"
+    );
+    assert_eq!(
+        paths["$defs"]["NodeRef"]["properties"]["address"]["type"],
+        "string"
+    );
+    assert!(
+        summary["properties"]["status"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("unknown")
+    );
+    let page = different.page(&PageRequest {
+        status: Some(ProcedureStatus::Added),
+        offset: 0,
+        limit: 10,
+    });
+    let json = serde_json::to_value(&page).unwrap();
+    assert_eq!(json["summary"]["status"], "different");
+    assert_eq!(json["entries"][0]["status"], "added");
+    assert_eq!(json["entries"][0]["left"], serde_json::Value::Null);
+    let back: ProcedureDiffPage = serde_json::from_value(json).unwrap();
+    assert_eq!(back, page);
+}
