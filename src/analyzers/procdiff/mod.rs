@@ -33,7 +33,7 @@ use crate::providers::native::{DocumentSpec, Image, hex};
 use matcher::{CalleeKey, Matching, Which, callee_key};
 use profile::{Callee, Profile};
 
-pub use matcher::SIMILARITY_THRESHOLD;
+pub use matcher::{SIMILARITY_THRESHOLD, STRUCTURAL_THRESHOLD};
 
 /// Most entries one page returns.
 pub const MAX_PAGE: usize = 1_000;
@@ -299,6 +299,21 @@ pub struct ProcedureDiff {
 }
 
 impl ProcedureDiff {
+    /// The left (older, or reference) document.
+    pub fn left(&self) -> &DocumentRef {
+        &self.left
+    }
+
+    /// The right (newer) document.
+    pub fn right(&self) -> &DocumentRef {
+        &self.right
+    }
+
+    /// Passes that stopped short, and what that leaves open.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// Totals and status, for `compare_artifacts`.
     pub fn summary(&self) -> &ProceduresSummary {
         &self.summary

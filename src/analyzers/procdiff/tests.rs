@@ -337,8 +337,8 @@ fn seven_zip_19_00_to_21_07_is_not_equal_regression_15() {
     let s = diff.summary();
     eprintln!("7za.exe x64 19.00 -> 21.07: {s:?}");
     assert_eq!(s.status, DimensionStatus::Different);
-    assert_eq!(diff.left.procedures, 4849);
-    assert_eq!(diff.right.procedures, 5077);
+    assert_eq!(diff.left().procedures, 4849);
+    assert_eq!(diff.right().procedures, 5077);
     let matched = s.changed_total + s.unchanged_total;
     assert_eq!(matched + s.removed_total, 4849);
     assert_eq!(matched + s.added_total, 5077);
