@@ -11,6 +11,8 @@
 //! - `image`: a loaded document (bytes, sections, imports, procedures) for the analysis operations.
 //! - `disasm`: x86 and arm64 decoding behind one instruction model.
 //! - `arm64_text`: where yaxpeax-arm's AArch64 text differs from LLVM's, LLVM's spelling.
+//! - `body`: masked-byte digests, basic blocks and operand facts of one procedure, for comparing
+//!   builds.
 //! - `analysis`: assembly pages, callers, callees, cross-references and function dossiers.
 //! - `strings`: string search over sections.
 
@@ -18,6 +20,7 @@ mod address;
 mod admit;
 mod analysis;
 mod arm64_text;
+mod body;
 mod disasm;
 mod ehframe;
 mod format;
@@ -39,6 +42,7 @@ pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
 };
+pub use body::BodyFacts;
 pub use image::{Image, ImportEntry, SectionInfo};
 pub use procedures::procedures;
 pub use strings::{StringMatch, StringMatches, StringQuery};
