@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::analyzers::asar::AsarError;
+use crate::fsroot::{Deadline, DeadlineExceeded, Directory, FsError, Opened, Roots};
 
 pub use model::*;
 pub use report::render_report;
@@ -76,6 +77,26 @@ pub enum JsError {
     /// The input (or the app.asar inside it) is not a readable asar archive.
     #[error(transparent)]
     Asar(#[from] AsarError),
+    /// The input is not a regular file or directory, or leads outside where it was found.
+    #[error(transparent)]
+    Path(FsError),
+    /// The analysis ran past its deadline.
+    #[error(transparent)]
+    Stopped(#[from] DeadlineExceeded),
+}
+
+impl From<FsError> for JsError {
+    fn from(e: FsError) -> JsError {
+        match e {
+            FsError::Io { path, source } => JsError::Io { path, source },
+            FsError::NotFound { path } => JsError::Io {
+                path,
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            },
+            FsError::Stopped(d) => JsError::Stopped(d),
+            other => JsError::Path(other),
+        }
+    }
 }
 
 /// True for file names the analysis parses as JavaScript or TypeScript, including Vue and
@@ -101,14 +122,24 @@ fn is_html_path(path: &str) -> bool {
 /// (directly, under `resources/`, or under `Contents/Resources/` of a `.app`), or JavaScript or
 /// TypeScript files at its top level. An `.asar` file is accepted too.
 pub fn looks_like_javascript_app(dir: &Path) -> bool {
-    if dir.is_file() {
-        return dir.extension().is_some_and(|e| e == "asar");
+    match Roots::none().open(dir) {
+        Ok(Opened::File(_)) => dir.extension().is_some_and(|e| e == "asar"),
+        Ok(Opened::Dir(d)) => looks_like_javascript_dir(&d),
+        Err(_) => false,
     }
-    dir.join("package.json").is_file()
-        || dir.join("app.asar").is_file()
-        || dir.join("resources").join("app.asar").is_file()
-        || dir.join("Contents/Resources/app.asar").is_file()
-        || dir.join("Contents/Resources/app/package.json").is_file()
+}
+
+/// [`looks_like_javascript_app`] for an opened directory: everything is looked at beneath it.
+pub fn looks_like_javascript_dir(dir: &Directory) -> bool {
+    [
+        "package.json",
+        "app.asar",
+        "resources/app.asar",
+        "Contents/Resources/app.asar",
+        "Contents/Resources/app/package.json",
+    ]
+    .iter()
+    .any(|rel| dir.is_file(rel))
         || source::has_top_level_scripts(dir)
 }
 
@@ -192,7 +223,24 @@ fn decode(raw: &[u8]) -> String {
 /// `progress` is called once per file read. Files that cannot be read or parsed become
 /// diagnostics and limitations; only an unreadable or unrecognised input is an error.
 pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAnalysis, JsError> {
-    let (info, root) = source::open_input(input)?;
+    let opened = Roots::none().open(input)?;
+    analyze_opened(
+        &opened,
+        &input.display().to_string(),
+        &Deadline::analysis(),
+        progress,
+    )
+}
+
+/// [`analyze`] of an input already opened (beneath the allowed roots): `given` is how the caller
+/// named it. Stops with [`JsError::Stopped`] once `deadline` passes.
+pub fn analyze_opened(
+    input: &Opened,
+    given: &str,
+    deadline: &Deadline,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<JsAnalysis, JsError> {
+    let (info, root) = source::open_input(input, given)?;
     let listing = root.list();
     let files = FileSet::new(listing.files.iter().map(|f| f.path.clone()));
     let mut limitations = Vec::new();
@@ -352,7 +400,7 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
             .stack_size(PARSE_STACK_BYTES)
             .spawn_scoped(scope, move || {
                 for (i, f) in jobs_ref.iter().enumerate() {
-                    if tx.send((i, parse_one(root_ref, f))).is_err() {
+                    if deadline.expired() || tx.send((i, parse_one(root_ref, f))).is_err() {
                         break;
                     }
                 }
@@ -368,12 +416,17 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
             // Without a thread, parse here with the caller's stack.
             Err(_) => {
                 for file in &jobs {
+                    if deadline.expired() {
+                        break;
+                    }
                     report(&file.path, progress);
                     handle_outcome(file, parse_one(&root, file));
                 }
             }
         }
     });
+    let stopped = || "the JavaScript analysis".to_string();
+    deadline.check(stopped)?;
 
     let mut builder = Builder {
         files: &files,
@@ -386,6 +439,7 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
         occurrences: Vec::new(),
     };
     for (path, bytes, status, facts) in &parsed_files {
+        deadline.check(stopped)?;
         builder.add_file(path, *bytes, *status, facts);
     }
     for (path, facts) in &html {
