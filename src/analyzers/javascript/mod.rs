@@ -320,7 +320,19 @@ pub fn analyze_opened(
         .cloned()
         .chain(html_files.iter().map(|f| (*f).clone()))
         .collect();
-    let mut parsed_files: Vec<(String, u64, ParseStatus, FileFacts)> = Vec::new();
+    // Facts go into the builder as each file is parsed, so only one file's facts are held at a
+    // time (a 10 MB file of 300,000 IPC calls holds hundreds of megabytes of them).
+    let mut builder = Builder {
+        files: &files,
+        modules: Vec::new(),
+        processes: Vec::new(),
+        ipc: BTreeMap::new(),
+        windows: Vec::new(),
+        exposed: Vec::new(),
+        navigation: Vec::new(),
+        occurrences: Vec::new(),
+        dropped: Dropped::default(),
+    };
     let mut html: BTreeMap<String, HtmlFacts> = BTreeMap::new();
     let mut too_deep = Vec::new();
     let mut handle_outcome = |file: &FileRef, outcome: Outcome| {
@@ -343,7 +355,7 @@ pub fn analyze_opened(
                     column: loc.column,
                 });
             }
-            parsed_files.push((file.path.clone(), bytes, parsed.status, parsed.facts));
+            builder.add_file(&file.path, bytes, parsed.status, &parsed.facts);
         };
         match outcome {
             Outcome::Parsed { bytes, parsed } => add_parsed(parsed, bytes),
@@ -382,12 +394,12 @@ pub fn analyze_opened(
                     counts.bytes += bytes;
                 }
                 too_deep.push(file.path.clone());
-                parsed_files.push((
-                    file.path.clone(),
+                builder.add_file(
+                    &file.path,
                     bytes,
                     ParseStatus::Failed,
-                    FileFacts::default(),
-                ));
+                    &FileFacts::default(),
+                );
             }
         }
     };
@@ -428,20 +440,6 @@ pub fn analyze_opened(
     let stopped = || "the JavaScript analysis".to_string();
     deadline.check(stopped)?;
 
-    let mut builder = Builder {
-        files: &files,
-        modules: Vec::new(),
-        processes: Vec::new(),
-        ipc: BTreeMap::new(),
-        windows: Vec::new(),
-        exposed: Vec::new(),
-        navigation: Vec::new(),
-        occurrences: Vec::new(),
-    };
-    for (path, bytes, status, facts) in &parsed_files {
-        deadline.check(stopped)?;
-        builder.add_file(path, *bytes, *status, facts);
-    }
     for (path, facts) in &html {
         builder.add_html(path, facts);
     }
@@ -460,6 +458,7 @@ pub fn analyze_opened(
         mut exposed,
         mut navigation,
         mut occurrences,
+        dropped,
         ..
     } = builder;
     windows.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
@@ -528,6 +527,7 @@ pub fn analyze_opened(
                 .to_string(),
         );
     }
+    limitations.extend(dropped.limitations());
     if diagnostics.len() > MAX_DIAGNOSTICS {
         limitations.push(format!(
             "{} diagnostics were found; only the first {MAX_DIAGNOSTICS} are listed",
@@ -601,7 +601,86 @@ fn major_version(range: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Accumulates the analysis from per-file facts.
+/// IPC channels listed at most; call sites on later channels are counted, not listed.
+const MAX_IPC_CHANNELS: usize = 2_000;
+
+/// Sites listed per channel and role (handlers, callers, senders, listeners).
+const MAX_IPC_SITES: usize = 100;
+
+/// Occurrences (completion values) kept at most.
+const MAX_OCCURRENCES: usize = 10_000;
+
+/// Windows, exposed APIs and navigation calls listed at most, each.
+const MAX_LISTED: usize = 1_000;
+
+/// Imports listed per module at most.
+const MAX_IMPORTS: usize = 1_000;
+
+/// What the caps left out, for the limitations. The result of an analysis is recorded whole as
+/// Evidence and sent whole to the client, so it is bounded whatever the input: before the caps,
+/// 300,000 handlers in 10 MB gave a 186 MB result whose serialization took 40 s and 3 GiB.
+#[derive(Debug, Default)]
+struct Dropped {
+    channel_sites: usize,
+    sites: usize,
+    occurrences: usize,
+    windows: usize,
+    exposed: usize,
+    navigation: usize,
+    imports: usize,
+}
+
+impl Dropped {
+    fn limitations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut note = |n: usize, text: String| {
+            if n > 0 {
+                out.push(text);
+            }
+        };
+        note(
+            self.channel_sites,
+            format!(
+                "{} IPC call site(s) on channels beyond the first {MAX_IPC_CHANNELS} were not listed",
+                self.channel_sites
+            ),
+        );
+        note(
+            self.sites,
+            format!(
+                "{} IPC call site(s) beyond {MAX_IPC_SITES} per channel and role were not listed",
+                self.sites
+            ),
+        );
+        note(
+            self.occurrences,
+            format!(
+                "{} occurrence(s) beyond the first {MAX_OCCURRENCES} were not kept",
+                self.occurrences
+            ),
+        );
+        for (n, what) in [
+            (self.windows, "window(s)"),
+            (self.exposed, "exposed API(s)"),
+            (self.navigation, "navigation call(s)"),
+        ] {
+            note(
+                n,
+                format!("{n} {what} beyond the first {MAX_LISTED} were not listed"),
+            );
+        }
+        note(
+            self.imports,
+            format!(
+                "{} import(s) beyond {MAX_IMPORTS} per module were not listed",
+                self.imports
+            ),
+        );
+        out
+    }
+}
+
+/// Accumulates the analysis from per-file facts, within the caps above.
 struct Builder<'f> {
     files: &'f FileSet,
     modules: Vec<Module>,
@@ -611,10 +690,15 @@ struct Builder<'f> {
     exposed: Vec<ExposedApi>,
     navigation: Vec<Navigation>,
     occurrences: Vec<Occurrence>,
+    dropped: Dropped,
 }
 
 impl Builder<'_> {
     fn occurrence(&mut self, kind: OccurrenceKind, value: &str, file: &str, loc: Loc) {
+        if self.occurrences.len() >= MAX_OCCURRENCES {
+            self.dropped.occurrences += 1;
+            return;
+        }
         self.occurrences.push(Occurrence {
             kind,
             value: value.to_string(),
@@ -625,9 +709,11 @@ impl Builder<'_> {
     }
 
     fn add_file(&mut self, path: &str, bytes: u64, status: ParseStatus, facts: &FileFacts) {
+        self.dropped.imports += facts.imports.len().saturating_sub(MAX_IMPORTS);
         let imports = facts
             .imports
             .iter()
+            .take(MAX_IMPORTS)
             .map(|i| {
                 let (resolution, target) = match &i.specifier {
                     None => (Resolution::Dynamic, None),
@@ -667,6 +753,10 @@ impl Builder<'_> {
                 .channel
                 .clone()
                 .unwrap_or_else(|| "<dynamic>".to_string());
+            if !self.ipc.contains_key(&name) && self.ipc.len() >= MAX_IPC_CHANNELS {
+                self.dropped.channel_sites += 1;
+                continue;
+            }
             let site = IpcSite {
                 api: call.api.clone(),
                 file: path.to_string(),
@@ -682,11 +772,16 @@ impl Builder<'_> {
                 renderer_listeners: Vec::new(),
                 matched: false,
             });
-            match call.role {
-                IpcRole::Handler => channel.handlers.push(site),
-                IpcRole::Caller => channel.callers.push(site),
-                IpcRole::MainSender => channel.main_senders.push(site),
-                IpcRole::RendererListener => channel.renderer_listeners.push(site),
+            let sites = match call.role {
+                IpcRole::Handler => &mut channel.handlers,
+                IpcRole::Caller => &mut channel.callers,
+                IpcRole::MainSender => &mut channel.main_senders,
+                IpcRole::RendererListener => &mut channel.renderer_listeners,
+            };
+            if sites.len() < MAX_IPC_SITES {
+                sites.push(site);
+            } else {
+                self.dropped.sites += 1;
             }
             channel.matched = (!channel.handlers.is_empty() && !channel.callers.is_empty())
                 || (!channel.main_senders.is_empty() && !channel.renderer_listeners.is_empty());
@@ -700,6 +795,10 @@ impl Builder<'_> {
         }
 
         for e in &facts.exposed {
+            if self.exposed.len() >= MAX_LISTED {
+                self.dropped.exposed += 1;
+                continue;
+            }
             let key = e.key.clone().unwrap_or_else(|| "<dynamic>".to_string());
             if e.key.is_some() {
                 self.occurrence(OccurrenceKind::ExposedApi, &key, path, e.loc);
@@ -724,6 +823,10 @@ impl Builder<'_> {
         }
 
         for n in &facts.navigation {
+            if self.navigation.len() >= MAX_LISTED {
+                self.dropped.navigation += 1;
+                continue;
+            }
             let resolved = n
                 .path
                 .as_ref()
@@ -768,6 +871,10 @@ impl Builder<'_> {
     }
 
     fn add_window(&mut self, path: &str, w: &RawWindow, preload_source: &str) {
+        if self.windows.len() >= MAX_LISTED {
+            self.dropped.windows += 1;
+            return;
+        }
         let settings = w
             .settings
             .iter()
