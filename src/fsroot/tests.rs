@@ -300,18 +300,27 @@ fn a_directory_swapped_for_a_link_never_opens_an_outside_file() {
     std::fs::write(r.join("d/f"), "inside").unwrap();
     std::fs::write(o.join("f"), "outside").unwrap();
     symlink(&o, r.join("link")).unwrap();
-    std::fs::create_dir_all(r.join("spare")).unwrap();
     let roots = Roots::new([&r]);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let swapper = {
-        let (r, stop) = (r.clone(), stop.clone());
+        let stop = stop.clone();
+        let d = std::ffi::CString::new(r.join("d").into_os_string().into_encoded_bytes()).unwrap();
+        let link =
+            std::ffi::CString::new(r.join("link").into_os_string().into_encoded_bytes()).unwrap();
         std::thread::spawn(move || {
-            // Alternately put the directory or the link at `d`, each by one rename.
+            // Each exchange atomically swaps the directory and the link.
             while !stop.load(Ordering::Relaxed) {
-                let _ = std::fs::rename(r.join("d"), r.join("spare/d"));
-                let _ = std::fs::rename(r.join("link"), r.join("d"));
-                let _ = std::fs::rename(r.join("d"), r.join("link"));
-                let _ = std::fs::rename(r.join("spare/d"), r.join("d"));
+                // SAFETY: two valid paths.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        libc::AT_FDCWD,
+                        d.as_ptr(),
+                        libc::AT_FDCWD,
+                        link.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
             }
         })
     };
@@ -327,4 +336,5 @@ fn a_directory_swapped_for_a_link_never_opens_an_outside_file() {
     stop.store(true, Ordering::Relaxed);
     swapper.join().unwrap();
     assert_eq!(outside, 0, "{opened} of 200 opened");
+    assert!(opened > 0, "the inside file opened at least once");
 }

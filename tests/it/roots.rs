@@ -40,7 +40,7 @@ fn mkfifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
 }
 
-/// Swaps `dir/d` between a directory and a link to an outside directory until stopped.
+/// Swaps `r/d` (a directory) and `r/link` (a link to an outside directory) until stopped.
 struct Swapper {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -51,11 +51,23 @@ impl Swapper {
         let stop = Arc::new(AtomicBool::new(false));
         let (r, flag) = (r.to_path_buf(), stop.clone());
         let thread = std::thread::spawn(move || {
+            let d =
+                std::ffi::CString::new(r.join("d").into_os_string().into_encoded_bytes()).unwrap();
+            let link = std::ffi::CString::new(r.join("link").into_os_string().into_encoded_bytes())
+                .unwrap();
+            // Each exchange atomically swaps the directory and the link (RENAME_EXCHANGE).
             while !flag.load(Ordering::Relaxed) {
-                let _ = std::fs::rename(r.join("d"), r.join("spare/d"));
-                let _ = std::fs::rename(r.join("link"), r.join("d"));
-                let _ = std::fs::rename(r.join("d"), r.join("link"));
-                let _ = std::fs::rename(r.join("spare/d"), r.join("d"));
+                // SAFETY: two valid paths; renameat2 takes no other pointers.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        libc::AT_FDCWD,
+                        d.as_ptr(),
+                        libc::AT_FDCWD,
+                        link.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
             }
         });
         Swapper {
@@ -81,7 +93,6 @@ async fn a_directory_swapped_during_open_binary_never_admits_an_outside_file_reg
     let base = tempfile::tempdir().unwrap();
     let (r, o) = (base.path().join("r"), base.path().join("o"));
     std::fs::create_dir_all(r.join("d")).unwrap();
-    std::fs::create_dir_all(r.join("spare")).unwrap();
     std::fs::create_dir_all(&o).unwrap();
     std::fs::write(r.join("d/bin"), b"inside: raw data of the target").unwrap();
     let outside = b"outside: must never be admitted";
