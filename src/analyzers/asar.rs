@@ -509,14 +509,14 @@ fn check_overlaps(archive: &Path, entries: &[Entry]) -> Result<(), AsarError> {
     packed.sort_unstable();
     let mut last: Option<(u64, &str)> = None;
     for &(start, end, path) in &packed {
-        if let Some((last_end, last_path)) = last {
-            if start < last_end {
-                return Err(AsarError::Overlapping {
-                    archive: archive.to_path_buf(),
-                    entry: path.to_string(),
-                    other: last_path.to_string(),
-                });
-            }
+        if let Some((last_end, last_path)) = last
+            && start < last_end
+        {
+            return Err(AsarError::Overlapping {
+                archive: archive.to_path_buf(),
+                entry: path.to_string(),
+                other: last_path.to_string(),
+            });
         }
         if last.is_none_or(|(e, _)| end > e) {
             last = Some((end, path));

@@ -72,6 +72,8 @@ fn serve(roots: Option<&Path>, calls: &[(&str, Value)]) -> Run {
         Some(r) => command.env("REA_ALLOWED_ROOTS", r),
         None => command.env_remove("REA_ALLOWED_ROOTS"),
     };
+    // Reaped below with wait4, which std's wait cannot replace: it also gives the rusage.
+    #[allow(clippy::zombie_processes)]
     let mut child = command.spawn().unwrap();
     let pid = child.id() as libc::pid_t;
     let mut stdin = child.stdin.take().unwrap();

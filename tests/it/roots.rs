@@ -369,7 +369,7 @@ async fn exports_never_write_through_a_link_regression_16() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fifo_in_a_bundle_neither_hangs_open_binary_nor_doctor_regression_16() {
     let base = tempfile::tempdir().unwrap();
-    let app = bundle(base.path(), |p| mkfifo(p));
+    let app = bundle(base.path(), mkfifo);
     let fifo = app.join("Contents/Info.plist");
     let lone = base.path().join("lone-fifo");
     mkfifo(&lone);
