@@ -908,4 +908,56 @@ mod tests {
         );
         assert_eq!(syms[1].size, None);
     }
+
+    /// The deep provider is given the descriptor kept since admission (`/proc/self/fd/N`), so a
+    /// target replaced by a link to another file after open_binary is not what it reads.
+    #[test]
+    fn deep_providers_read_the_admitted_file_not_what_the_path_names_now_regression_16() {
+        let Some(objdump) = candidates("elf", None)
+            .into_iter()
+            .find(|c| c.id == "objdump")
+        else {
+            eprintln!("objdump not installed; deep descriptor check skipped");
+            return;
+        };
+        let dir = scratch("descriptor");
+        let build = |name: &str, function: &str| {
+            let source = dir.join(format!("{name}.c"));
+            std::fs::write(
+                &source,
+                format!("int {function}(int x) {{ return x + 1; }}\nint main(void) {{ return {function}(1); }}\n"),
+            )
+            .unwrap();
+            let out = dir.join(name);
+            let status = std::process::Command::new("gcc")
+                .arg("-O0")
+                .arg("-o")
+                .arg(&out)
+                .arg(&source)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            out
+        };
+        let target = build("target", "inside_marker_fn");
+        let elsewhere = build("elsewhere", "outside_marker_fn");
+        let admitted = admit(&target).unwrap();
+        std::fs::remove_file(&target).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &target).unwrap();
+        let out = run_procedures(
+            &objdump,
+            &admitted.documents[0],
+            Duration::from_secs(60),
+            16 << 20,
+        )
+        .unwrap();
+        let names: Vec<&str> = out
+            .result
+            .iter()
+            .filter_map(|p| p.name.as_deref())
+            .collect();
+        assert!(names.contains(&"inside_marker_fn"), "{names:?}");
+        assert!(!names.contains(&"outside_marker_fn"), "{names:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
