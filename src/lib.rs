@@ -3,6 +3,8 @@
 //! database that a person can audit with the `rea` CLI or `sqlite3`.
 //!
 //! # Layout
+//! - [`fsroot`]: paths resolved once beneath the allowed roots and then used by descriptor;
+//!   maps of documents and analysis deadlines (the bottom floor, beside `ids`).
 //! - [`ids`]: identifier newtypes (Evidence, manifest, occurrence and unknown ids; addresses).
 //! - [`evidence`]: the Evidence record, its canonical JSON and its id.
 //! - [`store`]: the session database: migrations, pragmas, the group-committing writer, queries.
@@ -21,6 +23,7 @@ pub mod analyzers;
 pub mod cli;
 pub mod completion;
 pub mod evidence;
+pub mod fsroot;
 pub mod ids;
 pub mod prompts;
 pub mod providers;

@@ -28,7 +28,7 @@ fn env() -> &'static Env {
         let shared: Arc<Shared> = Shared::new(Settings {
             state_dir: rea_fuzz::fresh_dir("prompt-state"),
             config_dir: None,
-            allowed_roots: vec![],
+            allowed_roots: rea::fsroot::Roots::none(),
         });
         Env {
             prompts: builtin_prompts(),

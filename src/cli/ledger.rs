@@ -145,12 +145,13 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
             overwrite,
         } => {
             let store = open(session.as_deref())?;
+            let target = crate::fsroot::Roots::none().open_new(&dest)?;
             if jsonl {
-                let n = crate::tools::ledger::export_jsonl(&store, &dest, overwrite)
+                let n = crate::tools::ledger::export_jsonl(&store, &target, overwrite)
                     .map_err(|e| anyhow::anyhow!(e.0))?;
                 println!("exported {n} records to {}", dest.display());
             } else {
-                store.export(&dest, overwrite)?;
+                store.export(&target, overwrite)?;
                 println!("exported the session database to {}", dest.display());
             }
         }

@@ -3,6 +3,8 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::fsroot::RegularFile;
 use crate::providers::native::{DocumentSpec, Procedure, display_names, hex, parse_address};
 
 /// Most bytes of a tool's stderr kept for an error message.
@@ -102,6 +105,9 @@ pub enum DeepError {
         /// The output cap in bytes.
         limit: usize,
     },
+    /// The document's file could not be reached as admitted.
+    #[error(transparent)]
+    File(#[from] crate::fsroot::FsError),
     /// The tool exited with failure.
     #[error("{provider} failed ({status}): {stderr}")]
     Failed {
@@ -304,24 +310,40 @@ fn drain(
 
 /// Runs a tool with stdin closed, a time limit and an output cap; the child is always waited
 /// for, and killed when it overruns either limit.
+///
+/// `inherit` is a descriptor the child keeps (the document's file, which it is given as
+/// `/proc/self/fd/N`): every other descriptor of ours is close-on-exec.
 fn run_bounded(
     provider: &str,
     program: &Path,
     args: &[OsString],
+    inherit: Option<RawFd>,
     timeout: Duration,
     cap: usize,
 ) -> Result<Captured, DeepError> {
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env("LC_ALL", "C")
-        .spawn()
-        .map_err(|source| DeepError::Spawn {
-            program: program.to_path_buf(),
-            source,
-        })?;
+        .env("LC_ALL", "C");
+    if let Some(fd) = inherit {
+        // SAFETY: runs in the child between fork and exec and only clears FD_CLOEXEC on a
+        // descriptor the parent holds open for the whole run (fcntl is async-signal-safe).
+        unsafe {
+            command.pre_exec(move || {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = command.spawn().map_err(|source| DeepError::Spawn {
+        program: program.to_path_buf(),
+        source,
+    })?;
     let overflow = Arc::new(AtomicBool::new(false));
     let stdout = child
         .stdout
@@ -381,10 +403,11 @@ fn run_bounded(
 fn run_checked(
     c: &Candidate,
     args: &[OsString],
+    inherit: Option<RawFd>,
     timeout: Duration,
     cap: usize,
 ) -> Result<String, DeepError> {
-    let captured = run_bounded(&c.id, &c.path, args, timeout, cap)?;
+    let captured = run_bounded(&c.id, &c.path, args, inherit, timeout, cap)?;
     if !captured.status.success() {
         let stderr = String::from_utf8_lossy(&captured.stderr);
         return Err(DeepError::Failed {
@@ -403,7 +426,7 @@ fn run_checked(
 
 /// First non-empty line of `--version`, run with the same limits.
 fn version(c: &Candidate, timeout: Duration, cap: usize) -> Result<String, DeepError> {
-    let text = run_checked(c, &[OsString::from("--version")], timeout, cap)?;
+    let text = run_checked(c, &[OsString::from("--version")], None, timeout, cap)?;
     Ok(text
         .lines()
         .map(str::trim)
@@ -417,7 +440,11 @@ fn is_llvm(c: &Candidate) -> bool {
 }
 
 /// Arguments selecting the document: for a slice of a universal file, `--arch=` (LLVM only).
-fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, DeepError> {
+fn document_args(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    file: &RegularFile,
+) -> Result<Vec<OsString>, DeepError> {
     let formats = if is_llvm(c) {
         Formats::ElfPeMacho
     } else {
@@ -430,7 +457,7 @@ fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, Dee
         });
     }
     let mut args = Vec::new();
-    let universal = doc.offset != 0 || file_is_universal(&doc.file);
+    let universal = doc.offset != 0 || file_is_universal(file);
     if universal {
         if !is_llvm(c) {
             return Err(DeepError::FormatMismatch {
@@ -443,12 +470,21 @@ fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, Dee
     Ok(args)
 }
 
-fn file_is_universal(path: &Path) -> bool {
-    let mut head = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && matches!(head, [0xca, 0xfe, 0xba, 0xbe] | [0xca, 0xfe, 0xba, 0xbf])
+fn file_is_universal(file: &RegularFile) -> bool {
+    file.read_head(0, 4).is_ok_and(|head| {
+        matches!(
+            head[..],
+            [0xca, 0xfe, 0xba, 0xbe] | [0xca, 0xfe, 0xba, 0xbf]
+        )
+    })
+}
+
+/// The document's file as admitted, and the name the child opens it by: `/proc/self/fd/N` of
+/// the descriptor kept since admission, so a file swapped at the path since cannot be read.
+fn document_file(doc: &DocumentSpec) -> Result<(RegularFile, OsString), DeepError> {
+    let file = doc.open_file()?;
+    let name = OsString::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    Ok((file, name))
 }
 
 fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepError> {
@@ -568,10 +604,11 @@ pub fn run_procedures(
     output_cap: usize,
 ) -> Result<DeepOutput<Vec<Procedure>>, DeepError> {
     require_objdump(c, "list_procedures")?;
-    let mut args = document_args(c, doc)?;
+    let (file, name) = document_file(doc)?;
+    let mut args = document_args(c, doc, &file)?;
     args.push(OsString::from("--syms"));
-    args.push(doc.file.clone().into_os_string());
-    let text = run_checked(c, &args, timeout, output_cap)?;
+    args.push(name);
+    let text = run_checked(c, &args, Some(file.as_raw_fd()), timeout, output_cap)?;
     Ok(DeepOutput {
         provider: c.id.clone(),
         name: c.name.clone(),
@@ -604,7 +641,8 @@ pub fn run_assembly_with(
     output_cap: usize,
 ) -> Result<DeepOutput<Vec<DeepInstruction>>, DeepError> {
     require_objdump(c, "procedure_assembly")?;
-    let mut args = document_args(c, doc)?;
+    let (file, name) = document_file(doc)?;
+    let mut args = document_args(c, doc, &file)?;
     args.push(OsString::from("-d"));
     let x86 = matches!(doc.architecture.as_str(), "x86" | "x86_64");
     if is_llvm(c) {
@@ -620,8 +658,8 @@ pub fn run_assembly_with(
     }
     args.push(OsString::from(format!("--start-address={start:#x}")));
     args.push(OsString::from(format!("--stop-address={end:#x}")));
-    args.push(doc.file.clone().into_os_string());
-    let text = run_checked(c, &args, timeout, output_cap)?;
+    args.push(name);
+    let text = run_checked(c, &args, Some(file.as_raw_fd()), timeout, output_cap)?;
     // Some builds ignore the address range for universal files; keep only the range asked.
     let result = parse_disassembly(&text)
         .into_iter()
@@ -877,5 +915,57 @@ mod tests {
             Some("-[AppDelegate printHelpBanner]")
         );
         assert_eq!(syms[1].size, None);
+    }
+
+    /// The deep provider is given the descriptor kept since admission (`/proc/self/fd/N`), so a
+    /// target replaced by a link to another file after open_binary is not what it reads.
+    #[test]
+    fn deep_providers_read_the_admitted_file_not_what_the_path_names_now_regression_16() {
+        let Some(objdump) = candidates("elf", None)
+            .into_iter()
+            .find(|c| c.id == "objdump")
+        else {
+            eprintln!("objdump not installed; deep descriptor check skipped");
+            return;
+        };
+        let dir = scratch("descriptor");
+        let build = |name: &str, function: &str| {
+            let source = dir.join(format!("{name}.c"));
+            std::fs::write(
+                &source,
+                format!("int {function}(int x) {{ return x + 1; }}\nint main(void) {{ return {function}(1); }}\n"),
+            )
+            .unwrap();
+            let out = dir.join(name);
+            let status = std::process::Command::new("gcc")
+                .arg("-O0")
+                .arg("-o")
+                .arg(&out)
+                .arg(&source)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            out
+        };
+        let target = build("target", "inside_marker_fn");
+        let elsewhere = build("elsewhere", "outside_marker_fn");
+        let admitted = admit(&target).unwrap();
+        std::fs::remove_file(&target).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &target).unwrap();
+        let out = run_procedures(
+            &objdump,
+            &admitted.documents[0],
+            Duration::from_secs(60),
+            16 << 20,
+        )
+        .unwrap();
+        let names: Vec<&str> = out
+            .result
+            .iter()
+            .filter_map(|p| p.name.as_deref())
+            .collect();
+        assert!(names.contains(&"inside_marker_fn"), "{names:?}");
+        assert!(!names.contains(&"outside_marker_fn"), "{names:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

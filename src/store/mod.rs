@@ -38,6 +38,7 @@ pub use unknowns::{
 };
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
+use crate::fsroot::{FsError, NewFile};
 use checkpoint::{CheckpointCounters, CheckpointPolicy, Checkpointer, skip_checkpoint_on_close};
 
 mod embedded {
@@ -413,26 +414,45 @@ impl Store {
     /// Writes a consistent copy of the database to `dest` with `VACUUM INTO` and notes the time
     /// of the export in `meta` (`rea sessions prune` keeps sessions never exported). Refuses to
     /// replace an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
-    pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
-        if dest.exists() {
-            if !overwrite {
-                return Err(StoreError::ExportExists {
-                    path: dest.to_owned(),
-                });
-            }
-            std::fs::remove_file(dest).map_err(|source| StoreError::Io {
-                path: dest.to_owned(),
-                source,
-            })?;
+    ///
+    /// SQLite opens files by name, so the copy is made in the session's own directory and then
+    /// moved into the destination directory by descriptor (renamed, or copied through a temporary
+    /// file beside the destination when it is on another file system), with `RENAME_NOREPLACE`
+    /// unless overwriting: never through a link at the destination, and nothing is left behind
+    /// when it fails.
+    pub fn export(&self, dest: &NewFile, overwrite: bool) -> Result<(), StoreError> {
+        let fs_error = |e: FsError| match e {
+            FsError::Exists { path } => StoreError::ExportExists { path },
+            other => StoreError::Io {
+                path: dest.path().to_owned(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        };
+        if !overwrite && dest.exists() {
+            return Err(StoreError::ExportExists {
+                path: dest.path().to_owned(),
+            });
         }
+        let staged = self
+            .path
+            .with_file_name(format!("export-{}.db.tmp", std::process::id()));
+        let _ = std::fs::remove_file(&staged);
         // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
         // writer is always inside a transaction, where VACUUM cannot run.
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.execute("vacuum into ?1", [dest.to_string_lossy()])?;
+        let copied = (|| -> Result<(), StoreError> {
+            let conn = Connection::open_with_flags(
+                &self.path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.execute("vacuum into ?1", [staged.to_string_lossy()])?;
+            Ok(())
+        })();
+        if let Err(e) = copied {
+            let _ = std::fs::remove_file(&staged);
+            return Err(e);
+        }
+        dest.adopt(&staged, overwrite).map_err(fs_error)?;
         self.set_meta_blocking("exported_at", &now_rfc3339())
     }
 

@@ -20,6 +20,7 @@ use crate::analyzers::artifact::{
     ProcedureEvidence, ProviderStamp as InventoryStamp, ReconstructionSpec, Verdict,
 };
 use crate::evidence::{EvidenceRecord, ProviderStamp, Subject};
+use crate::fsroot::Deadline;
 use crate::ids::{EvidenceId, ManifestId};
 use crate::server::ReaServer;
 use crate::store::{OccurrenceRow, Store, insert_evidence, insert_manifest, insert_occurrences};
@@ -263,9 +264,17 @@ impl ReaServer {
             provider_version: env!("CARGO_PKG_VERSION").into(),
             ..InspectOptions::default()
         };
-        let path = a.target.path.clone();
-        let inventory =
-            tokio::task::spawn_blocking(move || artifact::inspect(&path, &options)).await??;
+        // The target as admitted, by descriptor: a path swapped since open_binary is not read.
+        let opened = a.target.opened().cloned().ok_or_else(|| {
+            ToolError(
+                "the active target was not opened by this server: open_binary it again".into(),
+            )
+        })?;
+        let name = a.target.name.clone();
+        let inventory = tokio::task::spawn_blocking(move || {
+            artifact::inspect_opened(&opened, &name, &options, &Deadline::analysis())
+        })
+        .await??;
         let (graph, evidence) = record_inventory(
             &a.store,
             subject_of(&a.target),

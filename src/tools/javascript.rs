@@ -88,7 +88,9 @@ impl ReaServer {
         let input = path.clone();
         let handle = tokio::runtime::Handle::current();
         let analysis = tokio::task::spawn_blocking(move || {
-            javascript::analyze(&input, &mut |p| {
+            let given = input.path().display().to_string();
+            let deadline = crate::fsroot::Deadline::analysis();
+            javascript::analyze_opened(&input, &given, &deadline, &mut |p| {
                 if let Some(t) = &token
                     && (p.files_done % 50 == 0 || p.files_done == p.files_total)
                 {
@@ -105,13 +107,14 @@ impl ReaServer {
         let store = self.ensure_session().await?;
         let subject = Subject {
             name: path
+                .path()
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             sha256: id.as_str().trim_start_matches("agm_").to_owned(),
             format: "javascript-app".into(),
             architecture: "javascript".into(),
-            path: path.display().to_string(),
+            path: path.path().display().to_string(),
         };
         let rows: Vec<OccurrenceRow> = analysis
             .occurrences

@@ -86,21 +86,22 @@ pub struct Exported {
 /// Writes every record of `store` as JSON lines to `dest`.
 pub fn export_jsonl(
     store: &Store,
-    dest: &std::path::Path,
+    dest: &crate::fsroot::NewFile,
     overwrite: bool,
 ) -> Result<u64, ToolError> {
     use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true);
-    if overwrite {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
+    if !overwrite && dest.exists() {
+        return Err(ToolError(
+            crate::fsroot::FsError::Exists {
+                path: dest.path().to_owned(),
+            }
+            .to_string(),
+        ));
     }
-    let file = options
-        .open(dest)
-        .map_err(|e| ToolError(format!("{}: {e}", dest.display())))?;
-    let mut out = std::io::BufWriter::new(file);
+    // Written beside the destination and renamed over it: never through a link, and a failed
+    // export leaves nothing behind.
+    let mut temp = dest.temp().map_err(|e| ToolError(e.to_string()))?;
+    let mut out = std::io::BufWriter::new(temp.file());
     let mut n = 0;
     store.all_evidence(|e: StoredEvidence| {
         serde_json::to_writer(&mut out, &e).map_err(|source| {
@@ -111,13 +112,16 @@ pub fn export_jsonl(
         })?;
         out.write_all(b"\n")
             .map_err(|source| crate::store::StoreError::Io {
-                path: dest.to_owned(),
+                path: dest.path().to_owned(),
                 source,
             })?;
         n += 1;
         Ok(())
     })?;
     out.flush()?;
+    drop(out);
+    temp.commit(overwrite)
+        .map_err(|e| ToolError(e.to_string()))?;
     Ok(n)
 }
 
@@ -197,9 +201,11 @@ impl ReaServer {
             }
         })
         .await??;
-        let bytes = std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
+        let bytes = std::fs::symlink_metadata(dest.path())
+            .map(|m| m.len())
+            .unwrap_or(0);
         Ok(Json(Exported {
-            path: dest.display().to_string(),
+            path: dest.path().display().to_string(),
             format: args.format,
             evidence,
             bytes,

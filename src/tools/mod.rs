@@ -12,7 +12,7 @@ pub mod schema;
 pub(crate) mod session;
 pub(crate) mod unknowns;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rmcp::model::{ContentBlock, IntoContents};
@@ -241,8 +241,9 @@ impl ReaServer {
             .ok_or_else(|| ToolError("no binary session could be started".into()))
     }
 
-    /// Canonicalizes `path` and checks it against the operator's allowed roots.
-    pub(crate) fn checked_path(&self, path: &Path) -> Result<PathBuf, ToolError> {
+    /// Resolves `path` beneath the operator's allowed roots and opens it (read it through the
+    /// returned descriptor, never by path again).
+    pub(crate) fn checked_path(&self, path: &Path) -> Result<crate::fsroot::Opened, ToolError> {
         self.shared().settings.check_path(path).map_err(ToolError)
     }
 }

@@ -68,7 +68,16 @@ pub struct TargetCheck {
 
 /// Checks whether `path` opens as a target (shared by the tool and the CLI).
 pub fn check_target(path: &std::path::Path) -> TargetCheck {
-    match native::admit(path) {
+    match crate::fsroot::Roots::none().open(path) {
+        Ok(opened) => check_opened(&opened),
+        Err(e) => refused(path, native::AdmitError::from(e)),
+    }
+}
+
+/// [`check_target`] of a path opened beneath the allowed roots.
+pub fn check_opened(opened: &crate::fsroot::Opened) -> TargetCheck {
+    let path = opened.path();
+    match native::admit_opened(opened) {
         Ok(t) => TargetCheck {
             path: t.path.display().to_string(),
             admitted: true,
@@ -78,20 +87,24 @@ pub fn check_target(path: &std::path::Path) -> TargetCheck {
             refusal: None,
             available_action: None,
         },
-        Err(e) => TargetCheck {
-            path: path.display().to_string(),
-            admitted: false,
-            format: None,
-            architecture: None,
-            documents: vec![],
-            available_action: match &e {
-                native::AdmitError::UnsupportedDirectory { suggestion, .. } => {
-                    suggestion.map(str::to_owned)
-                }
-                _ => None,
-            },
-            refusal: Some(e.to_string()),
+        Err(e) => refused(path, e),
+    }
+}
+
+fn refused(path: &std::path::Path, e: native::AdmitError) -> TargetCheck {
+    TargetCheck {
+        path: path.display().to_string(),
+        admitted: false,
+        format: None,
+        architecture: None,
+        documents: vec![],
+        available_action: match &e {
+            native::AdmitError::UnsupportedDirectory { suggestion, .. } => {
+                suggestion.map(str::to_owned)
+            }
+            _ => None,
         },
+        refusal: Some(e.to_string()),
     }
 }
 
@@ -212,7 +225,7 @@ impl ReaServer {
         let settings = &self.shared().settings;
         let target = match args.target {
             Some(t) => Some(match settings.check_path(std::path::Path::new(&t)) {
-                Ok(p) => tokio::task::spawn_blocking(move || check_target(&p)).await?,
+                Ok(p) => tokio::task::spawn_blocking(move || check_opened(&p)).await?,
                 Err(refusal) => TargetCheck {
                     path: t,
                     admitted: false,
@@ -237,7 +250,7 @@ impl ReaServer {
                 .map(|d| d.display().to_string()),
             allowed_roots: settings
                 .allowed_roots
-                .iter()
+                .paths()
                 .map(|r| r.display().to_string())
                 .collect(),
             prompts: self
@@ -322,7 +335,8 @@ impl ReaServer {
         let path = self.checked_path(std::path::Path::new(&args.path))?;
         let token = context.meta.get_progress_token();
         let admit_path = path.clone();
-        let target = tokio::task::spawn_blocking(move || native::admit(&admit_path)).await??;
+        let target =
+            tokio::task::spawn_blocking(move || native::admit_opened(&admit_path)).await??;
         let total = target.documents.len();
         let mut inventories = Vec::with_capacity(total);
         for (i, doc) in target.documents.iter().enumerate() {

@@ -327,13 +327,14 @@ fn export_writes_a_consistent_copy_and_never_overwrites_unless_told() {
     let (dir, s) = store();
     s.record_blocking(record("x", 1)).unwrap();
     let dest = dir.path().join("export.db");
-    s.export(&dest, false).unwrap();
+    let target = rea::fsroot::Roots::none().open_new(&dest).unwrap();
+    s.export(&target, false).unwrap();
     assert!(matches!(
-        s.export(&dest, false),
+        s.export(&target, false),
         Err(StoreError::ExportExists { .. })
     ));
     s.record_blocking(record("x", 2)).unwrap();
-    s.export(&dest, true).unwrap();
+    s.export(&target, true).unwrap();
     let copy = Store::open(&dest).unwrap();
     assert_eq!(copy.list_evidence(&Default::default()).unwrap().1, 2);
     assert_eq!(copy.integrity_check().unwrap(), "ok");
