@@ -499,6 +499,7 @@ pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
             name: Some(shown),
             raw_name: raw,
             size: size.filter(|&s| s > 0),
+            aliases: Vec::new(),
         });
     }
     out.sort_by_key(|p| p.address);

@@ -171,6 +171,12 @@ pub struct DataXref {
     pub at: u64,
     /// Section holding the pointer.
     pub section: String,
+    /// The data symbol whose extent holds the pointer (`OPS` for `&OPS[1]`), when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// Offset of the pointer from the start of `symbol`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol_offset: Option<u64>,
 }
 
 /// References to an address from code and data.
@@ -685,6 +691,8 @@ impl Image {
                     out.push(DataXref {
                         at: va,
                         section: section.name.clone(),
+                        symbol: None,
+                        symbol_offset: None,
                     });
                 }
             }

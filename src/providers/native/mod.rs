@@ -122,6 +122,10 @@ pub struct Procedure {
     pub raw_name: Option<String>,
     /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range).
     pub size: Option<u64>,
+    /// Other names of the same address (aliases, the local name of an IFUNC's resolver),
+    /// displayed like `name`, sorted and without duplicates; `name` is the primary one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
 /// Why a path was not admitted as a target.
@@ -276,6 +280,7 @@ mod tests {
             name: Some("main".into()),
             raw_name: None,
             size: Some(16),
+            aliases: Vec::new(),
         };
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(json["address"], "0x401000");

@@ -178,6 +178,7 @@ fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
             name,
             raw_name,
             size: size.map(|(_, s)| s),
+            aliases: Vec::new(),
         });
         i = j;
     }
