@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::providers::native::{DocumentSpec, Procedure, display_names, hex, parse_address};
+use crate::providers::native::{DocumentSpec, Procedure, display_name, hex, parse_address};
 
 /// Most bytes of a tool's stderr kept for an error message.
 const STDERR_CAP: usize = 16 * 1024;
@@ -454,8 +454,9 @@ fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepErr
     }
 }
 
-/// Parses `--syms` output: function symbols (`F` flag) defined in a section.
-pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
+/// Parses `--syms` output: function symbols (`F` flag) defined in a section, named the way the
+/// native provider names them (demangled; Mach-O C names without their leading underscore).
+pub(crate) fn parse_syms(text: &str, macho: bool) -> Vec<Procedure> {
     let mut out: Vec<Procedure> = Vec::new();
     for line in text.lines() {
         let Some((address, rest)) = line.split_once(' ') else {
@@ -493,7 +494,8 @@ pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
         if name.is_empty() {
             continue;
         }
-        let (shown, raw) = display_names(name);
+        let shown = display_name(name, macho);
+        let raw = (shown != name).then(|| name.to_string());
         out.push(Procedure {
             address,
             name: Some(shown),
@@ -507,7 +509,11 @@ pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
     out
 }
 
-/// Parses `-d` output into instructions; lines are `address:<TAB>bytes<TAB>text`.
+/// Parses `-d` output into instructions. GNU objdump prints `address:<TAB>bytes<TAB>text` (an
+/// AArch64 instruction as one 32-bit word); LLVM 14 prints `address: bytes<TAB>text` for ELF,
+/// PE and thin Mach-O, and with a tab after the colon for a slice of a universal file. Bytes are
+/// returned in memory order. A `lock` prefix llvm-objdump prints on a line of its own is
+/// joined to the instruction it prefixes.
 pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
     let mut out: Vec<DeepInstruction> = Vec::new();
     for line in text.lines() {
@@ -521,27 +527,25 @@ pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
         let Some(address) = parse_address(address) else {
             continue;
         };
-        let mut fields = rest.split('\t').skip(1);
-        let bytes: String = fields
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .concat();
-        if bytes.is_empty() || !bytes.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let rest = rest.trim_start_matches([' ', '\t']);
+        let (bytes_field, text) = rest.split_once('\t').unwrap_or((rest, ""));
+        let Some(bytes) = hex_bytes(bytes_field) else {
             continue;
-        }
-        let text = fields
-            .collect::<Vec<_>>()
-            .join(" ")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        };
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if text.is_empty() {
             // A continuation line of a long instruction: more bytes for the previous one.
             if let Some(last) = out.last_mut() {
                 last.bytes.push_str(&bytes);
             }
+            continue;
+        }
+        if let Some(last) = out.last_mut()
+            && last.text == "lock"
+            && last.address + (last.bytes.len() / 2) as u64 == address
+        {
+            last.bytes.push_str(&bytes);
+            last.text = format!("lock {text}");
             continue;
         }
         out.push(DeepInstruction {
@@ -551,6 +555,63 @@ pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
         });
     }
     out
+}
+
+/// The bytes of a listing's byte column as lowercase hex in memory order: two-digit tokens
+/// (x86, LLVM's AArch64) as they stand, an eight-digit token (GNU's AArch64 word) as its
+/// little-endian bytes; `None` when the column holds anything else.
+fn hex_bytes(field: &str) -> Option<String> {
+    let mut out = String::new();
+    for token in field.split_whitespace() {
+        if !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        match token.len() {
+            2 => out.push_str(&token.to_ascii_lowercase()),
+            8 => {
+                let word = u32::from_str_radix(token, 16).ok()?;
+                out.push_str(&::hex::encode(word.to_le_bytes()));
+            }
+            _ => return None,
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A page of a deep provider's listing, paged like the native listing.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DeepAssemblyPage {
+    /// End (exclusive) of the range disassembled.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub end: u64,
+    /// Number of instructions the provider printed in the whole range.
+    pub total_instructions: usize,
+    /// Index of the first instruction of this page.
+    pub offset: usize,
+    /// The instructions `[offset, offset + limit)`.
+    pub instructions: Vec<DeepInstruction>,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<usize>,
+}
+
+/// Cuts a listing into the page `[offset, offset + limit)`.
+pub fn page(
+    instructions: Vec<DeepInstruction>,
+    end: u64,
+    offset: usize,
+    limit: usize,
+) -> DeepAssemblyPage {
+    let total = instructions.len();
+    let shown: Vec<DeepInstruction> = instructions.into_iter().skip(offset).take(limit).collect();
+    let shown_end = offset.saturating_add(shown.len());
+    DeepAssemblyPage {
+        end,
+        total_instructions: total,
+        offset,
+        next_offset: (shown_end < total && limit > 0).then_some(shown_end),
+        instructions: shown,
+    }
 }
 
 /// Lists function symbols with `objdump --syms` / `llvm-objdump --syms`.
@@ -569,7 +630,7 @@ pub fn run_procedures(
         provider: c.id.clone(),
         name: c.name.clone(),
         version: version(c, timeout, output_cap)?,
-        result: parse_syms(&text),
+        result: parse_syms(&text, doc.format == "macho"),
     })
 }
 
@@ -585,6 +646,24 @@ pub fn run_assembly(
     end: u64,
 ) -> Result<DeepOutput<Vec<DeepInstruction>>, DeepError> {
     run_assembly_with(c, doc, start, end, ASSEMBLY_TIMEOUT, ASSEMBLY_CAP)
+}
+
+/// [`run_assembly`], returning the page `[offset, offset + limit)` with the total.
+pub fn run_assembly_page(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    start: u64,
+    end: u64,
+    offset: usize,
+    limit: usize,
+) -> Result<DeepOutput<DeepAssemblyPage>, DeepError> {
+    let output = run_assembly(c, doc, start, end)?;
+    Ok(DeepOutput {
+        provider: output.provider,
+        name: output.name,
+        version: output.version,
+        result: page(output.result, end, offset, limit),
+    })
 }
 
 /// [`run_assembly`] with explicit limits.
@@ -766,7 +845,7 @@ mod tests {
         let start = out
             .result
             .iter()
-            .find(|p| p.name.as_deref() == Some("_FSEStart"))
+            .find(|p| p.name.as_deref() == Some("FSEStart"))
             .unwrap();
         let end = image.procedure_end(image.procedure_index(start.address).unwrap(), 4096);
         let listing = run_assembly(&llvm, &doc, start.address, end).unwrap();
@@ -863,12 +942,75 @@ mod tests {
         assert_eq!(parsed[0].text, "stp x28, x27, [sp, #-64]!");
         let macho = "0000000000001850 l     F __TEXT,__text _fse_environment_create.cold.1\n\
                      0000000100001864 l     F __TEXT,__text -[AppDelegate printHelpBanner]\n";
-        let syms = parse_syms(macho);
+        let syms = parse_syms(macho, true);
         assert_eq!(syms.len(), 2);
         assert_eq!(
             syms[1].name.as_deref(),
             Some("-[AppDelegate printHelpBanner]")
         );
         assert_eq!(syms[1].size, None);
+        assert_eq!(
+            syms[0].name.as_deref(),
+            Some("fse_environment_create.cold.1")
+        );
+        assert_eq!(
+            syms[0].raw_name.as_deref(),
+            Some("_fse_environment_create.cold.1")
+        );
+    }
+
+    #[test]
+    fn parses_llvm_14_listings_of_elf_pe_and_thin_macho() {
+        // LLVM 14 separates the address from the bytes by a space, and the bytes from the
+        // text by a tab; an 11-byte instruction leaves no space before the tab; `lock` comes
+        // on a line of its own.
+        let elf = "0000000000001260 <classify>:\n    1260: 48 83 ec 08                  \tsub\trsp, 8\n\
+                   1400016e1: 66 66 2e 0f 1f 84 00 00 00 00 00\tnop\tword ptr cs:[rax + rax]\n\
+                   \x20   2000: f0                           \tlock\n\
+                   \x20   2001: 48 0f b1 33                  \tcmpxchg\tqword ptr [rbx], rsi\n";
+        let parsed = parse_disassembly(elf);
+        let rows: Vec<(u64, &str, &str)> = parsed
+            .iter()
+            .map(|i| (i.address, i.bytes.as_str(), i.text.as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0x1260, "4883ec08", "sub rsp, 8"),
+                (
+                    0x1400016e1,
+                    "66662e0f1f840000000000",
+                    "nop word ptr cs:[rax + rax]"
+                ),
+                (0x2000, "f0480fb133", "lock cmpxchg qword ptr [rbx], rsi"),
+            ]
+        );
+        let macho = "0000000000000634 <_leaf_add>:\n     634: 20 00 00 0b  \tadd\tw0, w1, w0\n";
+        let parsed = parse_disassembly(macho);
+        assert_eq!(parsed[0].bytes, "2000000b");
+        assert_eq!(parsed[0].text, "add w0, w1, w0");
+        // GNU objdump prints an AArch64 instruction as one word; bytes are in memory order.
+        let gnu = " aa0:\t90000000 \tadrp\tx0, 0 <__abi_tag-0x278>\n";
+        assert_eq!(parse_disassembly(gnu)[0].bytes, "00000090");
+    }
+
+    #[test]
+    fn deep_listings_page_like_the_native_listing() {
+        let listing: Vec<DeepInstruction> = (0..12)
+            .map(|i| DeepInstruction {
+                address: 0x1000 + i * 4,
+                bytes: "1f2003d5".into(),
+                text: "nop".into(),
+            })
+            .collect();
+        let first = page(listing.clone(), 0x1030, 0, 5);
+        assert_eq!(first.total_instructions, 12);
+        assert_eq!(first.instructions.len(), 5);
+        assert_eq!(first.next_offset, Some(5));
+        let last = page(listing.clone(), 0x1030, 10, 5);
+        assert_eq!(last.instructions[0].address, 0x1028);
+        assert_eq!(last.instructions.len(), 2);
+        assert_eq!(last.next_offset, None);
+        assert!(page(listing, 0x1030, 20, 5).instructions.is_empty());
     }
 }

@@ -40,7 +40,7 @@ pub use analysis::{
 pub use image::{Image, ImportEntry, SectionInfo};
 pub use procedures::procedures;
 pub use strings::{StringMatch, StringMatches, StringQuery};
-pub(crate) use symbols::display_names;
+pub(crate) use symbols::display_name;
 
 /// The provider id under which the native reader records its observations.
 pub const PROVIDER_ID: &str = "auto";

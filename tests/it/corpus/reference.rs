@@ -33,10 +33,10 @@ pub fn functions(path: &Path, toolchain: Toolchain) -> Vec<Symbol> {
     let path = path.to_str().unwrap();
     match toolchain {
         Toolchain::ElfX64 | Toolchain::ElfA64 => readelf_functions(&run("readelf", &["-sW", path])),
-        Toolchain::PeX64 => nm_functions(&run(
-            "x86_64-w64-mingw32-nm",
-            &["-n", "--defined-only", path],
-        )),
+        Toolchain::PeX64 => coff_functions(
+            &run("x86_64-w64-mingw32-objdump", &["-t", path]),
+            &run("x86_64-w64-mingw32-objdump", &["-h", path]),
+        ),
         Toolchain::MachoArm64 | Toolchain::MachoX64 => {
             nm_functions(&run("llvm-nm-14", &["-n", "--defined-only", path]))
         }
@@ -75,6 +75,53 @@ fn readelf_functions(text: &str) -> Vec<Symbol> {
             dynamic,
         });
     }
+    out
+}
+
+/// `objdump -t` of a PE file: COFF symbols of function type (`ty 20`), whose values are
+/// offsets into their section (numbered from 1 in the order `objdump -h` lists them).
+fn coff_functions(symbols: &str, headers: &str) -> Vec<Symbol> {
+    let vmas: Vec<u64> = headers
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 7 && f[0].parse::<usize>().is_ok()).then(|| hex(f[3]))?
+        })
+        .collect();
+    let mut out: Vec<Symbol> = symbols
+        .lines()
+        .filter(|l| l.contains("(ty   20)"))
+        .filter_map(|l| {
+            let section: usize = l
+                .split("(sec")
+                .nth(1)?
+                .split(')')
+                .next()?
+                .trim()
+                .parse()
+                .ok()?;
+            let class: u32 = l
+                .split("(scl")
+                .nth(1)?
+                .split(')')
+                .next()?
+                .trim()
+                .parse()
+                .ok()?;
+            let rest = l.split(") 0x").nth(1)?;
+            let (value, name) = rest.split_once(' ')?;
+            Some(Symbol {
+                address: vmas.get(section.checked_sub(1)?)? + hex(value)?,
+                name: name.trim().to_string(),
+                size: 0,
+                kind: "F".to_string(),
+                // Storage class 2 is external, 3 static.
+                global: class == 2,
+                dynamic: false,
+            })
+        })
+        .collect();
+    out.sort_by_key(|s| s.address);
     out
 }
 
@@ -233,7 +280,27 @@ pub fn parse_listing(text: &str, x86: bool) -> Vec<Insn> {
             continue;
         }
         let (body, comment) = split_comment(text, x86);
-        let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
+        // GNU objdump names a redundant REX prefix (`rex.W jmp …`); the instruction is the
+        // one after it.
+        let body = body
+            .split_whitespace()
+            .skip_while(|t| x86 && t.starts_with("rex"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        // llvm-objdump 14 prints a `lock` prefix as an instruction of its own; it belongs to
+        // the instruction after it.
+        if x86
+            && let Some(last) = out.last_mut()
+            && last.mnemonic == "lock"
+            && last.operands.is_empty()
+            && last.address + last.bytes.len() as u64 == address
+        {
+            last.bytes.extend(bytes);
+            last.mnemonic = format!("lock {}", body.split(' ').next().unwrap_or(""));
+            last.operands = body.split_once(' ').map_or("", |(_, o)| o).to_string();
+            last.comment = comment;
+            continue;
+        }
         let (mnemonic, operands) = body.split_once(' ').unwrap_or((&body, ""));
         out.push(Insn {
             address,
@@ -258,11 +325,13 @@ fn split_comment(text: &str, x86: bool) -> (&str, Option<String>) {
     }
 }
 
-/// Addresses an AArch64 listing computes with `adrp` followed by `add` (possibly several) or a
-/// load/store offset, keyed by the instruction that completes the address. A register's page
-/// is forgotten at the next write the rule does not follow.
+/// Addresses an AArch64 listing computes with `adrp` followed by `add` (possibly a chain of
+/// them) or a load/store offset, keyed by the instruction that completes the address. An `add`
+/// that only feeds a further `add` is an intermediate step, not a reference of its own. A
+/// register's value is forgotten at the next write the rule does not follow.
 pub fn arm64_addresses(listing: &[Insn]) -> BTreeMap<u64, u64> {
-    let mut regs: BTreeMap<String, u64> = BTreeMap::new();
+    // Register → (value, the `add` that computed it, if not an `adrp`).
+    let mut regs: BTreeMap<String, (u64, Option<u64>)> = BTreeMap::new();
     let mut out = BTreeMap::new();
     let mut function = None;
     for insn in listing {
@@ -287,14 +356,17 @@ pub fn arm64_addresses(listing: &[Insn]) -> BTreeMap<u64, u64> {
         match insn.mnemonic.as_str() {
             "adrp" if ops.len() == 2 => {
                 if let Some(page) = hex(&ops[1]) {
-                    regs.insert(dest, page);
+                    regs.insert(dest, (page, None));
                 }
                 continue;
             }
             "add" if ops.len() == 3 && !ops[2].contains(' ') => {
-                if let (Some(&base), Some(offset)) = (regs.get(&ops[1]), imm(&ops[2])) {
+                if let (Some(&(base, origin)), Some(offset)) = (regs.get(&ops[1]), imm(&ops[2])) {
+                    if let Some(origin) = origin {
+                        out.remove(&origin);
+                    }
                     out.insert(insn.address, base + offset);
-                    regs.insert(dest, base + offset);
+                    regs.insert(dest, (base + offset, Some(insn.address)));
                     continue;
                 }
             }
@@ -303,7 +375,7 @@ pub fn arm64_addresses(listing: &[Insn]) -> BTreeMap<u64, u64> {
                 let mut parts = memory.trim_end_matches(']').split(',');
                 let base = parts.next().unwrap_or("").trim();
                 let offset = parts.next().map(|p| p.trim().trim_end_matches(']'));
-                if let Some(&page) = regs.get(base) {
+                if let Some(&(page, _)) = regs.get(base) {
                     let offset = offset.and_then(imm).unwrap_or(0);
                     out.insert(insn.address, page + offset);
                 }
