@@ -680,6 +680,11 @@ pub fn run_assembly_with(
     args.push(OsString::from("-d"));
     let x86 = matches!(doc.architecture.as_str(), "x86" | "x86_64");
     if is_llvm(c) {
+        // The Mach-O printer (which `--arch` selects for a slice anyway) alone honours
+        // LC_DATA_IN_CODE: jump tables among the code are printed as data, not decoded.
+        if doc.format == "macho" {
+            args.push(OsString::from("--macho"));
+        }
         if x86 {
             args.push(OsString::from("--x86-asm-syntax=intel"));
         }

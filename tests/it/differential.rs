@@ -72,6 +72,8 @@ struct Expectation {
     table: Option<(&'static str, &'static [&'static str])>,
     /// Names that share one address: the primary name first, then every alias.
     aliases: &'static [&'static [&'static str]],
+    /// The function whose listing the deep providers are checked on.
+    deep: &'static str,
 }
 
 const GRAPH: Expectation = Expectation {
@@ -183,6 +185,7 @@ const GRAPH: Expectation = Expectation {
     ],
     table: Some(("OPS", &["leaf_add", "leaf_sub", "leaf_mul", "leaf_xor"])),
     aliases: &[],
+    deep: "classify",
 };
 
 const IFUNC: Expectation = Expectation {
@@ -213,6 +216,7 @@ const IFUNC: Expectation = Expectation {
         &["measure", "measure_v2"],
         &["measure@VERS_1.0", "measure_v1"],
     ],
+    deep: "user",
 };
 
 const SHAPES: Expectation = Expectation {
@@ -242,6 +246,7 @@ const SHAPES: Expectation = Expectation {
     strings: &[],
     table: None,
     aliases: &[],
+    deep: "shapes_entry",
 };
 
 /// Agreement of one kind of result in one build.
@@ -524,6 +529,8 @@ fn check(v: Variant, e: &Expectation) {
     let path = corpus::build(v);
     let unstripped = corpus::build(v.unstripped());
     let image = image(&path);
+    assert_eq!(image.document().format, v.toolchain.format());
+    assert_eq!(image.architecture(), v.toolchain.architecture());
     let r = Reference::new(v, &path, &unstripped);
     let mut f = Figures {
         label: v.label(),
@@ -538,12 +545,118 @@ fn check(v: Variant, e: &Expectation) {
     if v.toolchain.is_x86() {
         check_x86_text(v, &image, &unstripped, &mut f);
     }
+    check_deep(v, &path, &image, &r, e, &mut f);
     f.finish();
 }
 
-/// Sections rea lists procedures in (executable ones).
-fn in_code(image: &Image, address: u64) -> bool {
-    image.section_at(address).is_some_and(|s| s.executable)
+/// The deep providers rea offers for this build, run on it: their `--syms` output names
+/// procedures rea lists under the same names, and their listing of one function, parsed, has
+/// rea's instruction addresses and bytes, in pages that tile it.
+fn check_deep(
+    v: Variant,
+    path: &Path,
+    image: &Image,
+    r: &Reference,
+    e: &Expectation,
+    f: &mut Figures,
+) {
+    use rea::providers::deep;
+    use std::time::Duration;
+    let target = admit(path).unwrap();
+    let doc = &target.documents[0];
+    let mut ids = vec!["llvm-objdump-14"];
+    if v.toolchain == Toolchain::ElfX64 || v.toolchain == Toolchain::PeX64 {
+        ids.push("objdump");
+    }
+    let candidates = deep::candidates(&target.format, None);
+    let start = r.start_of(e.deep);
+    let index = image.procedures().partition_point(|p| p.address < start);
+    let p = &image.procedures()[index];
+    let end = p.address + p.size.expect("the deep function has a size");
+    let native = image.assembly(p.address, 0, 2000).unwrap();
+    for id in ids {
+        let c = candidates.iter().find(|c| c.id == id).unwrap_or_else(|| {
+            panic!(
+                "{id} is not a candidate for {} (installed by .ci/run)",
+                target.format
+            )
+        });
+        let procs = deep::run_procedures(c, doc, Duration::from_secs(60), 64 << 20).unwrap();
+        for dp in &procs.result {
+            let ours = image.procedure_starting_at(dp.address);
+            let name = dp.name.clone().unwrap_or_default();
+            f.kind("deep names")
+                .expect(ours.is_some_and(|o| names_of(o).contains(&name)), || {
+                    format!("{id}: {name} at {:#x}: rea has {ours:?}", dp.address)
+                });
+        }
+        let mut listed = Vec::new();
+        let mut offset = 0;
+        let mut total = None;
+        loop {
+            let page = deep::run_assembly_page(c, doc, p.address, end, offset, 40)
+                .unwrap()
+                .result;
+            // Every page states the same total (checked against rea's count below).
+            let first = *total.get_or_insert(page.total_instructions);
+            f.kind("deep paging").expect(
+                page.total_instructions == first && page.offset == offset,
+                || {
+                    format!(
+                        "{id}: page at {offset}: {} of {first}",
+                        page.total_instructions
+                    )
+                },
+            );
+            listed.extend(page.instructions);
+            match page.next_offset {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        let theirs: BTreeMap<u64, &deep::DeepInstruction> =
+            listed.iter().map(|i| (i.address, i)).collect();
+        for ours in &native.instructions {
+            match theirs.get(&ours.address) {
+                Some(t) => f
+                    .kind("deep instructions")
+                    .expect(t.bytes == ours.bytes && !t.text.is_empty(), || {
+                        format!("{id}: {t:?} / rea {:#x} {}", ours.address, ours.bytes)
+                    }),
+                None if is_data_piece(&ours.text) && v.stripped => f.explained.push(format!(
+                    "{id}: {:#x} is LC_DATA_IN_CODE, which llvm-objdump's Mach-O printer \
+                     leaves out of a file without symbols",
+                    ours.address
+                )),
+                None => f.kind("deep instructions").expect(false, || {
+                    format!("{id}: nothing at {:#x} ({})", ours.address, ours.text)
+                }),
+            }
+        }
+        let ours: BTreeSet<u64> = native.instructions.iter().map(|i| i.address).collect();
+        for t in &listed {
+            f.kind("deep instructions")
+                .expect(ours.contains(&t.address), || {
+                    format!("{id}: {t:?} is not rea's")
+                });
+        }
+        let data_left_out = native
+            .instructions
+            .iter()
+            .filter(|i| is_data_piece(&i.text) && !theirs.contains_key(&i.address))
+            .count();
+        f.kind("deep paging").expect(
+            listed.len() == total.unwrap_or(0)
+                && listed.len() + data_left_out == native.instructions.len(),
+            || {
+                format!(
+                    "{id}: {} listed, rea {}",
+                    listed.len(),
+                    native.instructions.len()
+                )
+            },
+        );
+    }
 }
 
 fn check_procedures(v: Variant, image: &Image, r: &Reference, e: &Expectation, f: &mut Figures) {
@@ -1192,6 +1305,11 @@ fn check_x86_text(v: Variant, image: &Image, unstripped: &Path, f: &mut Figures)
 }
 
 /// Differences of syntax between iced-x86 and llvm-objdump that say the same thing.
+/// Whether rea's instruction text is a data directive (`.long` for data in code).
+fn is_data_piece(text: &str) -> bool {
+    text.starts_with(".long") || text.starts_with(".short") || text.starts_with(".byte")
+}
+
 /// Each rule rewrites the normalized texts where llvm-objdump 14 and rea (iced-x86) print the
 /// same instruction differently; the reasons of the rules that were needed are returned when
 /// the texts then agree. GNU objdump prints the first four as rea does.
@@ -1281,6 +1399,74 @@ fn explained_x86(ours: &str, theirs: &str) -> Option<String> {
 /// The value of a normalized number token (`#ff`).
 fn immediate(token: &str) -> Option<u64> {
     u64::from_str_radix(token.strip_prefix('#')?, 16).ok()
+}
+
+/// A universal Mach-O of the two thin builds reads, slice by slice, exactly like them, and the
+/// deep provider disassembles each slice by `--arch`.
+#[test]
+fn universal_slices_read_like_their_thin_builds() {
+    use rea::providers::deep;
+    for (opt, stripped) in [(Opt::O0, false), (Opt::O2, true)] {
+        let path = corpus::universal(Source::Graph, opt, stripped);
+        let target = admit(&path).unwrap();
+        assert_eq!(target.format, "macho-universal");
+        let archs: Vec<&str> = target
+            .documents
+            .iter()
+            .map(|d| d.architecture.as_str())
+            .collect();
+        assert_eq!(archs, ["arm64", "x86_64"]);
+        let llvm = deep::candidates(&target.format, None)
+            .into_iter()
+            .find(|c| c.id == "llvm-objdump-14")
+            .expect("llvm-objdump-14 (installed by .ci/run)");
+        for (doc, toolchain) in target
+            .documents
+            .iter()
+            .zip([Toolchain::MachoArm64, Toolchain::MachoX64])
+        {
+            let slice = Image::load(doc).unwrap();
+            let thin = image(&corpus::build(Variant::new(
+                Source::Graph,
+                toolchain,
+                opt,
+                stripped,
+            )));
+            assert_eq!(slice.procedures(), thin.procedures(), "{}", doc.name);
+            let found = |i: &Image| -> Vec<u64> {
+                i.strings(&StringQuery::literal("beryllium"))
+                    .unwrap()
+                    .matches
+                    .iter()
+                    .map(|m| m.address)
+                    .collect()
+            };
+            assert_eq!(found(&slice), found(&thin));
+            let classify = slice
+                .procedures()
+                .iter()
+                .find(|p| names_of(p).iter().any(|n| n == "classify"))
+                .unwrap();
+            let end = classify.address + classify.size.unwrap();
+            let theirs = deep::run_assembly_page(&llvm, doc, classify.address, end, 0, 2000)
+                .unwrap()
+                .result;
+            let ours = slice.assembly(classify.address, 0, 2000).unwrap();
+            let a: Vec<(u64, &str)> = theirs
+                .instructions
+                .iter()
+                .map(|i| (i.address, i.bytes.as_str()))
+                .collect();
+            // llvm-objdump leaves LC_DATA_IN_CODE out of a file without symbols.
+            let b: Vec<(u64, &str)> = ours
+                .instructions
+                .iter()
+                .filter(|i| !(stripped && is_data_piece(&i.text)))
+                .map(|i| (i.address, i.bytes.as_str()))
+                .collect();
+            assert_eq!(a, b, "{}", doc.name);
+        }
+    }
 }
 
 macro_rules! corpus_checks {

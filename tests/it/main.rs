@@ -12,6 +12,7 @@ mod differential;
 mod disconnect;
 mod http;
 mod idle;
+mod invariants;
 mod javascript;
 mod prompts;
 mod regression_15;

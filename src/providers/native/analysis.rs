@@ -492,16 +492,20 @@ impl Image {
         let (start, end, bytes) = self.procedure_bytes(index, LISTING_CAP);
         let full_end = self.procedure_end(index, u64::MAX);
         let limit = limit.min(MAX_PAGE);
-        let mut d = Disassembler::new(self.isa, bytes, start, true);
+        let data = self.data_in_code();
+        let mut d = CodeWalk::new(self.isa, bytes, start, &data, true);
         let mut text = String::new();
         let mut instructions = Vec::new();
         let mut total = 0usize;
-        while let Some(insn) = {
+        while let Some(piece) = {
             let want = total >= offset && total - offset < limit;
             d.next(want.then_some(&mut text))
         } {
             if total >= offset && total - offset < limit {
-                instructions.push(self.render(&insn, &text));
+                instructions.push(match piece {
+                    Piece::Insn(insn) => self.render(&insn, &text),
+                    Piece::Data { address, bytes } => render_data(address, bytes),
+                });
             }
             total += 1;
         }
@@ -523,11 +527,15 @@ impl Image {
         let index = self.require_procedure(start)?;
         let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
         // Text is rendered only for the few instructions reported as unresolved.
-        let mut d = Disassembler::new(self.isa, bytes, start, false);
+        let data = self.data_in_code();
+        let mut d = CodeWalk::new(self.isa, bytes, start, &data, false);
         let mut refs = Vec::new();
         let mut edges: BTreeMap<(u64, &'static str), Vec<u64>> = BTreeMap::new();
         let mut unresolved = Vec::new();
-        while let Some(insn) = d.next(None) {
+        while let Some(piece) = d.next(None) {
+            let Piece::Insn(insn) = piece else {
+                continue;
+            };
             refs.clear();
             classify(self, index, &insn, &mut refs);
             let mut resolved = false;
@@ -594,10 +602,14 @@ impl Image {
                 return CodeIndex { refs };
             }
             let mut found = Vec::new();
+            let data = self.data_in_code();
             for index in 0..self.procedures.len() {
                 let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
-                let mut d = Disassembler::new(self.isa, bytes, start, false);
-                while let Some(insn) = d.next(None) {
+                let mut d = CodeWalk::new(self.isa, bytes, start, &data, false);
+                while let Some(piece) = d.next(None) {
+                    let Piece::Insn(insn) = piece else {
+                        continue;
+                    };
                     found.clear();
                     classify(self, index, &insn, &mut found);
                     for &(target, kind) in &found {
@@ -825,6 +837,36 @@ impl Image {
         self.utf16_string_at(address).map(|s| (s, "utf-16le"))
     }
 
+    /// Ranges of data a Mach-O linker placed among code (`LC_DATA_IN_CODE`: jump tables, literal
+    /// pools), as sorted `(start, end)` virtual addresses; empty for other formats.
+    fn data_in_code(&self) -> Vec<(u64, u64)> {
+        if self.doc.format != "macho" {
+            return Vec::new();
+        }
+        let Ok(file) = object::File::parse(self.bytes.as_slice()) else {
+            return Vec::new();
+        };
+        let entries = match &file {
+            object::File::MachO32(f) => data_in_code_entries(f),
+            object::File::MachO64(f) => data_in_code_entries(f),
+            _ => Vec::new(),
+        };
+        // Entry offsets are file offsets of the image; map them through the sections.
+        let mut out: Vec<(u64, u64)> = entries
+            .into_iter()
+            .filter_map(|(offset, len)| {
+                let section = self.sections.iter().find(|s| {
+                    s.file_offset
+                        .is_some_and(|o| offset >= o && offset - o < s.file_size)
+                })?;
+                let start = section.address + (offset - section.file_offset?);
+                Some((start, start.saturating_add(len)))
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     /// The base address of the image (the lowest section address), for rebased pointers.
     fn image_base(&self) -> u64 {
         self.sections.iter().map(|s| s.address).min().unwrap_or(0) & !0xfff
@@ -864,12 +906,23 @@ impl Image {
         let index = self.require_procedure(start)?;
         let proc = self.procedures[index].clone();
         let (start, end, bytes) = self.procedure_bytes(index, SCAN_CAP);
-        let mut d = Disassembler::new(self.isa, bytes, start, true);
+        let data = self.data_in_code();
+        let mut d = CodeWalk::new(self.isa, bytes, start, &data, true);
         let mut text = String::new();
         let mut instructions = Vec::new();
         let mut strings = Vec::new();
         let mut total = 0;
-        while let Some(insn) = d.next((total < DOSSIER_INSTRUCTIONS).then_some(&mut text)) {
+        while let Some(piece) = d.next((total < DOSSIER_INSTRUCTIONS).then_some(&mut text)) {
+            let insn = match piece {
+                Piece::Insn(insn) => insn,
+                Piece::Data { address, bytes } => {
+                    if total < DOSSIER_INSTRUCTIONS {
+                        instructions.push(render_data(address, bytes));
+                    }
+                    total += 1;
+                    continue;
+                }
+            };
             if total < DOSSIER_INSTRUCTIONS {
                 instructions.push(self.render(&insn, &text));
             }
@@ -1019,6 +1072,158 @@ fn containing_symbol(symbols: &[(u64, u64, String)], at: u64) -> Option<(String,
             .map_or(address.saturating_add(4096), |next| next.0)
     };
     (at < end).then(|| (name.clone(), at - address))
+}
+
+/// `(file offset, length)` of each `LC_DATA_IN_CODE` entry of a Mach-O image.
+fn data_in_code_entries<Mach: object::read::macho::MachHeader<Endian = object::Endianness>>(
+    file: &object::read::macho::MachOFile<'_, Mach>,
+) -> Vec<(u64, u64)> {
+    use object::Object;
+    let endian = file.endian();
+    let data = file.data();
+    let little = file.is_little_endian();
+    let mut out = Vec::new();
+    let Ok(mut commands) = file.macho_load_commands() else {
+        return out;
+    };
+    while let Ok(Some(command)) = commands.next() {
+        if command.cmd() != object::macho::LC_DATA_IN_CODE {
+            continue;
+        }
+        let Ok(linkedit) = command.data::<object::macho::LinkeditDataCommand<object::Endianness>>()
+        else {
+            continue;
+        };
+        let start = linkedit.dataoff.get(endian) as usize;
+        let size = linkedit.datasize.get(endian) as usize;
+        let Some(table) = start.checked_add(size).and_then(|end| data.get(start..end)) else {
+            continue;
+        };
+        // struct data_in_code_entry { uint32_t offset; uint16_t length; uint16_t kind; }
+        for entry in table.chunks_exact(8).take(MAX_RELOCATIONS) {
+            let word = |b: &[u8]| -> u64 {
+                let v = [b[0], b[1], b[2], b[3]];
+                u64::from(if little {
+                    u32::from_le_bytes(v)
+                } else {
+                    u32::from_be_bytes(v)
+                })
+            };
+            let half = |b: &[u8]| -> u64 {
+                let v = [b[0], b[1]];
+                u64::from(if little {
+                    u16::from_le_bytes(v)
+                } else {
+                    u16::from_be_bytes(v)
+                })
+            };
+            let len = half(&entry[4..6]);
+            if len > 0 {
+                out.push((word(&entry[..4]), len));
+            }
+        }
+    }
+    out
+}
+
+/// What a walk over a procedure's bytes yields: an instruction, or a piece of data the
+/// linker placed among the code.
+enum Piece<'a> {
+    Insn(Decoded),
+    Data { address: u64, bytes: &'a [u8] },
+}
+
+/// Decodes a procedure's bytes like [`Disassembler`], stepping over data-in-code ranges (in
+/// pieces of up to four bytes, as a jump table's entries are) instead of decoding them.
+struct CodeWalk<'a> {
+    isa: super::image::Isa,
+    bytes: &'a [u8],
+    base: u64,
+    data: &'a [(u64, u64)],
+    with_text: bool,
+    pos: usize,
+    current: Option<(Disassembler<'a>, usize)>,
+}
+
+impl<'a> CodeWalk<'a> {
+    fn new(
+        isa: super::image::Isa,
+        bytes: &'a [u8],
+        base: u64,
+        data: &'a [(u64, u64)],
+        with_text: bool,
+    ) -> CodeWalk<'a> {
+        CodeWalk {
+            isa,
+            bytes,
+            base,
+            data,
+            with_text,
+            pos: 0,
+            current: None,
+        }
+    }
+
+    fn next(&mut self, mut text: Option<&mut String>) -> Option<Piece<'a>> {
+        loop {
+            if let Some((d, end)) = &mut self.current {
+                if let Some(insn) = d.next(text.as_mut().map(|t| &mut **t)) {
+                    return Some(Piece::Insn(insn));
+                }
+                self.pos = *end;
+                self.current = None;
+            }
+            if self.pos >= self.bytes.len() {
+                return None;
+            }
+            let address = self.base.wrapping_add(self.pos as u64);
+            // The first range that ends after `address`.
+            let i = self.data.partition_point(|&(_, hi)| hi <= address);
+            match self.data.get(i) {
+                Some(&(lo, hi)) if lo <= address => {
+                    let len = usize::try_from(hi - address)
+                        .unwrap_or(usize::MAX)
+                        .min(4)
+                        .min(self.bytes.len() - self.pos);
+                    let bytes = &self.bytes[self.pos..self.pos + len];
+                    self.pos += len;
+                    return Some(Piece::Data { address, bytes });
+                }
+                next => {
+                    let end = next
+                        .and_then(|&(lo, _)| usize::try_from(lo - self.base).ok())
+                        .map_or(self.bytes.len(), |e| e.min(self.bytes.len()));
+                    let d = Disassembler::new(
+                        self.isa,
+                        &self.bytes[self.pos..end],
+                        address,
+                        self.with_text,
+                    );
+                    self.current = Some((d, end));
+                }
+            }
+        }
+    }
+}
+
+/// A piece of data among code, shown as the assembler directive that would emit it.
+fn render_data(address: u64, bytes: &[u8]) -> Instruction {
+    let value = bytes
+        .iter()
+        .rev()
+        .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+    let directive = match bytes.len() {
+        1 => ".byte",
+        2 => ".short",
+        _ => ".long",
+    };
+    Instruction {
+        address,
+        bytes: ::hex::encode(bytes),
+        text: format!("{directive} {value:#x}"),
+        target: None,
+        target_name: None,
+    }
 }
 
 #[cfg(test)]

@@ -179,10 +179,31 @@ impl Insn {
         hex(last)
     }
 
-    /// The address named by an x86 comment (`# 207e <PACKED+0x3e>`, `## 0x3000`).
+    /// The address named by an x86 comment (`# 207e <PACKED+0x3e>`, `## 0x3000`), or else
+    /// computed from a `[rip + disp]` operand and the instruction's length.
     pub fn comment_address(&self) -> Option<u64> {
-        let c = self.comment.as_deref()?.trim_start_matches('#').trim();
-        hex(c.split_whitespace().next()?)
+        if let Some(c) = self.comment.as_deref()
+            && c.starts_with('#')
+        {
+            return hex(c.trim_start_matches('#').split_whitespace().next()?);
+        }
+        let inner = self.operands.split('[').nth(1)?.split(']').next()?;
+        let rest = inner.trim().strip_prefix("rip")?.trim();
+        let (negative, number) = match (rest.strip_prefix('+'), rest.strip_prefix('-')) {
+            (Some(n), _) => (false, n.trim()),
+            (_, Some(n)) => (true, n.trim()),
+            _ => return None,
+        };
+        let disp: u64 = match number.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).ok()?,
+            None => number.parse().ok()?,
+        };
+        let next = self.address + self.bytes.len() as u64;
+        Some(if negative {
+            next.wrapping_sub(disp)
+        } else {
+            next.wrapping_add(disp)
+        })
     }
 
     pub fn is_call(&self) -> bool {
@@ -207,6 +228,23 @@ pub enum Disassembler {
 pub fn listing(path: &Path, toolchain: Toolchain, tool: Disassembler) -> Vec<Insn> {
     let path = path.to_str().unwrap();
     let text = match (tool, toolchain) {
+        // Mach-O goes through llvm-objdump's Mach-O printer, which alone honours
+        // LC_DATA_IN_CODE (a jump table among the code is `.long` data, not instructions);
+        // without symbolic operands it prints numbers, as elsewhere.
+        (_, Toolchain::MachoX64) => run(
+            "llvm-objdump-14",
+            &[
+                "--macho",
+                "-d",
+                "--no-symbolic-operands",
+                "--x86-asm-syntax=intel",
+                path,
+            ],
+        ),
+        (_, Toolchain::MachoArm64) => run(
+            "llvm-objdump-14",
+            &["--macho", "-d", "--no-symbolic-operands", path],
+        ),
         (Disassembler::Llvm, t) if t.is_x86() => {
             run("llvm-objdump-14", &["-d", "--x86-asm-syntax=intel", path])
         }
@@ -221,7 +259,6 @@ pub fn listing(path: &Path, toolchain: Toolchain, tool: Disassembler) -> Vec<Ins
         (Disassembler::Gnu, Toolchain::ElfA64) => {
             run("aarch64-linux-gnu-objdump", &["-d", "-w", path])
         }
-        (Disassembler::Gnu, t) => panic!("GNU objdump does not read {t:?} files"),
     };
     parse_listing(&text, toolchain.is_x86())
 }
@@ -240,6 +277,22 @@ pub fn parse_listing(text: &str, x86: bool) -> Vec<Insn> {
         if let Some(label) = line.strip_suffix(">:")
             && let Some((address, name)) = label.split_once(" <")
             && hex(address).is_some()
+        {
+            function = Some(name.to_string());
+            continue;
+        }
+        // The Mach-O printer: `(__TEXT,__text) section`, then `_name:` before each function.
+        if let Some(s) = line
+            .strip_suffix(") section")
+            .and_then(|l| l.strip_prefix('('))
+        {
+            section = s.to_string();
+            continue;
+        }
+        if let Some(name) = line.strip_suffix(':')
+            && !line.starts_with(char::is_whitespace)
+            && !name.contains(' ')
+            && hex(name).is_none()
         {
             function = Some(name.to_string());
             continue;
@@ -315,10 +368,14 @@ pub fn parse_listing(text: &str, x86: bool) -> Vec<Insn> {
     out
 }
 
-/// Splits a tool's comment off: `#` starts one on x86 (operands never hold it), `//` on
-/// AArch64 (where `#` marks immediates).
+/// Splits a tool's comment off: `#` starts one on x86 (operands never hold it), `//` or `;`
+/// on AArch64 (where `#` marks immediates); ` @ ` follows a Mach-O data directive.
 fn split_comment(text: &str, x86: bool) -> (&str, Option<String>) {
-    let at = if x86 { text.find('#') } else { text.find("//") };
+    let at = if x86 {
+        text.find('#').or_else(|| text.find("\t@ "))
+    } else {
+        text.find("//").or_else(|| text.find(';'))
+    };
     match at {
         Some(at) => (text[..at].trim_end(), Some(text[at..].trim().to_string())),
         None => (text, None),
@@ -355,7 +412,13 @@ pub fn arm64_addresses(listing: &[Insn]) -> BTreeMap<u64, u64> {
         let dest = ops.first().cloned().unwrap_or_default();
         match insn.mnemonic.as_str() {
             "adrp" if ops.len() == 2 => {
-                if let Some(page) = hex(&ops[1]) {
+                // The Mach-O printer gives the page in a `; 0x4000` comment; the others print
+                // it as the operand.
+                let page = match insn.comment.as_deref().and_then(|c| c.strip_prefix(';')) {
+                    Some(c) => hex(c.trim()),
+                    None => hex(&ops[1]),
+                };
+                if let Some(page) = page {
                     regs.insert(dest, (page, None));
                 }
                 continue;
