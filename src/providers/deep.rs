@@ -454,11 +454,44 @@ fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepErr
     }
 }
 
-/// Parses `--syms` output: function symbols (`F` flag) defined in a section, named the way the
-/// native provider names them (demangled; Mach-O C names without their leading underscore).
-pub(crate) fn parse_syms(text: &str, macho: bool) -> Vec<Procedure> {
+/// A COFF symbol line of `--syms` on a PE file (GNU and LLVM print the same layout):
+/// `[116](sec  1)(fl 0x00)(ty   20)(scl   2) (nx 1) 0x0000000000000530 leaf_add`. Type `20`
+/// marks a function; the value is an offset into the numbered section, whose virtual address
+/// `sections` gives (numbered from 1).
+fn coff_function<'a>(line: &'a str, sections: &[u64]) -> Option<(u64, &'a str)> {
+    let field =
+        |key: &str| -> Option<&str> { Some(line.split(key).nth(1)?.split(')').next()?.trim()) };
+    if field("(ty")? != "20" {
+        return None;
+    }
+    let section: usize = field("(sec")?.parse().ok()?;
+    let (value, name) = line.split(") 0x").nth(1)?.split_once(' ')?;
+    let value = u64::from_str_radix(value, 16).ok()?;
+    let base = sections.get(section.checked_sub(1)?)?;
+    Some((base.checked_add(value)?, name.trim()))
+}
+
+/// Parses `--syms` output: function symbols (`F` flag, or COFF type 20) defined in a section,
+/// named the way the native provider names them (demangled; Mach-O C names without their
+/// leading underscore). `coff_sections` holds the section addresses of a PE file.
+pub(crate) fn parse_syms(text: &str, macho: bool, coff_sections: &[u64]) -> Vec<Procedure> {
     let mut out: Vec<Procedure> = Vec::new();
     for line in text.lines() {
+        if line.starts_with('[') {
+            if let Some((address, name)) = coff_function(line, coff_sections)
+                && !name.is_empty()
+            {
+                let shown = display_name(name, false);
+                out.push(Procedure {
+                    address,
+                    raw_name: (shown != name).then(|| name.to_string()),
+                    name: Some(shown),
+                    size: None,
+                    aliases: Vec::new(),
+                });
+            }
+            continue;
+        }
         let Some((address, rest)) = line.split_once(' ') else {
             continue;
         };
@@ -630,8 +663,28 @@ pub fn run_procedures(
         provider: c.id.clone(),
         name: c.name.clone(),
         version: version(c, timeout, output_cap)?,
-        result: parse_syms(&text, doc.format == "macho"),
+        result: parse_syms(&text, doc.format == "macho", &pe_section_addresses(doc)),
     })
+}
+
+/// The virtual addresses of a PE document's sections in header order (COFF symbols count them
+/// from 1); empty for other formats or an unreadable file.
+fn pe_section_addresses(doc: &DocumentSpec) -> Vec<u64> {
+    use object::{Object, ObjectSection};
+    if doc.format != "pe" {
+        return Vec::new();
+    }
+    let Ok(bytes) = std::fs::read(&doc.file) else {
+        return Vec::new();
+    };
+    let range = usize::try_from(doc.offset).ok().and_then(|start| {
+        let end = start.checked_add(usize::try_from(doc.size).ok()?)?;
+        bytes.get(start..end)
+    });
+    let Some(Ok(file)) = range.map(object::File::parse) else {
+        return Vec::new();
+    };
+    file.sections().map(|s| s.address()).collect()
 }
 
 /// Default limits for [`run_assembly`], which takes none of its own.
@@ -947,7 +1000,7 @@ mod tests {
         assert_eq!(parsed[0].text, "stp x28, x27, [sp, #-64]!");
         let macho = "0000000000001850 l     F __TEXT,__text _fse_environment_create.cold.1\n\
                      0000000100001864 l     F __TEXT,__text -[AppDelegate printHelpBanner]\n";
-        let syms = parse_syms(macho, true);
+        let syms = parse_syms(macho, true, &[]);
         assert_eq!(syms.len(), 2);
         assert_eq!(
             syms[1].name.as_deref(),
@@ -961,6 +1014,20 @@ mod tests {
         assert_eq!(
             syms[0].raw_name.as_deref(),
             Some("_fse_environment_create.cold.1")
+        );
+        // A PE file's COFF symbol table: values are offsets into numbered sections.
+        let coff = "[  2](sec  1)(fl 0x00)(ty   20)(scl   3) (nx 1) 0x0000000000000010 pre_c_init\n\
+                    AUX scnlen 0x0 nreloc 0 nlnno 0 checksum 0x0 assoc 0 comdat 0\n\
+                    [  5](sec  3)(fl 0x00)(ty    0)(scl   3) (nx 1) 0x000004d0 .rdata$x\n\
+                    [116](sec  2)(fl 0x00)(ty  20)(scl   2) (nx 1) 0x00000530 leaf_add\n";
+        let syms = parse_syms(coff, false, &[0x1000, 0x3000, 0x4000]);
+        let rows: Vec<(u64, Option<&str>)> = syms
+            .iter()
+            .map(|p| (p.address, p.name.as_deref()))
+            .collect();
+        assert_eq!(
+            rows,
+            [(0x1010, Some("pre_c_init")), (0x3530, Some("leaf_add"))]
         );
     }
 

@@ -582,6 +582,11 @@ fn check_deep(
             )
         });
         let procs = deep::run_procedures(c, doc, Duration::from_secs(60), 64 << 20).unwrap();
+        // A file with a symbol table lists its functions (a stripped one may list none).
+        f.kind("deep names")
+            .expect(v.stripped || !procs.result.is_empty(), || {
+                format!("{id}: no procedures from --syms")
+            });
         for dp in &procs.result {
             let ours = image.procedure_starting_at(dp.address);
             let name = dp.name.clone().unwrap_or_default();

@@ -496,3 +496,45 @@ fn macho_jump_tables_are_data_not_instructions_regression_15() {
         .unwrap();
     assert_eq!(after.address, end);
 }
+
+#[test]
+fn deep_procedures_read_pe_symbol_tables_regression_15() {
+    use rea::providers::deep;
+    let path = corpus::build(Variant::new(
+        Source::Graph,
+        Toolchain::PeX64,
+        Opt::O2,
+        false,
+    ));
+    let target = rea::providers::native::admit(&path).unwrap();
+    let nm = corpus::run(
+        "x86_64-w64-mingw32-nm",
+        &["--defined-only", path.to_str().unwrap()],
+    );
+    let leaf_add = nm
+        .lines()
+        .find_map(|l| l.strip_suffix(" T leaf_add"))
+        .map(|a| u64::from_str_radix(a, 16).unwrap())
+        .unwrap();
+    for id in ["objdump", "llvm-objdump-14"] {
+        let c = deep::candidates("pe", None)
+            .into_iter()
+            .find(|c| c.id == id)
+            .unwrap();
+        let procs = deep::run_procedures(
+            &c,
+            &target.documents[0],
+            std::time::Duration::from_secs(60),
+            64 << 20,
+        )
+        .unwrap()
+        .result;
+        let found = procs.iter().find(|p| p.name.as_deref() == Some("leaf_add"));
+        assert_eq!(
+            found.map(|p| p.address),
+            Some(leaf_add),
+            "{id}: {} procedures",
+            procs.len()
+        );
+    }
+}
