@@ -738,6 +738,15 @@ fn check_procedures(v: Variant, image: &Image, r: &Reference, e: &Expectation, f
     }
 }
 
+/// Whether the function at `start` is a PE import thunk: its first instruction jumps through an
+/// import address table slot (`jmp QWORD PTR [rip+0x573a] # 140008200 <__imp___setusermatherr>`).
+fn is_thunk(r: &Reference, start: u64) -> bool {
+    r.listing
+        .iter()
+        .find(|i| i.address == start)
+        .is_some_and(|i| i.is_jump() && i.comment.as_deref().is_some_and(|c| c.contains("<__imp_")))
+}
+
 /// The `@plt` label GNU objdump gives a PLT entry (demangled by c++filt: objdump's `-C` leaves
 /// a name with a suffix mangled).
 fn plt_label(r: &Reference, address: u64) -> Option<String> {
@@ -892,8 +901,9 @@ fn check_calls(v: Variant, image: &Image, r: &Reference, e: &Expectation, f: &mu
         let Some(own) = r.function_containing(insn.address) else {
             continue;
         };
-        // Calls inside a PLT stub's own jump out are the stub, not an edge.
-        if plt_label(r, own).is_some() || insn.section.contains("__stub") {
+        // A stub's own jump out (PLT entry, Mach-O stub, PE import thunk) is the stub, not an
+        // edge.
+        if plt_label(r, own).is_some() || insn.section.contains("__stub") || is_thunk(r, own) {
             continue;
         }
         if insn.is_call() {
@@ -1205,10 +1215,9 @@ pub fn normalize_x86(text: &str, rip_target: Option<u64>) -> String {
         out.push_str(&rest[..open]);
         let close = rest[open..].find(']').map_or(rest.len(), |c| open + c);
         let inner = &rest[open + 1..close];
-        let inner = if inner.contains("rip") && rip_target.is_some() {
-            format!("{:#x}", rip_target.unwrap())
-        } else {
-            inner.to_string()
+        let inner = match rip_target {
+            Some(target) if inner.contains("rip") => format!("{target:#x}"),
+            _ => inner.to_string(),
         };
         let compact: String = inner.chars().filter(|c| !c.is_whitespace()).collect();
         let mut terms: Vec<String> = Vec::new();
@@ -1235,7 +1244,7 @@ pub fn normalize_x86(text: &str, rip_target: Option<u64>) -> String {
     }
     out.push_str(rest);
     // Numbers outside brackets (immediates, branch targets) by value.
-    out.split(|c: char| c == ' ' || c == ',')
+    out.split([' ', ','])
         .filter(|t| !t.is_empty())
         .map(number)
         .collect::<Vec<_>>()

@@ -538,3 +538,21 @@ fn deep_procedures_read_pe_symbol_tables_regression_15() {
         );
     }
 }
+
+#[test]
+fn pe_import_thunks_name_the_import_in_a_stripped_file_regression_15() {
+    // mingw-w64 calls `puts` through a thunk, `puts: jmp [__imp_puts]`; stripped, nothing but
+    // the thunk's slot says what it calls.
+    let image = graph(Toolchain::PeX64, Opt::O2, true);
+    let unstripped = graph(Toolchain::PeX64, Opt::O2, false);
+    let main = by_name(&unstripped, "main").address;
+    let edges = image.callees(main).unwrap().callees;
+    let puts = edges
+        .iter()
+        .find(|e| e.name.as_deref() == Some("puts"))
+        .unwrap_or_else(|| panic!("{edges:?}"));
+    assert_eq!(puts.kind, "import");
+    assert_eq!(puts.via, "call");
+    let callers = image.callers(puts.target).unwrap().callers;
+    assert!(callers.iter().any(|c| c.procedure == main), "{callers:?}");
+}

@@ -1167,7 +1167,7 @@ impl<'a> CodeWalk<'a> {
     fn next(&mut self, mut text: Option<&mut String>) -> Option<Piece<'a>> {
         loop {
             if let Some((d, end)) = &mut self.current {
-                if let Some(insn) = d.next(text.as_mut().map(|t| &mut **t)) {
+                if let Some(insn) = d.next(text.as_deref_mut()) {
                     return Some(Piece::Insn(insn));
                 }
                 self.pos = *end;

@@ -261,10 +261,13 @@ fn cached(name: &str, key: &[u8], make: impl FnOnce(&Path)) -> PathBuf {
     path
 }
 
+/// Build results shared by the tests of one process: each key is built once.
+type Cells<K> = OnceLock<Mutex<HashMap<K, Arc<OnceLock<PathBuf>>>>>;
+
 /// Builds one variant (and, for a stripped one, its unstripped sibling first); returns its path.
 /// Each variant is built at most once per process even when many tests ask at the same time.
 pub fn build(v: Variant) -> PathBuf {
-    static BUILT: OnceLock<Mutex<HashMap<Variant, Arc<OnceLock<PathBuf>>>>> = OnceLock::new();
+    static BUILT: Cells<Variant> = OnceLock::new();
     let cell = BUILT
         .get_or_init(Default::default)
         .lock()
@@ -345,8 +348,7 @@ fn strip(v: Variant) -> PathBuf {
 
 /// A universal Mach-O of the arm64 and x86-64 builds of `source`, joined by `llvm-lipo-14`.
 pub fn universal(source: Source, opt: Opt, stripped: bool) -> PathBuf {
-    static BUILT: OnceLock<Mutex<HashMap<(Source, Opt, bool), Arc<OnceLock<PathBuf>>>>> =
-        OnceLock::new();
+    static BUILT: Cells<(Source, Opt, bool)> = OnceLock::new();
     let cell = BUILT
         .get_or_init(Default::default)
         .lock()
