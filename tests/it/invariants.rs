@@ -153,3 +153,52 @@ fn fsevents_names_sizes_and_deep_names_agree() {
         }
     }
 }
+
+#[test]
+fn ls_plt_stubs_have_no_stub_callers_and_data_pointers_live_in_data_regression_15() {
+    let target = admit(std::path::Path::new("/usr/bin/ls")).unwrap();
+    let image = Image::load(&target.documents[0]).unwrap();
+    let stubs: Vec<u64> = image
+        .procedures()
+        .iter()
+        .filter(|p| p.name.as_deref().is_some_and(|n| n.ends_with("@plt")))
+        .map(|p| p.address)
+        .collect();
+    assert!(stubs.len() > 50);
+    for &stub in &stubs {
+        for caller in image.callers(stub).unwrap().callers {
+            assert!(
+                !stubs.contains(&caller.procedure),
+                "{stub:#x} is called by the stub {:#x}",
+                caller.procedure
+            );
+        }
+    }
+    // No procedure spans the PLT sections.
+    for section in image
+        .sections()
+        .iter()
+        .filter(|s| s.name.starts_with(".plt"))
+    {
+        for p in image.procedures() {
+            if p.address >= section.address && p.address < section.address + section.size {
+                assert!(p.size.is_some_and(|s| s <= 16), "{p:?} in {}", section.name);
+            }
+        }
+    }
+    // Pointers to procedures are program data, never relocation addends or symbol values.
+    let mut pointers = 0;
+    for p in image.procedures() {
+        for d in image.xrefs(p.address).unwrap().data {
+            pointers += 1;
+            assert!(
+                !d.section.starts_with(".rela") && !d.section.starts_with(".dyn"),
+                "{:#x} at {:#x} in {}",
+                p.address,
+                d.at,
+                d.section
+            );
+        }
+    }
+    assert!(pointers > 10, "{pointers}");
+}
