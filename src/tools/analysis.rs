@@ -136,13 +136,19 @@ pub struct About<T> {
     pub result: T,
 }
 
-/// Disassembly by a deep provider.
+/// Disassembly by a deep provider, paged like the native listing.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DeepAssembly {
     /// The procedure.
     pub procedure: ResolvedProcedure,
-    /// Instructions as the provider printed them.
+    /// Number of instructions the provider printed for the whole procedure.
+    pub total_instructions: usize,
+    /// Index of the first instruction of this page.
+    pub offset: usize,
+    /// Instructions `[offset, offset + limit)` as the provider printed them.
     pub instructions: Vec<deep::DeepInstruction>,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<usize>,
 }
 
 /// Either provider's disassembly.
@@ -459,8 +465,9 @@ impl ReaServer {
                     })
                     .unwrap_or(start.saturating_add(0x1000));
                 let d = doc.clone();
+                let (offset, limit) = (args.offset, args.limit.unwrap_or(64).clamp(1, 2000));
                 let output = tokio::task::spawn_blocking(move || {
-                    deep::run_assembly(&candidate, &d, start, end)
+                    deep::run_assembly_page(&candidate, &d, start, end, offset, limit)
                 })
                 .await??;
                 let mut q = Qualifiers::observed();
@@ -475,9 +482,13 @@ impl ReaServer {
                     file: None,
                     line: None,
                 }];
+                let page = output.result;
                 let result = AssemblyResult::Deep(DeepAssembly {
                     procedure,
-                    instructions: output.result,
+                    total_instructions: page.total_instructions,
+                    offset: page.offset,
+                    instructions: page.instructions,
+                    next_offset: page.next_offset,
                 });
                 Ok(Json(
                     observe(

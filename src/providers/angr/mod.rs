@@ -32,7 +32,7 @@ use crate::providers::decompile::{
     CodeReference, DecompileError, Decompiled, Decompiler, DecompilerIdentity, PseudoCode,
     PseudoCodePage, ReferenceKind, Referent, Timings,
 };
-use crate::providers::native::{DocumentSpec, Image, display_names};
+use crate::providers::native::{DocumentSpec, Image, display_name};
 use protocol::{Load, Named, RawReference, Request, Segment, Zero};
 
 /// The provider id: what a call names to get angr's pseudo-code.
@@ -508,8 +508,9 @@ fn load_request(image: &Image) -> Result<Load, DecompileError> {
             _ => load.slots.push(entry),
         }
     }
+    let macho = image.document().format == "macho";
     for (address, raw) in image.symbols() {
-        name(&mut load, *address, &display_names(raw).0);
+        name(&mut load, *address, &display_name(raw, macho));
     }
     Ok(load)
 }
@@ -549,7 +550,7 @@ fn resolve(image: &Image, raw: &RawReference) -> Option<CodeReference> {
     };
     let symbol = || {
         image.symbol_name_at(address).map(|raw| Referent::Symbol {
-            name: display_names(raw).0,
+            name: display_name(raw, image.document().format == "macho"),
         })
     };
     let referent = match kind {

@@ -94,6 +94,11 @@ impl<'a> Disassembler<'a> {
             o.set_branch_leading_zeros(false);
             o.set_leading_zeros(false);
             o.set_rip_relative_addresses(false);
+            // Operand sizes and branch forms as GNU and LLVM objdump print them: every memory
+            // operand states its size (`nop dword ptr [rax]`, `movsxd rax, dword ptr [...]`),
+            // and a branch shows its target without a `short`/`near` hint.
+            o.set_memory_size_options(iced_x86::MemorySizeOptions::Always);
+            o.set_show_branch_size(false);
             f
         });
         Disassembler {

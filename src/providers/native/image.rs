@@ -58,7 +58,8 @@ pub struct ImportEntry {
     /// Library the symbol is imported from, when the format records it per import.
     pub library: Option<String>,
     /// `plt` (ELF stub), `got` (ELF pointer slot), `stub` (Mach-O stub), `pointer` (Mach-O
-    /// pointer slot) or `iat` (PE import address table slot).
+    /// pointer slot), `iat` (PE import address table slot) or `thunk` (PE code that jumps
+    /// through an import address table slot, such as mingw-w64's `puts: jmp [__imp_puts]`).
     pub kind: String,
 }
 

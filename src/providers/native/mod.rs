@@ -48,7 +48,7 @@ pub use body::BodyFacts;
 pub use image::{Image, ImportEntry, SectionInfo};
 pub use procedures::procedures;
 pub use strings::{StringMatch, StringMatches, StringQuery};
-pub(crate) use symbols::display_names;
+pub(crate) use symbols::display_name;
 
 /// The provider id under which the native reader records its observations.
 pub const PROVIDER_ID: &str = "auto";
@@ -203,10 +203,22 @@ pub struct Procedure {
     pub address: u64,
     /// Name from symbols, exports, PLT relocations or Go's pclntab, demangled where possible.
     pub name: Option<String>,
-    /// The symbol exactly as stored, present only when it differs from `name`.
+    /// The symbol as stored, present only when it differs from `name`: mangled, with Mach-O's
+    /// leading underscore, or with its ELF version as `nm -D` prints it (`memcpy@@GLIBC_2.14`
+    /// for the default version, whose `name` is plain `memcpy`; a non-default version keeps
+    /// `@VERSION` in `name` too).
     pub raw_name: Option<String>,
-    /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range).
+    /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range, a PLT
+    /// entry's spacing), or for Mach-O the extent to the next function start or the section's
+    /// end (`LC_FUNCTION_STARTS` lists every function the linker laid out).
     pub size: Option<u64>,
+    /// Other names of the same address (aliases such as `__libc_malloc` beside `malloc`, the
+    /// local name of an IFUNC's resolver), displayed like `name`, sorted and without
+    /// duplicates. `name` is the primary one: a global name before a local one, a plain or
+    /// default-version name before a non-default version, an IFUNC's name before its
+    /// resolver's, then fewest leading underscores, shortest, alphabetical.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
 /// Why a path was not admitted as a target.
@@ -395,6 +407,7 @@ mod tests {
             name: Some("main".into()),
             raw_name: None,
             size: Some(16),
+            aliases: Vec::new(),
         };
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(json["address"], "0x401000");
