@@ -269,6 +269,11 @@ impl CallGraph {
                 let site = edge.sites.first().copied().unwrap_or(edge.target);
                 out[from as usize].push(Edge { to, via, site });
             }
+            // An import stub's own indirect jump is the dynamic link to the import it stands
+            // for, not a call whose target is unknown.
+            if graph.nodes[from as usize].kind == NodeKind::Import {
+                continue;
+            }
             gaps[from as usize].extend(callees.unresolved.into_iter().map(|u| Gap {
                 site: u.site,
                 kind: u.kind,
