@@ -12,6 +12,7 @@
 //! - `backtrace`: the typed registers and call stack of a crash.
 //! - `unwind`: the bounded x86-64 stack walk (call frame information, else frame pointers).
 //! - `cfi`: `.eh_frame` of the mapped modules, read from their files, as unwind rows.
+//! - `tracee`: registers, memory and mappings of the stopped crashed program for the walk.
 //! - `compare`: two captures compared per dimension after normalization rules.
 //! - `report`: a plain-text rendering of a capture.
 //!
@@ -26,6 +27,8 @@ pub mod policy;
 pub mod report;
 pub mod run;
 pub mod scenario;
+#[cfg(target_os = "linux")]
+mod tracee;
 mod unwind;
 
 pub use backtrace::{Backtrace, Frame, FrameKind, FrameSource, MAX_FRAMES, RegisterValue, WalkEnd};
