@@ -5,6 +5,7 @@ mod analysis;
 mod angr;
 mod arm64;
 mod artifacts;
+mod backtrace;
 mod capture;
 mod cli_output;
 mod common;
