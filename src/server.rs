@@ -273,9 +273,11 @@ impl ReaServer {
                 None,
             ));
         }
-        let javascript_target = arguments
-            .get("target_path")
-            .is_some_and(|p| is_javascript_directory(Path::new(p)));
+        // An undeclared argument is not rendered, and does not steer the workflow either.
+        let javascript_target = prompt.argument("target_path").is_some()
+            && arguments
+                .get("target_path")
+                .is_some_and(|p| is_javascript_directory(Path::new(p)));
         let tools = self.live_tool_names();
         let text = render(
             &prompt,
@@ -335,9 +337,10 @@ impl ServerHandler for ReaServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        crate::transport::refuse_cursor(request.as_ref())?;
         let modern = is_modern(&context);
         Ok(ListPromptsResult {
             result_type: Some(ResultType::COMPLETE),
@@ -429,9 +432,10 @@ impl ServerHandler for ReaServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        crate::transport::refuse_cursor(request.as_ref())?;
         let modern = is_modern(&context);
         Ok(ListToolsResult {
             result_type: Some(ResultType::COMPLETE),
@@ -556,7 +560,7 @@ fn changes_owned_file(dir: &Path, event: &notify::Event) -> bool {
     let prompts = dir.join("prompts");
     changes
         && event.paths.iter().any(|p| {
-            p == &dir.join(crate::analyzers::capture::CONFIG_FILE_NAME)
+            p == &dir.join(crate::settings::CONFIG_FILE_NAME)
                 || p == &prompts
                 || (p.parent() == Some(prompts.as_path())
                     && p.extension().is_some_and(|e| e == "toml"))

@@ -4,6 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::fsroot::{NewFile, Opened, Roots};
+
+/// The operator's configuration file in `$REA_CONFIG_DIR`: the capture policy (`[capture]`) and
+/// deep providers' settings (`[providers.angr]`).
+pub const CONFIG_FILE_NAME: &str = "rea.toml";
+
 /// Operator settings shared by every connection.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -11,14 +17,15 @@ pub struct Settings {
     pub state_dir: PathBuf,
     /// `$REA_CONFIG_DIR`: prompt files under `prompts/`, policy in `rea.toml`.
     pub config_dir: Option<PathBuf>,
-    /// When non-empty, every path a tool takes must lie under one of these (canonical) roots.
-    pub allowed_roots: Vec<PathBuf>,
+    /// When confined, every path a tool takes is resolved beneath one of these roots, which are
+    /// opened once when the settings are made (`REA_ALLOWED_ROOTS`).
+    pub allowed_roots: Roots,
 }
 
 impl Settings {
     /// Settings from the environment, with an optional explicit state directory.
     pub fn from_env(state_dir: Option<&Path>) -> Settings {
-        let roots = std::env::var_os("REA_ALLOWED_ROOTS")
+        let roots: Vec<PathBuf> = std::env::var_os("REA_ALLOWED_ROOTS")
             .map(|v| {
                 std::env::split_paths(&v)
                     .filter(|p| !p.as_os_str().is_empty())
@@ -30,7 +37,7 @@ impl Settings {
             config_dir: std::env::var_os("REA_CONFIG_DIR")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
-            allowed_roots: roots,
+            allowed_roots: Roots::new(roots),
         }
     }
 
@@ -39,47 +46,15 @@ impl Settings {
         self.config_dir.as_ref().map(|d| d.join("prompts"))
     }
 
-    /// Canonicalizes `path` (resolving symlinks and `..`) and checks it against the allowed roots.
-    pub fn check_path(&self, path: &Path) -> Result<PathBuf, String> {
-        let canonical =
-            std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        self.check_canonical(&canonical)?;
-        Ok(canonical)
+    /// Resolves `path` beneath the allowed roots and opens it: the returned file or directory is
+    /// what the operation reads from then on, by descriptor (see [`crate::fsroot`]).
+    pub fn check_path(&self, path: &Path) -> Result<Opened, String> {
+        self.allowed_roots.open(path).map_err(|e| e.to_string())
     }
 
-    /// Checks a path that may not exist yet (an export destination): its parent must resolve
-    /// inside the allowed roots.
-    pub fn check_new_path(&self, path: &Path) -> Result<PathBuf, String> {
-        let name = path
-            .file_name()
-            .ok_or_else(|| format!("{} names no file", path.display()))?;
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let parent =
-            std::fs::canonicalize(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        let full = parent.join(name);
-        self.check_canonical(&full)?;
-        Ok(full)
-    }
-
-    fn check_canonical(&self, canonical: &Path) -> Result<(), String> {
-        if self.allowed_roots.is_empty() {
-            return Ok(());
-        }
-        let inside = self.allowed_roots.iter().any(|root| {
-            std::fs::canonicalize(root)
-                .map(|r| canonical.starts_with(r))
-                .unwrap_or(false)
-        });
-        if inside {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} is outside the allowed roots set by the operator (REA_ALLOWED_ROOTS)",
-                canonical.display()
-            ))
-        }
+    /// Resolves the directory of a file that may not exist yet (an export destination) beneath
+    /// the allowed roots; the file is created in it by descriptor.
+    pub fn check_new_path(&self, path: &Path) -> Result<NewFile, String> {
+        self.allowed_roots.open_new(path).map_err(|e| e.to_string())
     }
 }

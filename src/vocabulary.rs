@@ -221,7 +221,7 @@ vocabulary!(
 
 vocabulary!(
     /// How code reaches an imported symbol.
-    ImportKind, "an import kind (plt, got, stub, pointer, iat)", {
+    ImportKind, "an import kind (plt, got, stub, pointer, iat, thunk)", {
         /// An ELF procedure linkage table stub.
         Plt => "plt",
         /// An ELF global offset table slot.
@@ -232,6 +232,9 @@ vocabulary!(
         Pointer => "pointer",
         /// A PE import address table slot.
         Iat => "iat",
+        /// PE code that jumps through an import address table slot (mingw-w64's
+        /// `puts: jmp [__imp_puts]`).
+        Thunk => "thunk",
     }
 );
 

@@ -193,7 +193,7 @@ async fn exchange(mode: Mode, frames: Vec<u8>) {
     let shared = Shared::new(Settings {
         state_dir: state_dir().to_path_buf(),
         config_dir: None,
-        allowed_roots: vec![PathBuf::from(ROOT)],
+        allowed_roots: rea::fsroot::Roots::new([PathBuf::from(ROOT)]),
     });
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     let server = ReaServer::new(shared);

@@ -1,8 +1,8 @@
 //! Fuzzes guided-prompt rendering with arbitrary argument maps (any Unicode, huge values, hostile
 //! markup). The arguments must sit in exactly one data block that no value can close, parse back
-//! to exactly the arguments given, add no line per value, and the workflow must name only tools
-//! of the live catalog. The server's `render_prompt` must refuse exactly the requests that lack a
-//! required argument.
+//! to exactly the given arguments the prompt declares (undeclared ones are not rendered), add no
+//! line per value, and the workflow must name only tools of the live catalog. The server's
+//! `render_prompt` must refuse exactly the requests that lack a required argument.
 //!
 //! Input: the first byte picks the prompt (low 3 bits), whether the target is a JavaScript
 //! directory (bit 3) and which quarter of the tools to drop from the catalog (bits 4-5, when bit
@@ -30,7 +30,7 @@ fn env() -> &'static Env {
         let shared: Arc<Shared> = Shared::new(Settings {
             state_dir: rea_fuzz::fresh_dir("prompt-state"),
             config_dir: None,
-            allowed_roots: vec![],
+            allowed_roots: rea::fsroot::Roots::none(),
         });
         Env {
             prompts: builtin_prompts(),
@@ -79,13 +79,19 @@ fuzz_target!(|data: &[u8]| {
     let text = render(prompt, &arguments, &ctx);
     assert_eq!(text.matches("<data>").count(), 1, "one <data> opening");
     assert_eq!(text.matches("</data>").count(), 1, "a value closed the data block");
+    // Only the arguments the prompt declares are rendered.
+    let declared: BTreeMap<String, String> = arguments
+        .iter()
+        .filter(|(name, _)| prompt.argument(name).is_some())
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
     let block = data_block(&text);
-    let expected_lines = if arguments.is_empty() { 1 } else { arguments.len() + 2 };
+    let expected_lines = if declared.is_empty() { 1 } else { declared.len() + 2 };
     assert_eq!(block.lines().count(), expected_lines, "a value added a line: {block}");
     assert!(!block.contains(['<', '>', '`', '\u{2028}', '\u{2029}']), "markup in {block}");
     let back: BTreeMap<String, String> = serde_json::from_str(block)
         .unwrap_or_else(|e| panic!("the data block does not parse back: {e}\n{block}"));
-    assert_eq!(back, arguments, "the data block does not hold the arguments");
+    assert_eq!(back, declared, "the data block does not hold the declared arguments");
     let named = mentioned_tools(&text);
     assert!(named.is_subset(&tools), "workflow names tools outside the catalog: {named:?}");
 

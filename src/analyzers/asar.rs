@@ -1,19 +1,24 @@
 //! Reads Electron `asar` archives in place: the header is parsed and checked once, and file
-//! contents are read on demand, so nothing is ever extracted to disk.
+//! contents are read on demand through the descriptor opened with the archive, so nothing is
+//! ever extracted to disk and nothing swapped in after the check is read.
 //!
 //! Layout (as written by `@electron/asar` 3.x): bytes 0..16 hold four little-endian `u32`s — the
 //! size-pickle payload length (always 4), the header pickle size, the header pickle payload
 //! size and the JSON string length. The JSON header starts at byte 16 and the packed file data
 //! starts at `8 + header pickle size`. File offsets in the JSON are decimal strings relative to
 //! that data start. Files marked `unpacked` live in the sibling directory `<archive>.unpacked/`.
+//!
+//! The header is parsed as a stream straight into entries (no JSON tree is built, which cost
+//! 1.9 GiB for a million entries), its size is bounded by [`MAX_HEADER_LEN`], and packed entries
+//! whose bytes overlap are refused.
 
-use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::fsroot::{Directory, FsError, RegularFile};
 
 /// The most entries (files and links) one archive may declare; real applications hold a few
 /// hundred thousand at most, so more than this is treated as hostile.
@@ -22,8 +27,9 @@ pub const MAX_ENTRIES: usize = 1_000_000;
 /// The deepest directory nesting accepted. `node_modules` trees rarely exceed 30 levels.
 pub const MAX_DEPTH: usize = 48;
 
-/// The largest JSON header accepted (256 MiB); a million entries fit comfortably below it.
-pub const MAX_HEADER_LEN: u64 = 256 * 1024 * 1024;
+/// The largest JSON header accepted (64 MiB). Real headers are a few megabytes (a 100,000-file
+/// application's is about 15 MB); a million minimal entries fit below this.
+pub const MAX_HEADER_LEN: u64 = 64 * 1024 * 1024;
 
 /// How many symbolic links `read` follows before giving up, so a link cycle cannot loop forever.
 const MAX_LINK_HOPS: usize = 32;
@@ -128,6 +134,20 @@ pub enum AsarError {
     /// Following symbolic links did not reach a file within `MAX_LINK_HOPS` hops.
     #[error("{archive}: link {entry:?} does not resolve to a file (cycle or dangling link)")]
     BadLink { archive: PathBuf, entry: String },
+    /// Two packed entries share bytes of the data area. `@electron/asar` never writes that; a
+    /// header that does makes every alias cost a read of the same payload.
+    #[error(
+        "{archive}: entries {entry:?} and {other:?} overlap in the data area; refusing the archive"
+    )]
+    Overlapping {
+        archive: PathBuf,
+        entry: String,
+        other: String,
+    },
+    /// The archive, or its `.unpacked` directory, could not be opened as a regular file or
+    /// directory beneath where it was found.
+    #[error(transparent)]
+    File(#[from] FsError),
     /// An unpacked file on disk does not have the size the header declares.
     #[error("{path}: unpacked file is {actual} bytes but the archive header declares {declared}")]
     UnpackedSizeMismatch {
@@ -156,40 +176,51 @@ pub struct Entry {
     pub integrity: Option<String>,
 }
 
-/// An opened asar archive: its parsed header and the location of its data.
+/// An opened asar archive: its parsed header, the descriptor of its file and of its
+/// `.unpacked` directory.
 ///
-/// Opening reads only the header; `read` opens the file again for each request so an `Archive`
-/// holds no file handle and can be shared freely between threads.
+/// Cloning shares the descriptors; reads use positioned reads, so an `Archive` can be shared
+/// freely between threads.
 #[derive(Debug, Clone)]
 pub struct Archive {
     path: PathBuf,
+    file: RegularFile,
+    unpacked: Option<Directory>,
     header_json: String,
     data_start: u64,
     file_len: u64,
+    /// Sorted by path (searched by bisection).
     entries: Vec<Entry>,
-    by_path: HashMap<String, usize>,
 }
 
 impl Archive {
-    /// Opens `path`, reads and validates its header, and lists its entries.
-    ///
-    /// Every packed entry is checked against the file length, so a later `read` cannot be sent
-    /// past the end of the archive by the header.
+    /// Opens `path` as the system resolves it (no roots), with its `.unpacked` sibling.
     pub fn open(path: &Path) -> Result<Archive, AsarError> {
+        let file = RegularFile::open(path)?;
+        let unpacked = file.sibling_dir(".unpacked").ok();
+        Archive::from_file(file, unpacked)
+    }
+
+    /// Reads and validates the header of an opened archive file and lists its entries;
+    /// `unpacked` is its `.unpacked` directory, when there is one.
+    ///
+    /// Every packed entry is checked against the file length and against the other entries, so
+    /// a later `read` can neither be sent past the end of the archive nor made to read the same
+    /// bytes for many names.
+    pub fn from_file(file: RegularFile, unpacked: Option<Directory>) -> Result<Archive, AsarError> {
+        let path = file.path().to_path_buf();
         let io = |source| AsarError::Io {
-            path: path.to_path_buf(),
+            path: path.clone(),
             source,
         };
-        let mut file = File::open(path).map_err(io)?;
-        let file_len = file.metadata().map_err(io)?.len();
+        let file_len = file.len();
         if file_len < 16 {
             return Err(AsarError::TooSmall {
-                archive: path.to_path_buf(),
+                archive: path,
                 len: file_len,
             });
         }
-        let mut preamble = [0u8; 16];
-        file.read_exact(&mut preamble).map_err(io)?;
+        let preamble = file.read_range(0, 16).map_err(io)?;
         let word = |i: usize| {
             u32::from_le_bytes([
                 preamble[i * 4],
@@ -201,7 +232,7 @@ impl Archive {
         let (size_payload, pickle_size, payload_size, json_len) =
             (word(0), word(1), word(2), word(3));
         Self::check_preamble(
-            path,
+            &path,
             file_len,
             size_payload,
             pickle_size,
@@ -209,27 +240,22 @@ impl Archive {
             json_len,
         )?;
 
-        let mut raw = vec![0u8; json_len as usize];
-        file.read_exact(&mut raw).map_err(io)?;
+        let raw = file.read_range(16, u64::from(json_len)).map_err(io)?;
         let header_json = String::from_utf8(raw).map_err(|e| AsarError::HeaderJson {
-            archive: path.to_path_buf(),
+            archive: path.clone(),
             message: format!("not UTF-8 at byte {}", e.utf8_error().valid_up_to()),
         })?;
         let data_start = 8 + u64::from(pickle_size);
         let data_len = file_len - data_start;
-        let entries = parse_header(path, &header_json, data_len)?;
-        let by_path = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.path.clone(), i))
-            .collect();
+        let entries = parse_header(&path, &header_json, data_len)?;
         Ok(Archive {
-            path: path.to_path_buf(),
+            path,
+            file,
+            unpacked,
             header_json,
             data_start,
             file_len,
             entries,
-            by_path,
         })
     }
 
@@ -304,9 +330,11 @@ impl Archive {
 
     /// The entry at `path` (relative, `/`-separated; a leading `/` or `./` is ignored).
     pub fn entry(&self, path: &str) -> Option<&Entry> {
-        self.by_path
-            .get(normalize(path))
-            .and_then(|&i| self.entries.get(i))
+        let path = normalize(path);
+        self.entries
+            .binary_search_by(|e| e.path.as_str().cmp(path))
+            .ok()
+            .map(|i| &self.entries[i])
     }
 
     /// The sibling directory that holds unpacked files: `<archive file name>.unpacked`.
@@ -352,11 +380,8 @@ impl Archive {
     }
 
     fn read_packed(&self, entry: &Entry, offset: u64) -> Result<Vec<u8>, AsarError> {
-        let io = |source| AsarError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        // `open` checked this against the file length; checked again in case of arithmetic doubt.
+        // `from_file` checked this against the file length; checked again in case of arithmetic
+        // doubt.
         let start = self
             .data_start
             .checked_add(offset)
@@ -371,37 +396,35 @@ impl Archive {
                 size: entry.size,
                 data_len: self.file_len.saturating_sub(self.data_start),
             })?;
-        let mut file = File::open(&self.path).map_err(io)?;
-        file.seek(SeekFrom::Start(start)).map_err(io)?;
-        let mut buf = vec![0u8; entry.size as usize];
-        file.read_exact(&mut buf).map_err(io)?;
-        Ok(buf)
+        self.file
+            .read_range(start, entry.size)
+            .map_err(|source| AsarError::Io {
+                path: self.path.clone(),
+                source,
+            })
     }
 
+    /// Reads an unpacked file beneath the `.unpacked` directory opened with the archive: links
+    /// in it are followed only while they stay inside it, and only a regular file of the
+    /// declared size is read.
     fn read_unpacked(&self, entry: &Entry) -> Result<Vec<u8>, AsarError> {
         let mut disk = self.unpacked_dir();
         for part in entry.path.split('/') {
             disk.push(part);
         }
-        let io = |source| AsarError::Io {
+        let dir = self.unpacked.as_ref().ok_or_else(|| AsarError::Io {
             path: disk.clone(),
-            source,
-        };
-        let meta = std::fs::metadata(&disk).map_err(io)?;
-        if meta.len() != entry.size {
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })?;
+        let file = dir.open_file(&entry.path)?;
+        if file.len() != entry.size {
             return Err(AsarError::UnpackedSizeMismatch {
                 path: disk,
                 declared: entry.size,
-                actual: meta.len(),
+                actual: file.len(),
             });
         }
-        let mut buf = Vec::with_capacity(entry.size as usize);
-        File::open(&disk)
-            .map_err(io)?
-            .take(entry.size)
-            .read_to_end(&mut buf)
-            .map_err(io)?;
-        Ok(buf)
+        Ok(file.read_all(entry.size)?)
     }
 }
 
@@ -443,79 +466,111 @@ fn check_json_nesting(archive: &Path, json: &str) -> Result<(), AsarError> {
     Ok(())
 }
 
-/// Parses the JSON header into a sorted list of entries, checking every name, size and offset.
+/// Parses the JSON header into a sorted list of entries, checking every name, size and offset,
+/// and that no two packed entries share bytes.
 fn parse_header(archive: &Path, json: &str, data_len: u64) -> Result<Vec<Entry>, AsarError> {
     check_json_nesting(archive, json)?;
-    let root: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| AsarError::HeaderJson {
-            archive: archive.to_path_buf(),
-            message: e.to_string(),
-        })?;
     let mut walker = Walker {
         archive,
         data_len,
         entries: Vec::new(),
+        error: None,
     };
-    let files = root
-        .get("files")
-        .ok_or_else(|| walker.malformed("", "the root has no \"files\" object"))?;
-    walker.directory("", files, 1)?;
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let parsed = RootSeed(&mut walker)
+        .deserialize(&mut deserializer)
+        .and_then(|found| deserializer.end().map(|()| found));
+    if let Some(e) = walker.error.take() {
+        return Err(e);
+    }
+    let found = parsed.map_err(|e| AsarError::HeaderJson {
+        archive: archive.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    if !found {
+        return Err(walker.malformed("", "the root has no \"files\" object"));
+    }
     let mut entries = walker.entries;
     entries.sort_by(|a, b| a.path.cmp(&b.path));
+    if let Some(pair) = entries.windows(2).find(|w| w[0].path == w[1].path) {
+        return Err(walker_malformed(archive, &pair[0].path, "declared twice"));
+    }
+    check_overlaps(archive, &entries)?;
     Ok(entries)
 }
 
-/// Depth-first walk of the header's directory tree, collecting entries.
+/// Refuses packed entries whose byte ranges overlap (empty entries overlap nothing).
+fn check_overlaps(archive: &Path, entries: &[Entry]) -> Result<(), AsarError> {
+    let mut packed: Vec<(u64, u64, &str)> = entries
+        .iter()
+        .filter(|e| e.size > 0)
+        .filter_map(|e| e.offset.map(|o| (o, o + e.size, e.path.as_str())))
+        .collect();
+    packed.sort_unstable();
+    let mut last: Option<(u64, &str)> = None;
+    for &(start, end, path) in &packed {
+        if let Some((last_end, last_path)) = last
+            && start < last_end
+        {
+            return Err(AsarError::Overlapping {
+                archive: archive.to_path_buf(),
+                entry: path.to_string(),
+                other: last_path.to_string(),
+            });
+        }
+        if last.is_none_or(|(e, _)| end > e) {
+            last = Some((end, path));
+        }
+    }
+    Ok(())
+}
+
+fn walker_malformed(archive: &Path, entry: &str, reason: &str) -> AsarError {
+    AsarError::MalformedEntry {
+        archive: archive.to_path_buf(),
+        entry: entry.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Collects entries while the header streams through the deserializer. An error of ours is kept
+/// here and the deserializer is stopped with a placeholder error.
 struct Walker<'a> {
     archive: &'a Path,
     data_len: u64,
     entries: Vec<Entry>,
+    error: Option<AsarError>,
+}
+
+/// The fields of a file node, as found; checked once the node ends.
+#[derive(Default)]
+struct FileFields {
+    size: Option<serde_json::Value>,
+    offset: Option<serde_json::Value>,
+    unpacked: bool,
+    executable: bool,
+    link: Option<serde_json::Value>,
+    integrity: Option<String>,
+}
+
+/// `integrity` of a file node: only `hash` is kept; anything else (the block list) is skipped.
+#[derive(Deserialize)]
+struct Integrity {
+    #[serde(default)]
+    hash: Option<serde_json::Value>,
 }
 
 impl Walker<'_> {
     fn malformed(&self, entry: &str, reason: &str) -> AsarError {
-        AsarError::MalformedEntry {
-            archive: self.archive.to_path_buf(),
-            entry: entry.to_string(),
-            reason: reason.to_string(),
-        }
+        walker_malformed(self.archive, entry, reason)
     }
 
-    fn directory(
-        &mut self,
-        prefix: &str,
-        files: &serde_json::Value,
-        depth: usize,
-    ) -> Result<(), AsarError> {
-        if depth > MAX_DEPTH {
-            return Err(AsarError::TooDeep {
-                archive: self.archive.to_path_buf(),
-                entry: prefix.to_string(),
-                limit: MAX_DEPTH,
-            });
+    /// Keeps `error` and returns the placeholder that stops the deserializer.
+    fn fail<E: de::Error>(&mut self, error: AsarError) -> E {
+        if self.error.is_none() {
+            self.error = Some(error);
         }
-        let map = files
-            .as_object()
-            .ok_or_else(|| self.malformed(prefix, "\"files\" is not an object"))?;
-        for (name, node) in map {
-            let path = self.child_path(prefix, name)?;
-            let node_map = node
-                .as_object()
-                .ok_or_else(|| self.malformed(&path, "node is not an object"))?;
-            if let Some(children) = node_map.get("files") {
-                self.directory(&path, children, depth + 1)?;
-            } else {
-                if self.entries.len() >= MAX_ENTRIES {
-                    return Err(AsarError::TooManyEntries {
-                        archive: self.archive.to_path_buf(),
-                        limit: MAX_ENTRIES,
-                    });
-                }
-                let entry = self.file(path, node_map)?;
-                self.entries.push(entry);
-            }
-        }
-        Ok(())
+        E::custom("stopped")
     }
 
     fn child_path(&self, prefix: &str, name: &str) -> Result<String, AsarError> {
@@ -537,25 +592,27 @@ impl Walker<'_> {
         })
     }
 
-    fn file(
-        &self,
-        path: String,
-        node: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Entry, AsarError> {
-        let flag = |key: &str| node.get(key).and_then(|v| v.as_bool()).unwrap_or(false);
-        let unpacked = flag("unpacked");
-        let executable = flag("executable");
-        let integrity = node
-            .get("integrity")
-            .and_then(|i| i.get("hash"))
-            .and_then(|h| h.as_str())
-            .map(|h| h.to_ascii_lowercase());
-        if let Some(link) = node.get("link") {
+    fn push_file(&mut self, path: String, fields: FileFields) -> Result<(), AsarError> {
+        if self.entries.len() >= MAX_ENTRIES {
+            return Err(AsarError::TooManyEntries {
+                archive: self.archive.to_path_buf(),
+                limit: MAX_ENTRIES,
+            });
+        }
+        let FileFields {
+            size,
+            offset,
+            unpacked,
+            executable,
+            link,
+            integrity,
+        } = fields;
+        if let Some(link) = link {
             let target = link
                 .as_str()
                 .ok_or_else(|| self.malformed(&path, "\"link\" is not a string"))?;
             let target = self.check_link(&path, target)?;
-            return Ok(Entry {
+            self.entries.push(Entry {
                 path,
                 size: 0,
                 offset: None,
@@ -564,12 +621,13 @@ impl Walker<'_> {
                 link: Some(target),
                 integrity,
             });
+            return Ok(());
         }
-        let size = self.size(&path, node.get("size"))?;
+        let size = self.size(&path, size.as_ref())?;
         let offset = if unpacked {
             None
         } else {
-            let offset = self.offset(&path, node.get("offset"))?;
+            let offset = self.offset(&path, offset.as_ref())?;
             let past_end = offset
                 .checked_add(size)
                 .is_none_or(|end| end > self.data_len);
@@ -584,7 +642,7 @@ impl Walker<'_> {
             }
             Some(offset)
         };
-        Ok(Entry {
+        self.entries.push(Entry {
             path,
             size,
             offset,
@@ -592,7 +650,8 @@ impl Walker<'_> {
             executable,
             link: None,
             integrity,
-        })
+        });
+        Ok(())
     }
 
     /// Sizes are JSON numbers; anything but a whole number up to `u32::MAX` is refused, matching
@@ -648,6 +707,197 @@ impl Walker<'_> {
             }
         }
         Ok(parts.join("/"))
+    }
+}
+
+/// The header's root object: only its `files` matter. Yields whether it had them.
+struct RootSeed<'w, 'a>(&'w mut Walker<'a>);
+
+impl<'de> DeserializeSeed<'de> for RootSeed<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RootSeed<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object with \"files\"")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
+        let mut found = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "files" && !found {
+                map.next_value_seed(DirSeed {
+                    walker: &mut *self.0,
+                    prefix: String::new(),
+                    depth: 1,
+                })?;
+                found = true;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A `files` object: names to nodes.
+struct DirSeed<'w, 'a> {
+    walker: &'w mut Walker<'a>,
+    prefix: String,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for DirSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// Implements the non-object cases of a visitor as "not an object" errors of the walker.
+macro_rules! not_an_object {
+    ($reason:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Err(self.not_object($reason))
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Err(self.not_object($reason))
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Err(self.not_object($reason))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Err(self.not_object($reason))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Err(self.not_object($reason))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Err(self.not_object($reason))
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(self.not_object($reason))
+        }
+    };
+}
+
+impl DirSeed<'_, '_> {
+    fn not_object<E: de::Error>(self, reason: &str) -> E {
+        let error = self.walker.malformed(&self.prefix, reason);
+        self.walker.fail(error)
+    }
+}
+
+impl<'de> Visitor<'de> for DirSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a files object")
+    }
+
+    not_an_object!("\"files\" is not an object");
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        if self.depth > MAX_DEPTH {
+            let error = AsarError::TooDeep {
+                archive: self.walker.archive.to_path_buf(),
+                entry: self.prefix.clone(),
+                limit: MAX_DEPTH,
+            };
+            return Err(self.walker.fail(error));
+        }
+        while let Some(name) = map.next_key::<String>()? {
+            let path = match self.walker.child_path(&self.prefix, &name) {
+                Ok(path) => path,
+                Err(e) => return Err(self.walker.fail(e)),
+            };
+            map.next_value_seed(NodeSeed {
+                walker: &mut *self.walker,
+                path,
+                depth: self.depth,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// One node: a directory (it has `files`) or a file or link.
+struct NodeSeed<'w, 'a> {
+    walker: &'w mut Walker<'a>,
+    path: String,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for NodeSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl NodeSeed<'_, '_> {
+    fn not_object<E: de::Error>(self, reason: &str) -> E {
+        let error = self.walker.malformed(&self.path, reason);
+        self.walker.fail(error)
+    }
+}
+
+impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a header node")
+    }
+
+    not_an_object!("node is not an object");
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        let mut directory = false;
+        let mut fields = FileFields::default();
+        let flag = |v: serde_json::Value| v.as_bool().unwrap_or(false);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "files" if !directory => {
+                    map.next_value_seed(DirSeed {
+                        walker: &mut *self.walker,
+                        prefix: self.path.clone(),
+                        depth: self.depth + 1,
+                    })?;
+                    directory = true;
+                }
+                "size" => fields.size = Some(map.next_value()?),
+                "offset" => fields.offset = Some(map.next_value()?),
+                "link" => fields.link = Some(map.next_value()?),
+                "unpacked" => fields.unpacked = flag(map.next_value()?),
+                "executable" => fields.executable = flag(map.next_value()?),
+                "integrity" => {
+                    // Anything but an object with a string `hash` records no integrity.
+                    let value: serde_json::Value = map.next_value()?;
+                    fields.integrity = serde_json::from_value::<Integrity>(value)
+                        .ok()
+                        .and_then(|i| i.hash)
+                        .and_then(|h| h.as_str().map(str::to_ascii_lowercase));
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if directory {
+            return Ok(());
+        }
+        match self.walker.push_file(self.path, fields) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.walker.fail(e)),
+        }
     }
 }
 

@@ -146,6 +146,7 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
         } => {
             let id = super::session_id(settings, session.as_deref())?
                 .context("no session exists under the state directory")?;
+            let target = crate::fsroot::Roots::none().open_new(&dest)?;
             // A session no live process holds is taken for the export, so the export time is
             // noted in it (`rea sessions prune` keeps sessions never exported); a live server's
             // session is read beside it and left as it is.
@@ -164,13 +165,13 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 (None, None) => unreachable!("one of them is open"),
             };
             if jsonl {
-                let n = crate::investigation::export_jsonl(store, &dest, overwrite)?;
+                let n = crate::investigation::export_jsonl(store, &target, overwrite)?;
                 println!("exported {n} records to {}", dest.display());
             } else {
                 match &owned {
-                    Some(s) => s.store().export(&dest, overwrite)?,
+                    Some(s) => s.store().export(&target, overwrite)?,
                     None => {
-                        store.copy_to(&dest, overwrite)?;
+                        store.copy_to(&target, overwrite)?;
                         eprintln!(
                             "rea: session {id} is live; its export time is noted only when its owner exports"
                         );

@@ -236,7 +236,7 @@ fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         let shared = Shared::new(settings);
         let _watcher = crate::server::watch_config(shared.clone());
         let service = ReaServer::new(shared)
-            .serve(rmcp::transport::stdio())
+            .serve(crate::transport::stdio::stdio())
             .await
             .context("starting the MCP service")?;
         service.waiting().await.context("serving MCP over stdio")?;
@@ -258,17 +258,26 @@ fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<
     runtime.block_on(async move {
         let shared = Shared::new(settings);
         let _watcher = crate::server::watch_config(shared.clone());
+        let sessions = std::sync::Arc::new(LocalSessionManager::default());
+        let config = StreamableHttpServerConfig::default();
+        let max_body = config.max_request_body_bytes;
         let service: StreamableHttpService<ReaServer, LocalSessionManager> =
             StreamableHttpService::new(
                 move || Ok(ReaServer::new(shared.clone())),
-                Default::default(),
-                StreamableHttpServerConfig::default(),
+                sessions.clone(),
+                config,
             );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let router = crate::transport::http::strict(
+            axum::Router::new().nest_service("/mcp", service),
+            sessions,
+            max_body,
+        );
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
-        eprintln!("rea: serving MCP over streamable HTTP at http://{addr}/mcp");
+        // The bound address, so that port 0 (any free port) tells the client where to connect.
+        let bound = listener.local_addr().unwrap_or(addr);
+        eprintln!("rea: serving MCP over streamable HTTP at http://{bound}/mcp");
         axum::serve(listener, router)
             .await
             .context("serving HTTP")?;

@@ -21,6 +21,7 @@ use crate::analyzers::artifact::{
     ProcedureEvidence, ProviderStamp as InventoryStamp, ReconstructionSpec, Verdict,
 };
 use crate::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp, Subject};
+use crate::fsroot::Deadline;
 use crate::ids::{EvidenceId, ManifestId};
 use crate::providers::native::{self, Target};
 use crate::store::{
@@ -190,7 +191,14 @@ fn inspect_target(
         provider_version: env!("CARGO_PKG_VERSION").into(),
         ..InspectOptions::default()
     };
-    let inventory = artifact::inspect(&target.path, &options)?;
+    // The target as admitted, by descriptor: a path swapped since open_binary is not read.
+    let opened = target.opened().ok_or_else(|| {
+        InvestigationError::SessionState(
+            "the active target was not opened by this server: open_binary it again".into(),
+        )
+    })?;
+    let inventory =
+        artifact::inspect_opened(opened, &target.name, &options, &Deadline::analysis())?;
     let (graph, recording) = inventory_recording(subject_of(target), args, &inventory)?;
     Ok((inventory, graph, recording))
 }

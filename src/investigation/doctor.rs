@@ -78,9 +78,10 @@ pub struct TargetCheck {
     pub available_action: Option<String>,
 }
 
-/// Checks whether `path` opens as a target, and the target when it does.
-fn check_target(path: &Path) -> (TargetCheck, Option<native::Target>) {
-    match super::admit(path) {
+/// Checks whether what `path` opened admits as a target, and the target when it does.
+fn check_target(opened: &crate::fsroot::Opened) -> (TargetCheck, Option<native::Target>) {
+    let path = opened.path();
+    match super::admit(opened) {
         Ok(t) => (
             TargetCheck {
                 path: t.path.display().to_string(),
@@ -131,10 +132,10 @@ impl Investigation {
         let mut args = args;
         let (check, target) = match args.target.as_deref() {
             Some(t) => match settings.check_path(Path::new(t)) {
-                Ok(p) => {
+                Ok(opened) => {
                     // Parameters name the path it resolved to, as every operation's do.
-                    args.target = Some(p.display().to_string());
-                    let (check, target) = check_target(&p);
+                    args.target = Some(opened.path().display().to_string());
+                    let (check, target) = check_target(&opened);
                     (Some(check), target)
                 }
                 Err(refusal) => (
@@ -164,7 +165,7 @@ impl Investigation {
                 .map(|d| d.display().to_string()),
             allowed_roots: settings
                 .allowed_roots
-                .iter()
+                .paths()
                 .map(|r| r.display().to_string())
                 .collect(),
             prompts,

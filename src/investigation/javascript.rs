@@ -11,6 +11,7 @@ use super::observe::{self, Observed, Qualifiers};
 use super::{Investigation, Progress, Result, blocking};
 use crate::analyzers::javascript::{self, JsAnalysis};
 use crate::evidence::Subject;
+use crate::fsroot::{Deadline, Opened};
 use crate::ids::{ManifestId, OccurrenceId};
 use crate::store::{ManifestRegistration, OccurrenceRegistration, OccurrenceRow, Recording};
 use crate::vocabulary::{Architecture, Format};
@@ -101,13 +102,20 @@ fn kind_name(kind: &javascript::OccurrenceKind) -> String {
         .unwrap_or_default()
 }
 
-/// Runs the analysis of `path` (blocking), reporting every 50 files and the last.
-fn analyze(path: &Path, progress: &dyn Progress) -> Result<JsAnalysis> {
-    Ok(javascript::analyze(path, &mut |p| {
-        if p.files_done % 50 == 0 || p.files_done == p.files_total {
-            progress.report(p.files_done as u64, p.files_total as u64, &p.current);
-        }
-    })?)
+/// Runs the analysis of what `checked_path` opened (blocking, under the analysis deadline),
+/// reporting every 50 files and the last.
+fn analyze(input: &Opened, progress: &dyn Progress) -> Result<JsAnalysis> {
+    let given = input.path().display().to_string();
+    Ok(javascript::analyze_opened(
+        input,
+        &given,
+        &Deadline::analysis(),
+        &mut |p| {
+            if p.files_done % 50 == 0 || p.files_done == p.files_total {
+                progress.report(p.files_done as u64, p.files_total as u64, &p.current);
+            }
+        },
+    )?)
 }
 
 /// The recording of an analysis of the application at `path`: its record, its graph registered
@@ -174,14 +182,14 @@ impl Investigation {
         args: AnalyzeArgs,
         progress: std::sync::Arc<dyn Progress>,
     ) -> Result<Observed<Analyzed>> {
-        let path = self.checked_path(Path::new(&args.input_path))?;
+        let input = self.checked_path(Path::new(&args.input_path))?;
         // Parameters name the path it resolved to: one observation however it was spelled.
         let args = AnalyzeArgs {
-            input_path: path.display().to_string(),
+            input_path: input.path().display().to_string(),
         };
         let (result, recording) = blocking(move || {
-            let analysis = analyze(&path, progress.as_ref())?;
-            recording(&path, &args, analysis)
+            let analysis = analyze(&input, progress.as_ref())?;
+            recording(input.path(), &args, analysis)
         })
         .await?;
         let s = self.ensure_session().await?;
@@ -195,11 +203,11 @@ impl Investigation {
         path: &Path,
         progress: &dyn Progress,
     ) -> Result<(Analyzed, Recording)> {
-        let path = self.checked_path(path)?;
+        let input = self.checked_path(path)?;
         let args = AnalyzeArgs {
-            input_path: path.display().to_string(),
+            input_path: input.path().display().to_string(),
         };
-        let analysis = analyze(&path, progress)?;
-        recording(&path, &args, analysis)
+        let analysis = analyze(&input, progress)?;
+        recording(input.path(), &args, analysis)
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::args::{Page, PageRequest};
 use super::{Investigation, InvestigationError, Result, blocking};
 use crate::evidence::StoredEvidence;
+use crate::fsroot::NewFile;
 use crate::ids::EvidenceId;
 use crate::store::{EvidenceFilter, EvidenceSummary, ReadOnlyStore, StoreError};
 
@@ -85,21 +86,22 @@ pub struct Exported {
 
 /// Writes every record of `store` as JSON lines to `dest`; never replaces an existing file
 /// unless `overwrite` is set. Blocking.
-pub fn export_jsonl(store: &ReadOnlyStore, dest: &Path, overwrite: bool) -> Result<u64> {
+pub fn export_jsonl(store: &ReadOnlyStore, dest: &NewFile, overwrite: bool) -> Result<u64> {
     use std::io::Write;
     let io = |source| StoreError::Io {
-        path: dest.to_owned(),
+        path: dest.path().to_owned(),
         source,
     };
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true);
-    if overwrite {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
+    if !overwrite && dest.exists() {
+        return Err(StoreError::ExportExists {
+            path: dest.path().to_owned(),
+        }
+        .into());
     }
-    let file = options.open(dest).map_err(io)?;
-    let mut out = std::io::BufWriter::new(file);
+    // Written beside the destination and renamed over it: never through a link, and a failed
+    // export leaves nothing behind.
+    let mut temp = dest.temp()?;
+    let mut out = std::io::BufWriter::new(temp.file());
     let mut n = 0;
     store.all_evidence(|e: StoredEvidence| {
         serde_json::to_writer(&mut out, &e).map_err(|source| StoreError::CorruptRecord {
@@ -111,6 +113,8 @@ pub fn export_jsonl(store: &ReadOnlyStore, dest: &Path, overwrite: bool) -> Resu
         Ok(())
     })?;
     out.flush().map_err(io)?;
+    drop(out);
+    temp.commit(overwrite)?;
     Ok(n)
 }
 
@@ -160,9 +164,11 @@ impl Investigation {
             ExportFormat::Jsonl => export_jsonl(&store, &path, overwrite),
         })
         .await?;
-        let bytes = std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
+        let bytes = std::fs::symlink_metadata(dest.path())
+            .map(|m| m.len())
+            .unwrap_or(0);
         Ok(Exported {
-            path: dest.display().to_string(),
+            path: dest.path().display().to_string(),
             format: args.format,
             evidence,
             bytes,

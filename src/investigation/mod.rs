@@ -81,6 +81,10 @@ pub enum InvestigationError {
     /// A path lies outside the operator's roots or cannot be resolved.
     #[error("{0}")]
     Path(String),
+    /// A file could not be read or written as the path rules require (an export destination
+    /// taken, a file changed while read).
+    #[error(transparent)]
+    File(#[from] crate::fsroot::FsError),
     /// An argument is not acceptable; the message says why and what would be.
     #[error("{0}")]
     InvalidArgument(String),
@@ -233,25 +237,27 @@ impl Investigation {
         }
     }
 
-    /// Canonicalizes `path` and checks it against the operator's allowed roots.
-    fn checked_path(&self, path: &Path) -> Result<std::path::PathBuf> {
+    /// Resolves `path` beneath the operator's allowed roots and opens it: what the operation
+    /// reads from then on, by descriptor, never by path again.
+    fn checked_path(&self, path: &Path) -> Result<crate::fsroot::Opened> {
         self.settings
             .check_path(path)
             .map_err(InvestigationError::Path)
     }
 }
 
-/// Admits `path` (already checked) as a target; a directory that is not admitted names the
-/// analysis that applies to it instead, when there is one. Blocking.
-fn admit(path: &Path) -> Result<crate::providers::native::Target> {
+/// Admits what [`Investigation::checked_path`] opened as a target; a directory that is not
+/// admitted names the analysis that applies to it instead, when there is one. Blocking.
+fn admit(opened: &crate::fsroot::Opened) -> Result<crate::providers::native::Target> {
+    use crate::fsroot::Opened;
     use crate::providers::native::AdmitError;
-    crate::providers::native::admit(path).map_err(|e| match e {
-        AdmitError::UnsupportedDirectory { path, .. } => {
-            let suggestion = crate::analyzers::javascript::looks_like_javascript_app(&path)
+    crate::providers::native::admit_opened(opened).map_err(|e| match (e, opened) {
+        (AdmitError::UnsupportedDirectory { path, .. }, Opened::Dir(dir)) => {
+            let suggestion = crate::analyzers::javascript::looks_like_javascript_dir(dir)
                 .then_some("analyze_javascript_application");
             AdmitError::UnsupportedDirectory { path, suggestion }.into()
         }
-        other => other.into(),
+        (other, _) => other.into(),
     })
 }
 

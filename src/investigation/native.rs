@@ -221,8 +221,14 @@ pub struct About<T> {
 pub struct DeepAssembly {
     /// The procedure.
     pub procedure: ResolvedProcedure,
-    /// Instructions as the provider printed them.
+    /// Number of instructions the provider printed for the whole procedure.
+    pub total_instructions: usize,
+    /// Index of the first instruction of this page.
+    pub offset: usize,
+    /// Instructions `[offset, offset + limit)` as the provider printed them.
     pub instructions: Vec<deep::DeepInstruction>,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<usize>,
 }
 
 /// Either provider's disassembly.
@@ -610,8 +616,13 @@ impl Investigation {
                     })
                     .unwrap_or(start.saturating_add(0x1000));
                 let d = r.doc.clone();
-                let output =
-                    blocking(move || Ok(deep::run_assembly(&candidate, &d, start, end)?)).await?;
+                let (offset, limit) = (args.offset, args.limit.unwrap_or(64).clamp(1, 2000));
+                let output = blocking(move || {
+                    Ok(deep::run_assembly_page(
+                        &candidate, &d, start, end, offset, limit,
+                    )?)
+                })
+                .await?;
                 let mut q = Qualifiers::observed().at(in_document(
                     &r.doc.name,
                     Some(r.procedure.address.to_string()),
@@ -621,9 +632,13 @@ impl Investigation {
                     name: output.name.clone(),
                     version: output.version.clone(),
                 };
+                let page = output.result;
                 let result = AssemblyResult::Deep(DeepAssembly {
                     procedure: r.procedure,
-                    instructions: output.result,
+                    total_instructions: page.total_instructions,
+                    offset: page.offset,
+                    instructions: page.instructions,
+                    next_offset: page.next_offset,
                 });
                 observe::observe(
                     s.store(),

@@ -340,14 +340,14 @@ impl Investigation {
         progress: &dyn Progress,
         cancel: &Cancel,
     ) -> Result<Observed<Opened>> {
-        let path = self.checked_path(std::path::Path::new(&args.path))?;
+        let opened = self.checked_path(std::path::Path::new(&args.path))?;
         // Parameters name the path the target resolved to, so the same target is one
         // observation however the caller spelled its path.
         let args = OpenArgs {
-            path: path.display().to_string(),
+            path: opened.path().display().to_string(),
         };
         let t = self.session.begin().await;
-        let target = blocking(move || super::admit(&path)).await?;
+        let target = blocking(move || super::admit(&opened)).await?;
         let total = target.documents.len() as u64;
         let mut inventories = Vec::with_capacity(target.documents.len());
         for (i, doc) in target.documents.iter().enumerate() {
@@ -475,11 +475,16 @@ impl Investigation {
             }
         };
         let (dir, resumed_id) = (state_dir.clone(), id.clone());
+        let settings = self.settings.clone();
         let snapshot = blocking(move || {
             let session = Session::resume(&dir, &resumed_id)?;
+            // The active target is admitted again through the allowed roots, as an open would
+            // be: a session resumed under other roots does not reach outside them.
             let active = session.store().active_target()?.and_then(|row| {
-                super::admit(std::path::Path::new(&row.path))
+                settings
+                    .check_path(std::path::Path::new(&row.path))
                     .ok()
+                    .and_then(|opened| super::admit(&opened).ok())
                     .filter(|t| t.sha256 == row.sha256)
                     .map(|target| ActiveTarget {
                         target,

@@ -32,12 +32,19 @@ pub fn inert_json(arguments: &BTreeMap<String, String>) -> String {
     out
 }
 
-/// Renders `prompt` for the requested `arguments`.
+/// Renders `prompt` for the requested `arguments`. Only the arguments the prompt declares are
+/// rendered: a client cannot put other text into the prompt under a name of its choosing.
 pub fn render(
     prompt: &PromptDef,
     arguments: &BTreeMap<String, String>,
     ctx: &RenderContext<'_>,
 ) -> String {
+    let declared: BTreeMap<String, String> = arguments
+        .iter()
+        .filter(|(name, _)| prompt.argument(name).is_some())
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let arguments = &declared;
     let mut text = String::with_capacity(4096);
     let _ = writeln!(
         text,

@@ -3,6 +3,8 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -12,7 +14,8 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::providers::native::{DocumentSpec, Procedure, display_names, hex, parse_address};
+use crate::fsroot::RegularFile;
+use crate::providers::native::{DocumentSpec, Procedure, display_name, hex, parse_address};
 
 /// Most bytes of a tool's stderr kept for an error message.
 const STDERR_CAP: usize = 16 * 1024;
@@ -24,11 +27,11 @@ const POLL: Duration = Duration::from_millis(5);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Candidate {
     /// Stable id used to name the provider in tool calls: `objdump`, `llvm-objdump`,
-    /// `llvm-objdump-14`, `gdb`, `radare2`, `r2`, `rizin` or `ghidra`.
+    /// `llvm-objdump-14`, `gdb`, `radare2`, `r2`, `rizin`, `ghidra` or `angr`.
     pub id: String,
     /// Human name, for example `GNU objdump` or `LLVM objdump 14`.
     pub name: String,
-    /// Absolute path of the executable.
+    /// Absolute path of the executable (for `angr`, of the Python interpreter that runs it).
     pub path: PathBuf,
 }
 
@@ -102,6 +105,9 @@ pub enum DeepError {
         /// The output cap in bytes.
         limit: usize,
     },
+    /// The document's file could not be reached as admitted.
+    #[error(transparent)]
+    File(#[from] crate::fsroot::FsError),
     /// The tool exited with failure.
     #[error("{provider} failed ({status}): {stderr}")]
     Failed {
@@ -175,12 +181,20 @@ fn llvm_version_suffix(name: &str) -> Option<&str> {
     (!suffix.is_empty() && suffix.bytes().all(|b| b.is_ascii_digit())).then_some(suffix)
 }
 
-/// Deep analyzers on `PATH` (given, or the process's) and Ghidra's `analyzeHeadless` under
-/// `$GHIDRA_INSTALL_DIR`, that can read documents of `format`; sorted by id, one per id (the
-/// first found on `PATH` wins). Nothing is started.
+/// Deep analyzers on `PATH` (given, or the process's), Ghidra's `analyzeHeadless` under
+/// `$GHIDRA_INSTALL_DIR`, and the angr decompiler when `$REA_ANGR_PYTHON` (or `rea.toml`) names
+/// an interpreter whose environment holds angr, that can read documents of `format`; sorted by
+/// id, one per id (the first found on `PATH` wins). Nothing is started.
 pub fn candidates(format: &str, path_env: Option<&OsStr>) -> Vec<Candidate> {
     let ghidra = std::env::var_os("GHIDRA_INSTALL_DIR");
-    candidates_with(format, path_env, ghidra.as_deref())
+    let mut found = candidates_with(format, path_env, ghidra.as_deref());
+    if let Some(angr) = crate::providers::angr::candidate(format)
+        && !found.iter().any(|c| c.id == angr.id)
+    {
+        found.push(angr);
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    found
 }
 
 /// [`candidates`] with an explicit Ghidra installation directory (tests use it).
@@ -296,24 +310,40 @@ fn drain(
 
 /// Runs a tool with stdin closed, a time limit and an output cap; the child is always waited
 /// for, and killed when it overruns either limit.
+///
+/// `inherit` is a descriptor the child keeps (the document's file, which it is given as
+/// `/proc/self/fd/N`): every other descriptor of ours is close-on-exec.
 fn run_bounded(
     provider: &str,
     program: &Path,
     args: &[OsString],
+    inherit: Option<RawFd>,
     timeout: Duration,
     cap: usize,
 ) -> Result<Captured, DeepError> {
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env("LC_ALL", "C")
-        .spawn()
-        .map_err(|source| DeepError::Spawn {
-            program: program.to_path_buf(),
-            source,
-        })?;
+        .env("LC_ALL", "C");
+    if let Some(fd) = inherit {
+        // SAFETY: runs in the child between fork and exec and only clears FD_CLOEXEC on a
+        // descriptor the parent holds open for the whole run (fcntl is async-signal-safe).
+        unsafe {
+            command.pre_exec(move || {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = command.spawn().map_err(|source| DeepError::Spawn {
+        program: program.to_path_buf(),
+        source,
+    })?;
     let overflow = Arc::new(AtomicBool::new(false));
     let stdout = child
         .stdout
@@ -373,10 +403,11 @@ fn run_bounded(
 fn run_checked(
     c: &Candidate,
     args: &[OsString],
+    inherit: Option<RawFd>,
     timeout: Duration,
     cap: usize,
 ) -> Result<String, DeepError> {
-    let captured = run_bounded(&c.id, &c.path, args, timeout, cap)?;
+    let captured = run_bounded(&c.id, &c.path, args, inherit, timeout, cap)?;
     if !captured.status.success() {
         let stderr = String::from_utf8_lossy(&captured.stderr);
         return Err(DeepError::Failed {
@@ -395,7 +426,7 @@ fn run_checked(
 
 /// First non-empty line of `--version`, run with the same limits.
 fn version(c: &Candidate, timeout: Duration, cap: usize) -> Result<String, DeepError> {
-    let text = run_checked(c, &[OsString::from("--version")], timeout, cap)?;
+    let text = run_checked(c, &[OsString::from("--version")], None, timeout, cap)?;
     Ok(text
         .lines()
         .map(str::trim)
@@ -409,7 +440,11 @@ fn is_llvm(c: &Candidate) -> bool {
 }
 
 /// Arguments selecting the document: for a slice of a universal file, `--arch=` (LLVM only).
-fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, DeepError> {
+fn document_args(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    file: &RegularFile,
+) -> Result<Vec<OsString>, DeepError> {
     let formats = if is_llvm(c) {
         Formats::ElfPeMacho
     } else {
@@ -422,7 +457,7 @@ fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, Dee
         });
     }
     let mut args = Vec::new();
-    let universal = doc.offset != 0 || file_is_universal(&doc.file);
+    let universal = doc.offset != 0 || file_is_universal(file);
     if universal {
         if !is_llvm(c) {
             return Err(DeepError::FormatMismatch {
@@ -435,11 +470,19 @@ fn document_args(c: &Candidate, doc: &DocumentSpec) -> Result<Vec<OsString>, Dee
     Ok(args)
 }
 
-fn file_is_universal(path: &Path) -> bool {
-    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    super::native::read_at_most(path, 0, super::native::HEAD_LEN).is_ok_and(|head| {
-        super::native::sniff(&head, len) == crate::vocabulary::Format::MachOUniversal
-    })
+fn file_is_universal(file: &RegularFile) -> bool {
+    file.read_head(0, super::native::HEAD_LEN)
+        .is_ok_and(|head| {
+            super::native::sniff(&head, file.len()) == crate::vocabulary::Format::MachOUniversal
+        })
+}
+
+/// The document's file as admitted, and the name the child opens it by: `/proc/self/fd/N` of
+/// the descriptor kept since admission, so a file swapped at the path since cannot be read.
+fn document_file(doc: &DocumentSpec) -> Result<(RegularFile, OsString), DeepError> {
+    let file = doc.open_file()?;
+    let name = OsString::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    Ok((file, name))
 }
 
 fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepError> {
@@ -453,10 +496,44 @@ fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepErr
     }
 }
 
-/// Parses `--syms` output: function symbols (`F` flag) defined in a section.
-pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
+/// A COFF symbol line of `--syms` on a PE file (GNU and LLVM print the same layout):
+/// `[116](sec  1)(fl 0x00)(ty   20)(scl   2) (nx 1) 0x0000000000000530 leaf_add`. Type `20`
+/// marks a function; the value is an offset into the numbered section, whose virtual address
+/// `sections` gives (numbered from 1).
+fn coff_function<'a>(line: &'a str, sections: &[u64]) -> Option<(u64, &'a str)> {
+    let field =
+        |key: &str| -> Option<&str> { Some(line.split(key).nth(1)?.split(')').next()?.trim()) };
+    if field("(ty")? != "20" {
+        return None;
+    }
+    let section: usize = field("(sec")?.parse().ok()?;
+    let (value, name) = line.split(") 0x").nth(1)?.split_once(' ')?;
+    let value = u64::from_str_radix(value, 16).ok()?;
+    let base = sections.get(section.checked_sub(1)?)?;
+    Some((base.checked_add(value)?, name.trim()))
+}
+
+/// Parses `--syms` output: function symbols (`F` flag, or COFF type 20) defined in a section,
+/// named the way the native provider names them (demangled; Mach-O C names without their
+/// leading underscore). `coff_sections` holds the section addresses of a PE file.
+pub(crate) fn parse_syms(text: &str, macho: bool, coff_sections: &[u64]) -> Vec<Procedure> {
     let mut out: Vec<Procedure> = Vec::new();
     for line in text.lines() {
+        if line.starts_with('[') {
+            if let Some((address, name)) = coff_function(line, coff_sections)
+                && !name.is_empty()
+            {
+                let shown = display_name(name, false);
+                out.push(Procedure {
+                    address,
+                    raw_name: (shown != name).then(|| name.to_string()),
+                    name: Some(shown),
+                    size: None,
+                    aliases: Vec::new(),
+                });
+            }
+            continue;
+        }
         let Some((address, rest)) = line.split_once(' ') else {
             continue;
         };
@@ -492,12 +569,14 @@ pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
         if name.is_empty() {
             continue;
         }
-        let (shown, raw) = display_names(name);
+        let shown = display_name(name, macho);
+        let raw = (shown != name).then(|| name.to_string());
         out.push(Procedure {
             address,
             name: Some(shown),
             raw_name: raw,
             size: size.filter(|&s| s > 0),
+            aliases: Vec::new(),
         });
     }
     out.sort_by_key(|p| p.address);
@@ -505,7 +584,11 @@ pub(crate) fn parse_syms(text: &str) -> Vec<Procedure> {
     out
 }
 
-/// Parses `-d` output into instructions; lines are `address:<TAB>bytes<TAB>text`.
+/// Parses `-d` output into instructions. GNU objdump prints `address:<TAB>bytes<TAB>text` (an
+/// AArch64 instruction as one 32-bit word); LLVM 14 prints `address: bytes<TAB>text` for ELF,
+/// PE and thin Mach-O, and with a tab after the colon for a slice of a universal file. Bytes are
+/// returned in memory order. A `lock` prefix llvm-objdump prints on a line of its own is
+/// joined to the instruction it prefixes.
 pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
     let mut out: Vec<DeepInstruction> = Vec::new();
     for line in text.lines() {
@@ -519,27 +602,25 @@ pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
         let Some(address) = parse_address(address) else {
             continue;
         };
-        let mut fields = rest.split('\t').skip(1);
-        let bytes: String = fields
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .concat();
-        if bytes.is_empty() || !bytes.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let rest = rest.trim_start_matches([' ', '\t']);
+        let (bytes_field, text) = rest.split_once('\t').unwrap_or((rest, ""));
+        let Some(bytes) = hex_bytes(bytes_field) else {
             continue;
-        }
-        let text = fields
-            .collect::<Vec<_>>()
-            .join(" ")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        };
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if text.is_empty() {
             // A continuation line of a long instruction: more bytes for the previous one.
             if let Some(last) = out.last_mut() {
                 last.bytes.push_str(&bytes);
             }
+            continue;
+        }
+        if let Some(last) = out.last_mut()
+            && last.text == "lock"
+            && last.address + (last.bytes.len() / 2) as u64 == address
+        {
+            last.bytes.push_str(&bytes);
+            last.text = format!("lock {text}");
             continue;
         }
         out.push(DeepInstruction {
@@ -551,6 +632,63 @@ pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
     out
 }
 
+/// The bytes of a listing's byte column as lowercase hex in memory order: two-digit tokens
+/// (x86, LLVM's AArch64) as they stand, an eight-digit token (GNU's AArch64 word) as its
+/// little-endian bytes; `None` when the column holds anything else.
+fn hex_bytes(field: &str) -> Option<String> {
+    let mut out = String::new();
+    for token in field.split_whitespace() {
+        if !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        match token.len() {
+            2 => out.push_str(&token.to_ascii_lowercase()),
+            8 => {
+                let word = u32::from_str_radix(token, 16).ok()?;
+                out.push_str(&::hex::encode(word.to_le_bytes()));
+            }
+            _ => return None,
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A page of a deep provider's listing, paged like the native listing.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DeepAssemblyPage {
+    /// End (exclusive) of the range disassembled.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub end: u64,
+    /// Number of instructions the provider printed in the whole range.
+    pub total_instructions: usize,
+    /// Index of the first instruction of this page.
+    pub offset: usize,
+    /// The instructions `[offset, offset + limit)`.
+    pub instructions: Vec<DeepInstruction>,
+    /// Offset of the next page, when there is one.
+    pub next_offset: Option<usize>,
+}
+
+/// Cuts a listing into the page `[offset, offset + limit)`.
+pub fn page(
+    instructions: Vec<DeepInstruction>,
+    end: u64,
+    offset: usize,
+    limit: usize,
+) -> DeepAssemblyPage {
+    let total = instructions.len();
+    let shown: Vec<DeepInstruction> = instructions.into_iter().skip(offset).take(limit).collect();
+    let shown_end = offset.saturating_add(shown.len());
+    DeepAssemblyPage {
+        end,
+        total_instructions: total,
+        offset,
+        next_offset: (shown_end < total && limit > 0).then_some(shown_end),
+        instructions: shown,
+    }
+}
+
 /// Lists function symbols with `objdump --syms` / `llvm-objdump --syms`.
 pub fn run_procedures(
     c: &Candidate,
@@ -559,16 +697,37 @@ pub fn run_procedures(
     output_cap: usize,
 ) -> Result<DeepOutput<Vec<Procedure>>, DeepError> {
     require_objdump(c, "list_procedures")?;
-    let mut args = document_args(c, doc)?;
+    let (file, name) = document_file(doc)?;
+    let mut args = document_args(c, doc, &file)?;
     args.push(OsString::from("--syms"));
-    args.push(doc.file.clone().into_os_string());
-    let text = run_checked(c, &args, timeout, output_cap)?;
+    args.push(name);
+    let text = run_checked(c, &args, Some(file.as_raw_fd()), timeout, output_cap)?;
     Ok(DeepOutput {
         provider: c.id.clone(),
         name: c.name.clone(),
         version: version(c, timeout, output_cap)?,
-        result: parse_syms(&text),
+        result: parse_syms(&text, doc.format == "macho", &pe_section_addresses(doc)),
     })
+}
+
+/// The virtual addresses of a PE document's sections in header order (COFF symbols count them
+/// from 1); empty for other formats or an unreadable file.
+fn pe_section_addresses(doc: &DocumentSpec) -> Vec<u64> {
+    use object::{Object, ObjectSection};
+    if doc.format != "pe" {
+        return Vec::new();
+    }
+    let Ok(bytes) = std::fs::read(&doc.file) else {
+        return Vec::new();
+    };
+    let range = usize::try_from(doc.offset).ok().and_then(|start| {
+        let end = start.checked_add(usize::try_from(doc.size).ok()?)?;
+        bytes.get(start..end)
+    });
+    let Some(Ok(file)) = range.map(object::File::parse) else {
+        return Vec::new();
+    };
+    file.sections().map(|s| s.address()).collect()
 }
 
 /// Default limits for [`run_assembly`], which takes none of its own.
@@ -585,6 +744,24 @@ pub fn run_assembly(
     run_assembly_with(c, doc, start, end, ASSEMBLY_TIMEOUT, ASSEMBLY_CAP)
 }
 
+/// [`run_assembly`], returning the page `[offset, offset + limit)` with the total.
+pub fn run_assembly_page(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    start: u64,
+    end: u64,
+    offset: usize,
+    limit: usize,
+) -> Result<DeepOutput<DeepAssemblyPage>, DeepError> {
+    let output = run_assembly(c, doc, start, end)?;
+    Ok(DeepOutput {
+        provider: output.provider,
+        name: output.name,
+        version: output.version,
+        result: page(output.result, end, offset, limit),
+    })
+}
+
 /// [`run_assembly`] with explicit limits.
 pub fn run_assembly_with(
     c: &Candidate,
@@ -595,10 +772,16 @@ pub fn run_assembly_with(
     output_cap: usize,
 ) -> Result<DeepOutput<Vec<DeepInstruction>>, DeepError> {
     require_objdump(c, "procedure_assembly")?;
-    let mut args = document_args(c, doc)?;
+    let (file, name) = document_file(doc)?;
+    let mut args = document_args(c, doc, &file)?;
     args.push(OsString::from("-d"));
     let x86 = matches!(doc.architecture.as_str(), "x86" | "x86_64");
     if is_llvm(c) {
+        // The Mach-O printer (which `--arch` selects for a slice anyway) alone honours
+        // LC_DATA_IN_CODE: jump tables among the code are printed as data, not decoded.
+        if doc.format == "macho" {
+            args.push(OsString::from("--macho"));
+        }
         if x86 {
             args.push(OsString::from("--x86-asm-syntax=intel"));
         }
@@ -611,8 +794,8 @@ pub fn run_assembly_with(
     }
     args.push(OsString::from(format!("--start-address={start:#x}")));
     args.push(OsString::from(format!("--stop-address={end:#x}")));
-    args.push(doc.file.clone().into_os_string());
-    let text = run_checked(c, &args, timeout, output_cap)?;
+    args.push(name);
+    let text = run_checked(c, &args, Some(file.as_raw_fd()), timeout, output_cap)?;
     // Some builds ignore the address range for universal files; keep only the range asked.
     let result = parse_disassembly(&text)
         .into_iter()
@@ -764,7 +947,7 @@ mod tests {
         let start = out
             .result
             .iter()
-            .find(|p| p.name.as_deref() == Some("_FSEStart"))
+            .find(|p| p.name.as_deref() == Some("FSEStart"))
             .unwrap();
         let end = image.procedure_end(image.procedure_index(start.address).unwrap(), 4096);
         let listing = run_assembly(&llvm, &doc, start.address, end).unwrap();
@@ -861,12 +1044,141 @@ mod tests {
         assert_eq!(parsed[0].text, "stp x28, x27, [sp, #-64]!");
         let macho = "0000000000001850 l     F __TEXT,__text _fse_environment_create.cold.1\n\
                      0000000100001864 l     F __TEXT,__text -[AppDelegate printHelpBanner]\n";
-        let syms = parse_syms(macho);
+        let syms = parse_syms(macho, true, &[]);
         assert_eq!(syms.len(), 2);
         assert_eq!(
             syms[1].name.as_deref(),
             Some("-[AppDelegate printHelpBanner]")
         );
         assert_eq!(syms[1].size, None);
+        assert_eq!(
+            syms[0].name.as_deref(),
+            Some("fse_environment_create.cold.1")
+        );
+        assert_eq!(
+            syms[0].raw_name.as_deref(),
+            Some("_fse_environment_create.cold.1")
+        );
+        // A PE file's COFF symbol table: values are offsets into numbered sections.
+        let coff = "[  2](sec  1)(fl 0x00)(ty   20)(scl   3) (nx 1) 0x0000000000000010 pre_c_init\n\
+                    AUX scnlen 0x0 nreloc 0 nlnno 0 checksum 0x0 assoc 0 comdat 0\n\
+                    [  5](sec  3)(fl 0x00)(ty    0)(scl   3) (nx 1) 0x000004d0 .rdata$x\n\
+                    [116](sec  2)(fl 0x00)(ty  20)(scl   2) (nx 1) 0x00000530 leaf_add\n";
+        let syms = parse_syms(coff, false, &[0x1000, 0x3000, 0x4000]);
+        let rows: Vec<(u64, Option<&str>)> = syms
+            .iter()
+            .map(|p| (p.address, p.name.as_deref()))
+            .collect();
+        assert_eq!(
+            rows,
+            [(0x1010, Some("pre_c_init")), (0x3530, Some("leaf_add"))]
+        );
+    }
+
+    #[test]
+    fn parses_llvm_14_listings_of_elf_pe_and_thin_macho() {
+        // LLVM 14 separates the address from the bytes by a space, and the bytes from the
+        // text by a tab; an 11-byte instruction leaves no space before the tab; `lock` comes
+        // on a line of its own.
+        let elf = "0000000000001260 <classify>:\n    1260: 48 83 ec 08                  \tsub\trsp, 8\n\
+                   1400016e1: 66 66 2e 0f 1f 84 00 00 00 00 00\tnop\tword ptr cs:[rax + rax]\n\
+                   \x20   2000: f0                           \tlock\n\
+                   \x20   2001: 48 0f b1 33                  \tcmpxchg\tqword ptr [rbx], rsi\n";
+        let parsed = parse_disassembly(elf);
+        let rows: Vec<(u64, &str, &str)> = parsed
+            .iter()
+            .map(|i| (i.address, i.bytes.as_str(), i.text.as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0x1260, "4883ec08", "sub rsp, 8"),
+                (
+                    0x1400016e1,
+                    "66662e0f1f840000000000",
+                    "nop word ptr cs:[rax + rax]"
+                ),
+                (0x2000, "f0480fb133", "lock cmpxchg qword ptr [rbx], rsi"),
+            ]
+        );
+        let macho = "0000000000000634 <_leaf_add>:\n     634: 20 00 00 0b  \tadd\tw0, w1, w0\n";
+        let parsed = parse_disassembly(macho);
+        assert_eq!(parsed[0].bytes, "2000000b");
+        assert_eq!(parsed[0].text, "add w0, w1, w0");
+        // GNU objdump prints an AArch64 instruction as one word; bytes are in memory order.
+        let gnu = " aa0:\t90000000 \tadrp\tx0, 0 <__abi_tag-0x278>\n";
+        assert_eq!(parse_disassembly(gnu)[0].bytes, "00000090");
+    }
+
+    #[test]
+    fn deep_listings_page_like_the_native_listing() {
+        let listing: Vec<DeepInstruction> = (0..12)
+            .map(|i| DeepInstruction {
+                address: 0x1000 + i * 4,
+                bytes: "1f2003d5".into(),
+                text: "nop".into(),
+            })
+            .collect();
+        let first = page(listing.clone(), 0x1030, 0, 5);
+        assert_eq!(first.total_instructions, 12);
+        assert_eq!(first.instructions.len(), 5);
+        assert_eq!(first.next_offset, Some(5));
+        let last = page(listing.clone(), 0x1030, 10, 5);
+        assert_eq!(last.instructions[0].address, 0x1028);
+        assert_eq!(last.instructions.len(), 2);
+        assert_eq!(last.next_offset, None);
+        assert!(page(listing, 0x1030, 20, 5).instructions.is_empty());
+    }
+
+    /// The deep provider is given the descriptor kept since admission (`/proc/self/fd/N`), so a
+    /// target replaced by a link to another file after open_binary is not what it reads.
+    #[test]
+    fn deep_providers_read_the_admitted_file_not_what_the_path_names_now_regression_16() {
+        let Some(objdump) = candidates("elf", None)
+            .into_iter()
+            .find(|c| c.id == "objdump")
+        else {
+            eprintln!("objdump not installed; deep descriptor check skipped");
+            return;
+        };
+        let dir = scratch("descriptor");
+        let build = |name: &str, function: &str| {
+            let source = dir.join(format!("{name}.c"));
+            std::fs::write(
+                &source,
+                format!("int {function}(int x) {{ return x + 1; }}\nint main(void) {{ return {function}(1); }}\n"),
+            )
+            .unwrap();
+            let out = dir.join(name);
+            let status = std::process::Command::new("gcc")
+                .arg("-O0")
+                .arg("-o")
+                .arg(&out)
+                .arg(&source)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            out
+        };
+        let target = build("target", "inside_marker_fn");
+        let elsewhere = build("elsewhere", "outside_marker_fn");
+        let admitted = admit(&target).unwrap();
+        std::fs::remove_file(&target).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &target).unwrap();
+        let out = run_procedures(
+            &objdump,
+            &admitted.documents[0],
+            Duration::from_secs(60),
+            16 << 20,
+        )
+        .unwrap();
+        let names: Vec<&str> = out
+            .result
+            .iter()
+            .filter_map(|p| p.name.as_deref())
+            .collect();
+        assert!(names.contains(&"inside_marker_fn"), "{names:?}");
+        assert!(!names.contains(&"outside_marker_fn"), "{names:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

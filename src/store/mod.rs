@@ -49,6 +49,7 @@ pub use unknowns::{
 };
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
+use crate::fsroot::{FsError, NewFile};
 use checkpoint::{CheckpointCounters, CheckpointPolicy, Checkpointer, skip_checkpoint_on_close};
 
 mod embedded {
@@ -413,7 +414,7 @@ impl Store {
     /// Writes a consistent copy of the database to `dest` with `VACUUM INTO` and notes the time
     /// of the export in `meta` (`rea sessions prune` keeps sessions never exported). Refuses to
     /// replace an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
-    pub fn export(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
+    pub fn export(&self, dest: &NewFile, overwrite: bool) -> Result<(), StoreError> {
         self.reads.copy_to(dest, overwrite)?;
         self.set_meta_blocking("exported_at", &now_rfc3339())
     }
@@ -577,18 +578,28 @@ impl ReadOnlyStore {
 
     /// Writes a consistent copy of the database to `dest` with `VACUUM INTO`. Refuses to replace
     /// an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
-    pub fn copy_to(&self, dest: &Path, overwrite: bool) -> Result<(), StoreError> {
-        if dest.exists() {
-            if !overwrite {
-                return Err(StoreError::ExportExists {
-                    path: dest.to_owned(),
-                });
-            }
-            std::fs::remove_file(dest).map_err(|source| StoreError::Io {
-                path: dest.to_owned(),
-                source,
-            })?;
+    ///
+    /// SQLite opens its output by name, so the name it is given is the descriptor of a new
+    /// temporary file beside the destination (`/proc/self/fd/N`, created `O_EXCL | O_NOFOLLOW`;
+    /// VACUUM INTO accepts an empty file), which is then renamed over the destination
+    /// (`RENAME_NOREPLACE` unless overwriting): never written through a link, and nothing is left
+    /// behind when it fails.
+    pub fn copy_to(&self, dest: &NewFile, overwrite: bool) -> Result<(), StoreError> {
+        use std::os::fd::AsRawFd;
+        let fs_error = |e: FsError| match e {
+            FsError::Exists { path } => StoreError::ExportExists { path },
+            other => StoreError::Io {
+                path: dest.path().to_owned(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        };
+        if !overwrite && dest.exists() {
+            return Err(StoreError::ExportExists {
+                path: dest.path().to_owned(),
+            });
         }
+        let mut temp = dest.temp().map_err(fs_error)?;
+        let output = format!("/proc/self/fd/{}", temp.file().as_raw_fd());
         // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
         // writer is always inside a transaction, where VACUUM cannot run.
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -601,7 +612,9 @@ impl ReadOnlyStore {
             Connection::open_with_flags(&self.path, flags)?
         };
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.execute("vacuum into ?1", [dest.to_string_lossy()])?;
+        conn.execute("vacuum into ?1", [output])?;
+        drop(conn);
+        temp.commit(overwrite).map_err(fs_error)?;
         Ok(())
     }
 }

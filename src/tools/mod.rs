@@ -10,6 +10,7 @@ mod capture;
 mod javascript;
 mod ledger;
 mod native;
+pub mod schema;
 mod session;
 mod unknowns;
 
@@ -64,8 +65,18 @@ impl Tools {
         }
     }
 
-    /// Every tool rea has, routed to its function.
+    /// Every tool rea has, routed to its function, with its schemas in the portable subset
+    /// (see [`schema`]). The portable pass costs more than generating the router, and its result
+    /// never changes: made once, cloned for each connection.
     pub fn router() -> ToolRouter<Tools> {
+        static ROUTER: std::sync::OnceLock<ToolRouter<Tools>> = std::sync::OnceLock::new();
+        ROUTER
+            .get_or_init(|| schema::portable_router(Self::router_as_generated()))
+            .clone()
+    }
+
+    /// The router as the tool macros generate it.
+    fn router_as_generated() -> ToolRouter<Tools> {
         Self::session_tools()
             + Self::ledger_tools()
             + Self::unknown_tools()

@@ -84,7 +84,7 @@ pub async fn start_confined(
     let settings = Settings {
         state_dir: state.path().to_owned(),
         config_dir: Some(config.path().to_owned()),
-        allowed_roots,
+        allowed_roots: rea::fsroot::Roots::new(allowed_roots),
     };
     let shared = Shared::new(settings);
     let watcher = rea::server::watch_config(shared.clone());

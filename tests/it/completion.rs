@@ -294,11 +294,12 @@ async fn provider_completion_lists_auto_and_sorted_deep_candidates_for_the_targe
     let h = start().await;
     open(&h, "/usr/bin/ls").await;
     let c = h.complete("investigate_feature", "provider_id", "").await;
-    assert_eq!(c.values[0], "auto");
+    // Code-point order puts `angr` (when its venv is configured) before `auto`.
+    assert!(c.values.iter().any(|v| v == "auto"));
     assert!(sorted_by_code_point(&c.values));
     let expected = rea::providers::deep::candidates("elf", None);
     assert_eq!(c.values.len(), 1 + expected.len());
-    let o = h.complete("investigate_feature", "provider_id", "A").await;
+    let o = h.complete("investigate_feature", "provider_id", "AU").await;
     assert_eq!(str_values(&o), ["auto"]);
 }
 

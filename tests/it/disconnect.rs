@@ -32,7 +32,7 @@ async fn a_client_that_disconnects_mid_call_leaves_no_worker_behind() {
     let shared = Shared::new(Settings {
         state_dir: state.path().to_owned(),
         config_dir: None,
-        allowed_roots: vec![],
+        allowed_roots: rea::fsroot::Roots::none(),
     });
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     let server = tokio::spawn({

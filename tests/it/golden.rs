@@ -152,13 +152,17 @@ const GOLDEN: &[(&str, &str)] = &[
         "list_documents",
         "ev_453894eba521d4a1acb448f1e1f0e8eb331a659fc9474eba391055782998f5a1",
     ),
+    // Moved by issue 15's fixes, not by how records are built: Mach-O procedures lost the C
+    // compiler's leading underscore (kept as raw_name) and gained their size. Before:
+    // ev_4736d8611832b4fc715f86735e5db988814e4530b8bc5fad78896e0410a0ad00 and
+    // ev_7a502ade2ed11016ced3d1b08e27e5e099e1dfa7307c0d080363d744f509348f.
     (
         "list_procedures offset 0 limit 5",
-        "ev_4736d8611832b4fc715f86735e5db988814e4530b8bc5fad78896e0410a0ad00",
+        "ev_98b65f0b6e8231fe55b637e37f732c9bd893a4c0e8ccd4cfaef7448992e8fd21",
     ),
     (
         "list_procedures arm64 limit 3",
-        "ev_7a502ade2ed11016ced3d1b08e27e5e099e1dfa7307c0d080363d744f509348f",
+        "ev_0eff695efa87da8ba16a872cb05feaef52c244d9f1e0bb5866d8d79f59b8bcb4",
     ),
     (
         "inspect_artifact liba_both.dylib",

@@ -2,20 +2,32 @@
 //! `tokio::io::duplex`, the store through its public API, and the built binary over stdio.
 
 mod analysis;
+mod angr;
 mod architecture;
+mod arm64;
 mod artifacts;
+mod backtrace;
 mod capture;
+mod cli_output;
 mod common;
 mod completion;
+mod corpus;
 mod crash;
+mod differential;
 mod disconnect;
 mod golden;
+mod hostile;
 mod http;
 mod idle;
+mod invariants;
 mod javascript;
+mod jsonrpc;
 mod parity;
 mod prompts;
 mod readonly;
+mod regression_15;
+mod roots;
+mod schema;
 mod snapshot;
 mod store;
 mod tools;

@@ -438,3 +438,38 @@ async fn prompts_work_in_the_2026_stateless_revision() {
         .await;
     assert!(text.contains("list_unknowns"));
 }
+
+/// An argument the prompt does not declare is not rendered (SPEC, mcp-prompts.md): neither its
+/// name nor its value reaches the text, and it does not steer the workflow; declared ones do.
+#[tokio::test]
+async fn undeclared_prompt_arguments_are_not_rendered_regression_17() {
+    let h = start().await;
+    let js = javascript_app();
+    let js_path = js.path().to_str().unwrap();
+    for (prompt, arguments) in TABLE {
+        let mut args = required_args(prompt);
+        args.push(("smuggled_note", "zq7-undeclared-value"));
+        let text = h.prompt_text(prompt, &args).await;
+        assert!(!text.contains("smuggled_note"), "{prompt}: {text}");
+        assert!(!text.contains("zq7-undeclared-value"), "{prompt}: {text}");
+        for (name, value) in required_args(prompt) {
+            assert!(
+                text.contains(&format!("\"{name}\": \"{value}\"")),
+                "{prompt} lost {name}"
+            );
+        }
+        // target_path turns investigate_feature towards the JavaScript analysis only where the
+        // prompt declares it.
+        let declares_target = arguments.iter().any(|(a, _)| *a == "target_path");
+        let mut with_target = required_args(prompt);
+        with_target.push(("target_path", js_path));
+        let text = h.prompt_text(prompt, &with_target).await;
+        assert_eq!(text.contains(js_path), declares_target, "{prompt}");
+        if !declares_target {
+            assert!(
+                !text.contains("with input_path set to the requested target_path"),
+                "{prompt}"
+            );
+        }
+    }
+}

@@ -235,7 +235,7 @@ async fn allowed_roots_confine_every_path_a_tool_takes() {
     let settings = rea::settings::Settings {
         state_dir: state.path().to_owned(),
         config_dir: None,
-        allowed_roots: vec![root.path().to_owned()],
+        allowed_roots: rea::fsroot::Roots::new([root.path()]),
     };
     let s = settings.check_path(&root.path().join("true"));
     assert!(s.is_ok());

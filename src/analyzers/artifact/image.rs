@@ -132,7 +132,32 @@ fn analyze_fat(data: &[u8], with_regions: bool) -> FileImages {
             }
         },
     };
+    // Slices that overlap an earlier one are not read: lipo never writes them, and 64
+    // overlapping 1 GiB slices made one file cost 64 GiB of hashing and scanning.
+    let mut by_offset: Vec<(u64, u64, usize)> = arches
+        .iter()
+        .enumerate()
+        .map(|(i, &(o, s))| (o, s, i))
+        .collect();
+    by_offset.sort_unstable();
+    let mut overlapping = vec![false; arches.len()];
+    let mut reach: Option<(u64, usize)> = None;
+    for &(offset, size, index) in &by_offset {
+        if let Some((end, other)) = reach
+            && offset < end
+        {
+            overlapping[index] = true;
+            out.errors.push(format!(
+                "slice {index} (offset {offset}, size {size}) overlaps slice {other}; it was not read"
+            ));
+            continue;
+        }
+        reach = Some((offset.saturating_add(size), index));
+    }
     for (index, (offset, size)) in arches.into_iter().enumerate() {
+        if overlapping[index] {
+            continue;
+        }
         let slice = usize::try_from(offset)
             .ok()
             .zip(usize::try_from(size).ok())

@@ -5,7 +5,6 @@
 //! findings are first collected by content and only given ids once the manifest is sealed.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::io::Read;
 use std::path::Path;
 
 use super::bundle::{self, PlistFacts};
@@ -21,6 +20,9 @@ use super::{
     ProviderStamp, Resolution, Severity, TargetInfo, TargetKind,
 };
 use crate::analyzers::asar;
+use crate::fsroot::{
+    Bytes, Deadline, DeadlineExceeded, Directory, FsError, Opened, RegularFile, Roots,
+};
 use crate::vocabulary::{Architecture, Format};
 
 /// Bytes read from a file too large to parse, enough to classify it.
@@ -109,13 +111,16 @@ struct AsarFacts {
 
 /// The bytes of one file, or for a file too large to parse, its digest and first bytes.
 enum Content {
-    Full(Vec<u8>),
+    Full(Bytes),
     Large { sha256: String, head: Vec<u8> },
 }
 
 struct Builder<'o> {
     options: &'o InspectOptions,
     directory_target: bool,
+    /// The target directory, held open, for directory targets: an asar's `.unpacked`
+    /// directory is looked up beneath it.
+    root: Option<Directory>,
     parts: Vec<Part>,
     part_paths: HashSet<String>,
     occurrences: Vec<OccKey>,
@@ -132,20 +137,29 @@ struct Builder<'o> {
     total_size: u64,
 }
 
-/// Inspects a file or a directory (a `.app` bundle or any directory the caller admits).
+/// Inspects a file or a directory (a `.app` bundle or any directory the caller admits) at
+/// `target` as the system resolves it (no roots; the regular-file rules apply).
 ///
 /// The result is reproducible: the same bytes give the same manifest id, whatever the target's
 /// location or modification times.
 pub fn inspect(target: &Path, options: &InspectOptions) -> Result<Inventory, ArtifactError> {
-    let unreadable = |source| ArtifactError::Unreadable {
-        path: target.to_path_buf(),
-        source,
-    };
-    let meta = std::fs::metadata(target).map_err(unreadable)?;
-    let canonical = std::fs::canonicalize(target).map_err(unreadable)?;
+    let opened = Roots::none().open(target).map_err(|e| match e {
+        FsError::NotRegular { .. } => ArtifactError::NotFileOrDirectory {
+            path: target.to_path_buf(),
+        },
+        FsError::Io { source, .. } => ArtifactError::Unreadable {
+            path: target.to_path_buf(),
+            source,
+        },
+        FsError::NotFound { .. } => ArtifactError::Unreadable {
+            path: target.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        },
+        other => ArtifactError::File(other),
+    })?;
     // The name as given (a symbolic link keeps its own name), else the resolved one for
     // paths such as `.`.
-    let name = match target.file_name().or_else(|| canonical.file_name()) {
+    let name = match target.file_name().or_else(|| opened.path().file_name()) {
         None => String::from("/"),
         Some(name) => name
             .to_str()
@@ -154,122 +168,159 @@ pub fn inspect(target: &Path, options: &InspectOptions) -> Result<Inventory, Art
             })?
             .to_string(),
     };
+    inspect_opened(&opened, &name, options, &Deadline::analysis())
+}
+
+/// Inspects an opened file or directory named `name` (the last component of the path it was
+/// opened by). Every file is read through a descriptor: the target's own, or one opened beneath
+/// the target directory with no link followed.
+pub fn inspect_opened(
+    target: &Opened,
+    name: &str,
+    options: &InspectOptions,
+    deadline: &Deadline,
+) -> Result<Inventory, ArtifactError> {
+    let name = name.to_string();
     let mut options = options.clone();
     if options.page_size == 0 {
         options.page_size = InspectOptions::default().page_size;
     }
-    if meta.is_file() {
-        let content =
-            read_content(&canonical, meta.len(), options.max_parse_bytes).map_err(unreadable)?;
-        let sha256 = match &content {
-            Content::Full(bytes) => sha256_hex(bytes),
-            Content::Large { sha256, .. } => sha256.clone(),
-        };
-        let mut builder = Builder::new(&options, false);
-        builder.total_size = meta.len();
-        builder.add_file(&name, &canonical, meta.len(), content);
-        let info = TargetInfo {
-            name,
-            kind: TargetKind::File,
-            sha256: Some(sha256),
-            size: meta.len(),
-        };
-        builder.finish(info)
-    } else if meta.is_dir() {
-        let kind = if name.to_ascii_lowercase().ends_with(".app") {
-            TargetKind::Bundle
-        } else {
-            TargetKind::Directory
-        };
-        let walked = walk::walk(&canonical, options.max_files);
-        let mut builder = Builder::new(&options, true);
-        if walked.truncated {
-            builder.manifest_complete = false;
-            builder.reasons.insert(format!(
-                "the walk stopped after {} files (max_files); later files are not in the manifest",
-                options.max_files
-            ));
+    match target {
+        Opened::File(file) => {
+            let size = file.len();
+            let content = read_content(file, options.max_parse_bytes, deadline)?;
+            let sha256 = match &content {
+                Content::Full(bytes) => sha256_hex(bytes),
+                Content::Large { sha256, .. } => sha256.clone(),
+            };
+            let mut builder = Builder::new(&options, None);
+            builder.total_size = size;
+            builder.add_file(&name, file, size, content);
+            let info = TargetInfo {
+                name,
+                kind: TargetKind::File,
+                sha256: Some(sha256),
+                size,
+            };
+            builder.finish(info)
         }
-        for problem in &walked.problems {
-            builder.manifest_complete = false;
-            builder.reasons.insert(problem.clone());
-        }
-        for entry in &walked.entries {
-            builder.tree.insert(entry.rel.clone(), entry.link.clone());
-        }
-        for entry in walked.entries {
-            if let Some(link) = entry.link {
-                builder.push_part(Part {
-                    path: entry.rel,
-                    kind: PartKind::Symlink,
-                    size: entry.size,
-                    sha256: Some(sha256_hex(link.as_bytes())),
-                    architecture: None,
-                    container: None,
-                    address: None,
-                    file_offset: None,
-                    link_target: Some(link),
-                });
-                continue;
+        Opened::Dir(dir) => {
+            let kind = if name.to_ascii_lowercase().ends_with(".app") {
+                TargetKind::Bundle
+            } else {
+                TargetKind::Directory
+            };
+            let walked = walk::walk(dir, options.max_files, deadline)?;
+            let mut builder = Builder::new(&options, Some(dir.clone()));
+            if walked.truncated {
+                builder.manifest_complete = false;
+                builder.reasons.insert(format!(
+                    "the walk stopped after {} files (max_files); later files are not in the manifest",
+                    options.max_files
+                ));
             }
-            builder.total_size = builder.total_size.saturating_add(entry.size);
-            match read_content(&entry.abs, entry.size, options.max_parse_bytes) {
-                Ok(content) => builder.add_file(&entry.rel, &entry.abs, entry.size, content),
-                Err(e) => {
-                    builder.manifest_complete = false;
-                    builder
-                        .reasons
-                        .insert(format!("cannot read {}: {e}", entry.rel));
+            for problem in &walked.problems {
+                builder.manifest_complete = false;
+                builder.reasons.insert(problem.clone());
+            }
+            for entry in &walked.entries {
+                builder.tree.insert(entry.rel.clone(), entry.link.clone());
+            }
+            for entry in walked.entries {
+                if let Some(link) = entry.link {
                     builder.push_part(Part {
                         path: entry.rel,
-                        kind: PartKind::Other,
+                        kind: PartKind::Symlink,
                         size: entry.size,
-                        sha256: None,
+                        sha256: Some(sha256_hex(link.as_bytes())),
                         architecture: None,
                         container: None,
                         address: None,
                         file_offset: None,
-                        link_target: None,
+                        link_target: Some(link),
                     });
+                    continue;
+                }
+                deadline.check(|| format!("the inventory of {}", dir.path().display()))?;
+                builder.total_size = builder.total_size.saturating_add(entry.size);
+                let read = dir
+                    .open_file_nofollow(&entry.rel)
+                    .map_err(ContentError::File)
+                    .and_then(|file| {
+                        let content = read_content(&file, options.max_parse_bytes, deadline)?;
+                        Ok((file, content))
+                    });
+                match read {
+                    Ok((file, content)) => builder.add_file(&entry.rel, &file, file.len(), content),
+                    Err(ContentError::Stopped(d)) => return Err(ArtifactError::Stopped(d)),
+                    Err(ContentError::File(e)) => {
+                        builder.manifest_complete = false;
+                        builder
+                            .reasons
+                            .insert(format!("cannot read {}: {e}", entry.rel));
+                        builder.push_part(Part {
+                            path: entry.rel,
+                            kind: PartKind::Other,
+                            size: entry.size,
+                            sha256: None,
+                            architecture: None,
+                            container: None,
+                            address: None,
+                            file_offset: None,
+                            link_target: None,
+                        });
+                    }
                 }
             }
+            let info = TargetInfo {
+                name,
+                kind,
+                sha256: None,
+                size: builder.total_size,
+            };
+            builder.finish(info)
         }
-        let info = TargetInfo {
-            name,
-            kind,
-            sha256: None,
-            size: builder.total_size,
-        };
-        builder.finish(info)
-    } else {
-        Err(ArtifactError::NotFileOrDirectory {
-            path: target.to_path_buf(),
-        })
     }
 }
 
-fn read_content(path: &Path, size: u64, max_parse_bytes: u64) -> std::io::Result<Content> {
-    if size <= max_parse_bytes {
-        return std::fs::read(path).map(Content::Full);
-    }
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
-    let mut head = Vec::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let read = file.read(&mut buffer)?;
-        if read == 0 {
-            break;
+/// Why a file's content could not be read.
+enum ContentError {
+    File(FsError),
+    Stopped(DeadlineExceeded),
+}
+
+impl From<FsError> for ContentError {
+    fn from(e: FsError) -> ContentError {
+        match e {
+            FsError::Stopped(d) => ContentError::Stopped(d),
+            other => ContentError::File(other),
         }
-        if head.len() < HEAD_BYTES {
-            let take = (HEAD_BYTES - head.len()).min(read);
-            head.extend_from_slice(&buffer[..take]);
-        }
-        sha2::Digest::update(&mut hasher, &buffer[..read]);
     }
+}
+
+impl From<ContentError> for ArtifactError {
+    fn from(e: ContentError) -> ArtifactError {
+        match e {
+            ContentError::File(e) => ArtifactError::File(e),
+            ContentError::Stopped(d) => ArtifactError::Stopped(d),
+        }
+    }
+}
+
+/// A file's bytes, mapped, when it is small enough to parse; else its digest and head, read in
+/// chunks. Either way exactly the size it had when opened.
+fn read_content(
+    file: &RegularFile,
+    max_parse_bytes: u64,
+    deadline: &Deadline,
+) -> Result<Content, ContentError> {
+    if file.len() <= max_parse_bytes {
+        return Ok(Content::Full(file.bytes(0, file.len())?));
+    }
+    let digest = file.digest(HEAD_BYTES, deadline)?;
     Ok(Content::Large {
-        sha256: hex::encode(sha2::Digest::finalize(hasher)),
-        head,
+        sha256: digest.sha256,
+        head: digest.head,
     })
 }
 
@@ -278,10 +329,11 @@ fn bool_text(flag: bool) -> String {
 }
 
 impl<'o> Builder<'o> {
-    fn new(options: &'o InspectOptions, directory_target: bool) -> Builder<'o> {
+    fn new(options: &'o InspectOptions, root: Option<Directory>) -> Builder<'o> {
         Builder {
             options,
-            directory_target,
+            directory_target: root.is_some(),
+            root,
             parts: Vec::new(),
             part_paths: HashSet::new(),
             occurrences: Vec::new(),
@@ -351,7 +403,7 @@ impl<'o> Builder<'o> {
         });
     }
 
-    fn add_file(&mut self, rel: &str, abs: &Path, size: u64, content: Content) {
+    fn add_file(&mut self, rel: &str, file: &RegularFile, size: u64, content: Content) {
         let (bytes, sha256) = match content {
             Content::Full(bytes) => {
                 let sha = sha256_hex(&bytes);
@@ -397,7 +449,7 @@ impl<'o> Builder<'o> {
                 file_offset: None,
                 link_target: None,
             });
-            self.add_data_file(rel, abs, kind, &bytes);
+            self.add_data_file(rel, file, kind, &bytes);
             return;
         };
         let thin_arch = if images.universal {
@@ -475,7 +527,7 @@ impl<'o> Builder<'o> {
     }
 
     /// Plists and asar archives.
-    fn add_data_file(&mut self, rel: &str, abs: &Path, kind: PartKind, bytes: &[u8]) {
+    fn add_data_file(&mut self, rel: &str, file: &RegularFile, kind: PartKind, bytes: &[u8]) {
         match kind {
             PartKind::Plist | PartKind::BinaryPlist if file_name(rel) == "Info.plist" => {
                 match bundle::info_plist_facts(bytes) {
@@ -494,7 +546,7 @@ impl<'o> Builder<'o> {
                     }
                 }
             }
-            PartKind::Asar => self.add_asar(rel, abs),
+            PartKind::Asar => self.add_asar(rel, file),
             _ => {}
         }
     }
@@ -516,14 +568,18 @@ impl<'o> Builder<'o> {
         }
     }
 
-    fn add_asar(&mut self, rel: &str, abs: &Path) {
-        let mut unpacked_path = abs.as_os_str().to_os_string();
-        unpacked_path.push(".unpacked");
-        let unpacked_dir = std::fs::symlink_metadata(&unpacked_path).is_ok_and(|m| m.is_dir());
+    fn add_asar(&mut self, rel: &str, file: &RegularFile) {
+        // Beside the archive in the target (no link followed), or beside a single-file target.
+        let unpacked = match &self.root {
+            Some(root) => root.open_dir_nofollow(format!("{rel}.unpacked")).ok(),
+            None => file.sibling_dir(".unpacked").ok(),
+        };
+        let unpacked_dir = unpacked.is_some();
         if file_name(rel) == "app.asar" {
             self.occ(rel, OccurrenceKind::Electron, Some("app-asar"), "present");
         }
-        match asar::Archive::open(abs) {
+        let abs = file.path();
+        match asar::Archive::from_file(file.clone(), unpacked) {
             Ok(archive) => {
                 let sha = archive.header_sha256();
                 self.occ(
@@ -1209,7 +1265,7 @@ impl<'o> Builder<'o> {
 /// entitlement rules can be tested without a signed fixture that has any.
 #[cfg(test)]
 pub(crate) fn entitlement_inventory_for_tests(xml: &[u8], options: &InspectOptions) -> Inventory {
-    let mut builder = Builder::new(options, false);
+    let mut builder = Builder::new(options, None);
     builder.push_part(Part {
         path: String::from("image"),
         kind: PartKind::MachoExecutable,

@@ -43,7 +43,7 @@ pub use compare::{
     PartChange, PartsDiff, ProcedureNames, ProcedurePartDiff, ProceduresDiff, SideInfo, compare,
 };
 pub use ids::{ManifestId, OccurrenceId, occurrence_id};
-pub use inventory::inspect;
+pub use inventory::{inspect, inspect_opened};
 pub use page::validate_page;
 pub use report::{render_comparison_report, render_inventory_report};
 pub use verify::{
@@ -739,6 +739,12 @@ pub enum ArtifactError {
         /// What failed.
         reason: String,
     },
+    /// The target could not be opened as a regular file or directory, or changed while read.
+    #[error(transparent)]
+    File(crate::fsroot::FsError),
+    /// The inventory ran past its deadline.
+    #[error(transparent)]
+    Stopped(#[from] crate::fsroot::DeadlineExceeded),
 }
 
 /// Why a stored page or inventory is not schema-valid.

@@ -1373,3 +1373,17 @@ fn library_outside_the_target_is_a_finding() {
     assert!(inv.occurrences().all(|o| !o.value.contains(&temp_text)));
     assert!(inv.limitations.iter().all(|l| !l.contains(&temp_text)));
 }
+
+#[test]
+fn the_specification_schema_states_the_claim_limit_in_words() {
+    // Clients read this description; it must give the number, not name a Rust constant.
+    let schema = schemars::schema_for!(ReconstructionSpec);
+    let description = schema.get("description").and_then(|d| d.as_str()).unwrap();
+    let limit = format!(
+        "at most {},{:03} claims",
+        MAX_CLAIMS / 1000,
+        MAX_CLAIMS % 1000
+    );
+    assert!(description.contains(&limit), "{description}");
+    assert!(!description.contains("MAX_CLAIMS"), "{description}");
+}

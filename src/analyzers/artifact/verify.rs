@@ -143,7 +143,9 @@ pub enum Claim {
     },
 }
 
-/// A finite reconstruction specification: at most [`MAX_CLAIMS`] claims.
+// The number in the sentence below is `MAX_CLAIMS` (a test keeps them equal): the doc becomes
+// the schema description clients read, where a link to a Rust constant means nothing.
+/// A finite reconstruction specification of at most 1,000 claims.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReconstructionSpec {

@@ -1,9 +1,8 @@
 //! Enumerates the files of a directory target (without following symbolic links) and classifies
 //! each file into a [`PartKind`] from its path and leading bytes.
 
-use std::path::{Path, PathBuf};
-
 use super::PartKind;
+use crate::fsroot::{Deadline, DeadlineExceeded, Directory, EntryKind};
 use crate::vocabulary::Format;
 
 /// One file or symbolic link of a directory target.
@@ -11,8 +10,6 @@ use crate::vocabulary::Format;
 pub(crate) struct Entry {
     /// '/'-separated path relative to the target.
     pub rel: String,
-    /// Where it is on disk.
-    pub abs: PathBuf,
     /// Size from the directory entry's metadata.
     pub size: u64,
     /// Target text, when the entry is a symbolic link.
@@ -30,34 +27,37 @@ pub(crate) struct Walk {
     pub problems: Vec<String>,
 }
 
-/// Walks `root` depth-first, collecting at most `max_files` files and links.
-pub(crate) fn walk(root: &Path, max_files: usize) -> Walk {
+/// Walks `root` depth-first, collecting at most `max_files` files and links. Nothing is
+/// followed: each directory is reopened beneath `root` by its relative path with no link
+/// followed, so only the directories on the way are open and the walk cannot leave the target.
+pub(crate) fn walk(
+    root: &Directory,
+    max_files: usize,
+    deadline: &Deadline,
+) -> Result<Walk, DeadlineExceeded> {
     let mut out = Walk::default();
-    let mut stack: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, prefix)) = stack.pop() {
-        let reader = match std::fs::read_dir(&dir) {
-            Ok(reader) => reader,
+    let mut stack: Vec<String> = vec![String::new()];
+    while let Some(prefix) = stack.pop() {
+        deadline.check(|| format!("the walk of {}", root.path().display()))?;
+        let listed = if prefix.is_empty() {
+            root.entries()
+        } else {
+            root.open_dir_nofollow(&prefix).and_then(|d| d.entries())
+        };
+        let items = match listed {
+            Ok(items) => items,
             Err(e) => {
                 out.problems
                     .push(format!("cannot list {}: {e}", display_rel(&prefix)));
                 continue;
             }
         };
-        for item in reader {
-            let item = match item {
-                Ok(item) => item,
-                Err(e) => {
-                    out.problems
-                        .push(format!("cannot list {}: {e}", display_rel(&prefix)));
-                    continue;
-                }
-            };
-            let name = item.file_name();
-            let Some(name) = name.to_str() else {
+        for item in items {
+            let Some(name) = item.name.to_str() else {
                 out.problems.push(format!(
                     "skipped an entry of {} whose name is not valid UTF-8: {:?}",
                     display_rel(&prefix),
-                    name
+                    item.name
                 ));
                 continue;
             };
@@ -66,54 +66,44 @@ pub(crate) fn walk(root: &Path, max_files: usize) -> Walk {
             } else {
                 format!("{prefix}/{name}")
             };
-            let abs = item.path();
-            let meta = match std::fs::symlink_metadata(&abs) {
-                Ok(meta) => meta,
-                Err(e) => {
-                    out.problems.push(format!("cannot stat {rel}: {e}"));
-                    continue;
-                }
-            };
-            let file_type = meta.file_type();
-            if file_type.is_dir() {
-                stack.push((abs, rel));
+            if item.kind == EntryKind::Dir {
+                stack.push(rel);
                 continue;
             }
             if out.entries.len() >= max_files {
                 out.truncated = true;
                 continue;
             }
-            if file_type.is_symlink() {
-                let link = match std::fs::read_link(&abs) {
-                    Ok(link) => link.to_string_lossy().into_owned(),
-                    Err(e) => {
-                        out.problems.push(format!("cannot read link {rel}: {e}"));
-                        continue;
-                    }
-                };
-                out.entries.push(Entry {
+            match item.kind {
+                EntryKind::Symlink => {
+                    let link = match root.read_link(&rel) {
+                        Ok(link) => link.to_string_lossy().into_owned(),
+                        Err(e) => {
+                            out.problems.push(format!("cannot read link {rel}: {e}"));
+                            continue;
+                        }
+                    };
+                    out.entries.push(Entry {
+                        rel,
+                        size: link.len() as u64,
+                        link: Some(link),
+                    });
+                }
+                EntryKind::File => out.entries.push(Entry {
                     rel,
-                    abs,
-                    size: link.len() as u64,
-                    link: Some(link),
-                });
-            } else if file_type.is_file() {
-                out.entries.push(Entry {
-                    rel,
-                    abs,
-                    size: meta.len(),
+                    size: item.size,
                     link: None,
-                });
-            } else {
-                out.problems.push(format!(
-                    "skipped {rel}: neither a file, a directory nor a link"
-                ));
+                }),
+                other => out.problems.push(format!(
+                    "skipped {rel}: {}, neither a file, a directory nor a link",
+                    other.describe()
+                )),
             }
         }
     }
     out.entries.sort_by(|a, b| a.rel.cmp(&b.rel));
     out.problems.sort();
-    out
+    Ok(out)
 }
 
 fn display_rel(rel: &str) -> &str {

@@ -1,27 +1,33 @@
 //! Comparing two captures dimension by dimension (exit status, stdout, stderr, the limit that
-//! ended each, the crash site), after normalization rules that hide what is expected to vary.
+//! ended each, the crash site, the crash's backtrace), after normalization rules that hide what
+//! is expected to vary.
 
 use regex::bytes::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 
+use super::backtrace::Backtrace;
 use super::outcome::{Capture, CapturedStream, Fault};
 
-/// A built-in normalization, named by the caller.
+/// A built-in normalization, named by the caller (what each does: [`TaggedRule`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BuiltinRule {
-    /// ISO-8601 date-times (`2024-05-01T12:00:00Z`, with optional fraction and offset) become
-    /// `<timestamp>`, then clock times `HH:MM:SS` become `<time>`.
+    /// Date-times and clock times.
     Timestamps,
-    /// `0x` followed by six or more hex digits becomes `0x<address>`.
+    /// Long hex addresses.
     HexAddresses,
-    /// Numbers after `pid`, `ppid`, `tid` or `process` (with `=`, `:`, `#` or spaces between)
-    /// and `name[1234]` as in syslog lines become `<pid>`.
+    /// Process and thread ids.
     Pids,
 }
 
 /// One rewrite applied to both captures' stdout and stderr before they are compared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// It is written as a built-in rule's name (`"pids"`), as `{"pattern": …, "replacement": …}`,
+/// or as the tagged object of [`TaggedRule`] (`{"kind": "pids"}`,
+/// `{"kind": "pattern", "pattern": …, "replacement": …}`): the one form every MCP client can
+/// describe, since it needs no union of a string and an object. Its schema is that tagged form;
+/// it is serialized as before (name or pattern object), so recorded Evidence keeps its ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum NormalizationRule {
     /// A built-in rule by name: `"timestamps"`, `"hex-addresses"` or `"pids"`.
@@ -33,6 +39,90 @@ pub enum NormalizationRule {
         /// The replacement; `$1` or `${name}` insert capture groups, `$$` is a literal `$`.
         replacement: String,
     },
+}
+
+// The built-in rules are empty struct variants, not unit ones: serde refuses unknown fields
+// only in struct variants, and `{"kind": "pids", "pattern": …}` must not pass.
+/// A normalization rule: a built-in one by its kind, or a caller's pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TaggedRule {
+    /// ISO-8601 date-times (`2024-05-01T12:00:00Z`, with optional fraction and offset) become
+    /// `<timestamp>`, then clock times `HH:MM:SS` become `<time>`.
+    Timestamps {},
+    /// `0x` followed by six or more hex digits becomes `0x<address>`.
+    HexAddresses {},
+    /// Numbers after `pid`, `ppid`, `tid` or `process` (with `=`, `:`, `#` or spaces between)
+    /// and `name[1234]` as in syslog lines become `<pid>`.
+    Pids {},
+    /// A caller's rule: every match of `pattern` is replaced by `replacement`.
+    Pattern {
+        /// A regular expression (Rust `regex` syntax, matched on bytes; `(?i)` for case-blind).
+        pattern: String,
+        /// The replacement; `$1` or `${name}` insert capture groups, `$$` is a literal `$`.
+        replacement: String,
+    },
+}
+
+impl From<TaggedRule> for NormalizationRule {
+    fn from(rule: TaggedRule) -> Self {
+        match rule {
+            TaggedRule::Timestamps {} => NormalizationRule::Builtin(BuiltinRule::Timestamps),
+            TaggedRule::HexAddresses {} => NormalizationRule::Builtin(BuiltinRule::HexAddresses),
+            TaggedRule::Pids {} => NormalizationRule::Builtin(BuiltinRule::Pids),
+            TaggedRule::Pattern {
+                pattern,
+                replacement,
+            } => NormalizationRule::Pattern {
+                pattern,
+                replacement,
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NormalizationRule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The pattern object without a tag, as callers wrote it before the tagged form.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Untagged {
+            pattern: String,
+            replacement: String,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Name(BuiltinRule),
+            Tagged(TaggedRule),
+            Untagged(Untagged),
+        }
+        match Form::deserialize(deserializer) {
+            Ok(Form::Name(rule)) => Ok(NormalizationRule::Builtin(rule)),
+            Ok(Form::Tagged(rule)) => Ok(rule.into()),
+            Ok(Form::Untagged(Untagged {
+                pattern,
+                replacement,
+            })) => Ok(NormalizationRule::Pattern {
+                pattern,
+                replacement,
+            }),
+            Err(_) => Err(serde::de::Error::custom(
+                "a normalization rule is {\"kind\": \"timestamps\"|\"hex-addresses\"|\"pids\"}, \
+                 {\"kind\": \"pattern\", \"pattern\": REGEX, \"replacement\": TEXT}, or a built-in name",
+            )),
+        }
+    }
+}
+
+impl schemars::JsonSchema for NormalizationRule {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NormalizationRule".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        TaggedRule::json_schema(generator)
+    }
 }
 
 impl NormalizationRule {
@@ -177,6 +267,11 @@ pub struct CaptureComparison {
     pub ended_by: DimensionComparison,
     /// The crash site: signal, module file name and static address.
     pub fault: DimensionComparison,
+    /// The crashes' backtraces, frame by frame (module file name and static address, innermost
+    /// first), and how each walk ended; `detail` names the first frame where they differ.
+    /// Unknown when a frame has no static address, when both walks were cut at the frame
+    /// limit, or when a capture was recorded before backtraces were kept.
+    pub backtrace: DimensionComparison,
     /// The normalization rules applied, in order.
     pub rules: Vec<String>,
     /// Rules that did not compile; while any is listed, stdout and stderr are `unknown`.
@@ -212,8 +307,16 @@ pub fn compare(left: &Capture, right: &Capture, rules: &[NormalizationRule]) -> 
     let stdout = compare_streams("stdout", &left.stdout, &right.stdout, &compiled, rules_ok);
     let stderr = compare_streams("stderr", &left.stderr, &right.stderr, &compiled, rules_ok);
     let fault = compare_faults(left.fault.as_ref(), right.fault.as_ref());
+    let backtrace = compare_backtraces(left.fault.as_ref(), right.fault.as_ref());
 
-    let dimensions = [&exit_status, &stdout, &stderr, &ended_by, &fault];
+    let dimensions = [
+        &exit_status,
+        &stdout,
+        &stderr,
+        &ended_by,
+        &fault,
+        &backtrace,
+    ];
     let verdict = if dimensions.iter().any(|d| d.verdict == Verdict::Different) {
         Verdict::Different
     } else if dimensions.iter().any(|d| d.verdict == Verdict::Unknown) {
@@ -228,6 +331,7 @@ pub fn compare(left: &Capture, right: &Capture, rules: &[NormalizationRule]) -> 
         stderr,
         ended_by,
         fault,
+        backtrace,
         rules: rules.iter().map(NormalizationRule::describe).collect(),
         invalid_rules,
     }
@@ -395,15 +499,167 @@ fn compare_faults(left: Option<&Fault>, right: Option<&Fault>) -> DimensionCompa
     result
 }
 
+fn describe_backtrace(fault: Option<&Fault>) -> String {
+    match fault {
+        None => "no crash".to_owned(),
+        Some(Fault {
+            backtrace: None, ..
+        }) => "no backtrace recorded".to_owned(),
+        Some(Fault {
+            backtrace: Some(backtrace),
+            ..
+        }) => backtrace.describe(),
+    }
+}
+
+/// Backtraces are compared frame by frame at the same depth, each frame by module file name
+/// and static address (run-time addresses move with ASLR), and then by how the walks ended.
+fn compare_backtraces(left: Option<&Fault>, right: Option<&Fault>) -> DimensionComparison {
+    let mut result = DimensionComparison {
+        verdict: Verdict::Equal,
+        left: describe_backtrace(left),
+        right: describe_backtrace(right),
+        detail: None,
+    };
+    let (l, r) = match (left, right) {
+        (None, None) => return result,
+        (Some(_), None) | (None, Some(_)) => {
+            result.verdict = Verdict::Different;
+            result.detail = Some("only one of the runs crashed".to_owned());
+            return result;
+        }
+        (Some(l), Some(r)) => (l, r),
+    };
+    let (Some(l), Some(r)) = (&l.backtrace, &r.backtrace) else {
+        result.verdict = Verdict::Unknown;
+        result.detail = Some("a capture was recorded before backtraces were kept".to_owned());
+        return result;
+    };
+    let (verdict, detail) = backtrace_difference(l, r);
+    result.verdict = verdict;
+    result.detail = detail;
+    result
+}
+
+fn backtrace_difference(left: &Backtrace, right: &Backtrace) -> (Verdict, Option<String>) {
+    let mut undecided = None;
+    for (l, r) in left.frames.iter().zip(&right.frames) {
+        match (l.comparison_key(), r.comparison_key()) {
+            (Some(lk), Some(rk)) if lk != rk => {
+                return (
+                    Verdict::Different,
+                    Some(format!(
+                        "first difference at frame {}: left {}, right {}",
+                        l.index,
+                        l.describe(),
+                        r.describe()
+                    )),
+                );
+            }
+            (Some(_), Some(_)) => {}
+            _ => {
+                undecided.get_or_insert(l.index);
+            }
+        }
+    }
+    let (ln, rn) = (left.frames.len(), right.frames.len());
+    if ln != rn {
+        let (longer, extra) = if ln > rn {
+            ("left", &left.frames[rn])
+        } else {
+            ("right", &right.frames[ln])
+        };
+        return (
+            Verdict::Different,
+            Some(format!(
+                "the left has {ln} frames and the right {rn}; the first {} agree, then the {longer} goes on with frame {}: {}",
+                ln.min(rn),
+                extra.index,
+                extra.describe()
+            )),
+        );
+    }
+    if let Some(index) = undecided {
+        return (
+            Verdict::Unknown,
+            Some(format!(
+                "frame {index} has no static address (anonymous memory or not an ELF)"
+            )),
+        );
+    }
+    if left.end != right.end {
+        return (
+            Verdict::Different,
+            Some(format!(
+                "the {ln} frames agree, but the walks ended differently: left {}, right {}",
+                left.end.as_str(),
+                right.end.as_str()
+            )),
+        );
+    }
+    if left.truncated && right.truncated {
+        return (
+            Verdict::Unknown,
+            Some(format!(
+                "the {ln} frames read agree, but both walks were cut at the frame limit, so deeper frames are not compared"
+            )),
+        );
+    }
+    (Verdict::Equal, None)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::analyzers::capture::backtrace::{Frame, FrameKind, FrameSource, WalkEnd};
     use crate::analyzers::capture::outcome::{
         EndedBy, ExecutableFormat, Limits, NetworkIsolation, OutputOverflow, ScenarioEcho,
         SignalId, Termination,
     };
+
+    #[test]
+    fn rules_parse_in_every_form_and_serialize_as_before() {
+        let pids = NormalizationRule::Builtin(BuiltinRule::Pids);
+        let pattern = NormalizationRule::Pattern {
+            pattern: "a+".into(),
+            replacement: "b".into(),
+        };
+        for (text, rule) in [
+            (r#""pids""#, &pids),
+            (r#"{"kind":"pids"}"#, &pids),
+            (r#"{"pattern":"a+","replacement":"b"}"#, &pattern),
+            (
+                r#"{"kind":"pattern","pattern":"a+","replacement":"b"}"#,
+                &pattern,
+            ),
+        ] {
+            assert_eq!(
+                &serde_json::from_str::<NormalizationRule>(text).unwrap(),
+                rule,
+                "{text}"
+            );
+        }
+        // Serialized as before the tagged form existed, so recorded parameters keep their ids.
+        assert_eq!(serde_json::to_string(&pids).unwrap(), r#""pids""#);
+        assert_eq!(
+            serde_json::to_string(&pattern).unwrap(),
+            r#"{"pattern":"a+","replacement":"b"}"#
+        );
+        for bad in [
+            r#"{"kind":"pids","pattern":"x"}"#,
+            r#"{"kind":"pattern","pattern":"x"}"#,
+            r#""uuids""#,
+            r#"{"pattern":"x","replacement":"y","extra":1}"#,
+        ] {
+            let error = serde_json::from_str::<NormalizationRule>(bad).unwrap_err();
+            assert!(
+                error.to_string().contains("a normalization rule is"),
+                "{bad}: {error}"
+            );
+        }
+    }
 
     fn capture(stdout: &str, code: i32) -> Capture {
         Capture {
@@ -533,6 +789,8 @@ mod tests {
             module: Some(PathBuf::from(module)),
             module_offset: Some("0x1139".to_owned()),
             static_address: Some(address.to_owned()),
+            registers: Vec::new(),
+            backtrace: None,
         };
         let mut left = capture("", 0);
         let mut right = capture("", 0);
@@ -549,5 +807,127 @@ mod tests {
             compare(&left, &right, &[]).fault.verdict,
             Verdict::Different
         );
+    }
+
+    fn frame(index: u32, module: &str, address: Option<&str>) -> Frame {
+        Frame {
+            index,
+            kind: if index == 0 {
+                FrameKind::Fault
+            } else {
+                FrameKind::Call
+            },
+            found_by: FrameSource::CallFrameInfo,
+            instruction_pointer: format!("0x55d0c0a0{index:04x}"),
+            stack_pointer: Some("0x7ffc00001000".to_owned()),
+            module: Some(PathBuf::from(module)),
+            module_offset: address.map(str::to_owned),
+            static_address: address.map(str::to_owned),
+        }
+    }
+
+    fn crashed(frames: Vec<Frame>, end: WalkEnd) -> Capture {
+        let mut capture = capture("", 0);
+        let truncated = end == WalkEnd::FrameLimit;
+        capture.fault = Some(Fault {
+            signal: SignalId::from_number(11),
+            code: 1,
+            address: Some("0x0".to_owned()),
+            instruction_pointer: frames[0].instruction_pointer.clone(),
+            module: frames[0].module.clone(),
+            module_offset: frames[0].module_offset.clone(),
+            static_address: frames[0].static_address.clone(),
+            registers: Vec::new(),
+            backtrace: Some(Backtrace {
+                frames,
+                end,
+                end_detail: String::new(),
+                truncated,
+                memory_reads: 3,
+            }),
+        });
+        capture
+    }
+
+    #[test]
+    fn backtraces_compare_frame_by_frame() {
+        let abc = |b: &str| {
+            vec![
+                frame(0, "/v1/app", Some("0x1139")),
+                frame(1, "/v1/app", Some(b)),
+                frame(2, "/v2/app", Some("0x1180")),
+            ]
+        };
+        let left = crashed(abc("0x1160"), WalkEnd::Outermost);
+        // Another directory and other run-time addresses: the same backtrace.
+        let mut moved = abc("0x1160");
+        for f in &mut moved {
+            f.module = Some(PathBuf::from("/elsewhere/app"));
+            f.instruction_pointer = "0x7f0000001000".to_owned();
+        }
+        let same = compare(&left, &crashed(moved, WalkEnd::Outermost), &[]);
+        assert_eq!(
+            same.backtrace.verdict,
+            Verdict::Equal,
+            "{:?}",
+            same.backtrace
+        );
+        assert_eq!(
+            same.backtrace.left,
+            "3 frames: app 0x1139 <- app 0x1160 <- app 0x1180 (ended: outermost)"
+        );
+        assert_eq!(same.verdict, Verdict::Equal);
+
+        let other = compare(&left, &crashed(abc("0x11a0"), WalkEnd::Outermost), &[]);
+        assert_eq!(other.backtrace.verdict, Verdict::Different);
+        assert_eq!(
+            other.backtrace.detail.as_deref(),
+            Some("first difference at frame 1: left app 0x1160, right app 0x11a0")
+        );
+        assert_eq!(other.fault.verdict, Verdict::Equal);
+        assert_eq!(other.verdict, Verdict::Different);
+
+        let mut shorter = abc("0x1160");
+        shorter.pop();
+        let short = compare(&left, &crashed(shorter, WalkEnd::UnreadableMemory), &[]);
+        assert_eq!(short.backtrace.verdict, Verdict::Different);
+        assert_eq!(
+            short.backtrace.detail.as_deref(),
+            Some(
+                "the left has 3 frames and the right 2; the first 2 agree, then the left goes on with frame 2: app 0x1180"
+            )
+        );
+
+        let ended = compare(
+            &left,
+            &crashed(abc("0x1160"), WalkEnd::BadReturnAddress),
+            &[],
+        );
+        assert_eq!(ended.backtrace.verdict, Verdict::Different);
+
+        let mut anonymous = abc("0x1160");
+        anonymous[2].static_address = None;
+        let unknown = compare(&left, &crashed(anonymous, WalkEnd::Outermost), &[]);
+        assert_eq!(unknown.backtrace.verdict, Verdict::Unknown);
+
+        let deep = |n: u32| (0..n).map(|i| frame(i, "/app", Some("0x10"))).collect();
+        let cut = compare(
+            &crashed(deep(64), WalkEnd::FrameLimit),
+            &crashed(deep(64), WalkEnd::FrameLimit),
+            &[],
+        );
+        assert_eq!(cut.backtrace.verdict, Verdict::Unknown);
+
+        let mut old = left.clone();
+        old.fault.as_mut().unwrap().backtrace = None;
+        let before = compare(&old, &left, &[]);
+        assert_eq!(before.backtrace.verdict, Verdict::Unknown);
+        assert_eq!(before.backtrace.left, "no backtrace recorded");
+
+        let none = compare(&capture("", 0), &left, &[]);
+        assert_eq!(none.backtrace.verdict, Verdict::Different);
+        let neither = compare(&capture("", 0), &capture("", 0), &[]);
+        assert_eq!(neither.backtrace.verdict, Verdict::Equal);
+        assert_eq!(neither.backtrace.left, "no crash");
     }
 }

@@ -16,6 +16,11 @@ pub(crate) struct Mapping {
     pub(crate) end: u64,
     /// Offset in the mapped file of `start`.
     pub(crate) offset: u64,
+    /// Whether the mapping may be executed (`x` in its permissions).
+    pub(crate) executable: bool,
+    /// The mapped file's inode (0 for anonymous memory), which tells a replaced file from the
+    /// one that was mapped.
+    pub(crate) inode: u64,
     /// The mapped file's path, or a pseudo-name such as `[stack]`; `None` for anonymous memory.
     pub(crate) path: Option<String>,
 }
@@ -52,6 +57,8 @@ fn parse_maps_line(line: &str) -> Option<Mapping> {
         start: u64::from_str_radix(start, 16).ok()?,
         end: u64::from_str_radix(end, 16).ok()?,
         offset: u64::from_str_radix(fields[2], 16).ok()?,
+        executable: fields[1].as_bytes().get(2) == Some(&b'x'),
+        inode: fields[4].parse().ok()?,
         path: (!path.is_empty()).then(|| path.to_owned()),
     })
 }
@@ -247,6 +254,9 @@ garbage line
         let code = mapping_for(&maps, 0x55d0c0a01139).unwrap();
         assert_eq!(code.file(), Some("/tmp/dir with space/prog"));
         assert_eq!(file_offset(code, 0x55d0c0a01139), Some(0x1139));
+        assert!(code.executable);
+        assert_eq!(code.inode, 1234);
+        assert!(!mapping_for(&maps, 0x55d0c0a00010).unwrap().executable);
         assert_eq!(mapping_for(&maps, 0x7f0000000010).unwrap().file(), None);
         assert_eq!(mapping_for(&maps, 0x7ffc00000010).unwrap().file(), None);
         assert_eq!(

@@ -9,11 +9,17 @@
 //!   namespace, and ptrace for crash details; kills the whole group at the end.
 //! - `outcome`: the typed `Capture` result and its vocabulary (limits, signals, streams).
 //! - `fault`: instruction pointer → module, file offset and static ELF address.
+//! - `backtrace`: the typed registers and call stack of a crash.
+//! - `unwind`: the bounded x86-64 stack walk (call frame information, else frame pointers).
+//! - `cfi`: `.eh_frame` of the mapped modules, read from their files, as unwind rows.
+//! - `tracee`: registers, memory and mappings of the stopped crashed program for the walk.
 //! - `compare`: two captures compared per dimension after normalization rules.
 //! - `report`: a plain-text rendering of a capture.
 //!
 //! Typical use: `load_policy` → `check` → `run` (on a blocking thread) → record the `Capture`.
 
+mod backtrace;
+mod cfi;
 mod compare;
 mod fault;
 mod outcome;
@@ -21,7 +27,11 @@ mod policy;
 mod report;
 mod run;
 mod scenario;
+#[cfg(target_os = "linux")]
+mod tracee;
+mod unwind;
 
+pub use backtrace::{Backtrace, Frame, FrameKind, FrameSource, MAX_FRAMES, RegisterValue, WalkEnd};
 pub use compare::{
     BuiltinRule, CaptureComparison, CompareError, DimensionComparison, InvalidRule,
     NormalizationRule, Verdict, compare, validate_rules,

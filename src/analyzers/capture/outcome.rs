@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use super::backtrace::{Backtrace, RegisterValue};
+
 /// What happens when a program writes more than the cap to stdout or stderr.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
@@ -281,6 +283,17 @@ pub struct Fault {
     /// disassembler shows): the `PT_LOAD` segment holding the offset gives
     /// `offset - p_offset + p_vaddr`. Absent when the module is not an ELF or no segment holds it.
     pub static_address: Option<String>,
+    /// The general registers at the fault, lowercase `0x` hex, in gdb's order (x86-64: `rax`,
+    /// `rbx`, `rcx`, `rdx`, `rsi`, `rdi`, `rbp`, `rsp`, `r8`–`r15`, `rip`, `eflags`, the
+    /// segment registers, `fs_base`, `gs_base`, `orig_rax`; AArch64: `x0`–`x30`, `sp`, `pc`,
+    /// `pstate`). Empty in captures recorded before registers were kept.
+    #[serde(default)]
+    pub registers: Vec<RegisterValue>,
+    /// The call stack at the fault, innermost frame first, each frame placed in a module with a
+    /// static address, and why the walk ended. Absent in captures recorded before backtraces
+    /// were kept.
+    #[serde(default)]
+    pub backtrace: Option<Backtrace>,
 }
 
 /// Peak memory of the group leader, read at its exit (absent when it was killed with SIGKILL,
@@ -449,6 +462,22 @@ mod tests {
         ] {
             assert_documented(&serde_json::to_value(schema).unwrap(), name);
         }
+    }
+
+    #[test]
+    fn faults_recorded_before_backtraces_still_parse() {
+        let old = serde_json::json!({
+            "signal": {"number": 11, "name": "SIGSEGV"},
+            "code": 1,
+            "address": "0x0",
+            "instruction_pointer": "0x55d0c0a01139",
+            "module": "/tmp/prog",
+            "module_offset": "0x1139",
+            "static_address": "0x1139",
+        });
+        let fault: Fault = serde_json::from_value(old).unwrap();
+        assert!(fault.registers.is_empty());
+        assert_eq!(fault.backtrace, None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The file, inside the configuration directory, that holds the `[capture]` table.
-pub const CONFIG_FILE_NAME: &str = "rea.toml";
+pub use crate::settings::CONFIG_FILE_NAME;
 
 /// Default ceiling for the wall-clock time of one run (60 s).
 pub const DEFAULT_MAX_WALL_TIME_MS: u64 = 60_000;

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::backtrace::FrameSource;
 use super::outcome::{
     Capture, CapturedStream, EndedBy, ExecutableFormat, NetworkIsolation, StreamEncoding,
 };
@@ -139,6 +140,40 @@ pub fn render_report(capture: &Capture) -> String {
             None => {
                 let _ = writeln!(out, "  module: none (anonymous memory, stack or vDSO)");
             }
+        }
+        if !fault.registers.is_empty() {
+            let registers: Vec<String> = fault
+                .registers
+                .iter()
+                .map(|r| format!("{} {}", r.name, r.value))
+                .collect();
+            // Four to a line, as debuggers print them.
+            for line in registers.chunks(4) {
+                let _ = writeln!(out, "  registers: {}", line.join(", "));
+            }
+        }
+        if let Some(backtrace) = &fault.backtrace {
+            let _ = writeln!(out, "  backtrace:");
+            for frame in &backtrace.frames {
+                let found_by = match frame.found_by {
+                    FrameSource::Registers => "registers",
+                    FrameSource::CallFrameInfo => "call frame info",
+                    FrameSource::FramePointer => "frame pointer",
+                };
+                let _ = writeln!(
+                    out,
+                    "    #{} {} ({}, {found_by})",
+                    frame.index,
+                    frame.describe(),
+                    frame.instruction_pointer
+                );
+            }
+            let _ = writeln!(
+                out,
+                "    walk ended: {} ({})",
+                backtrace.end.as_str(),
+                backtrace.end_detail
+            );
         }
     }
 

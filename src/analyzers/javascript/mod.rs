@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::analyzers::asar::AsarError;
+use crate::fsroot::{Deadline, DeadlineExceeded, Directory, FsError, Opened, Roots};
 
 pub use model::*;
 pub use report::render_report;
@@ -76,6 +77,26 @@ pub enum JsError {
     /// The input (or the app.asar inside it) is not a readable asar archive.
     #[error(transparent)]
     Asar(#[from] AsarError),
+    /// The input is not a regular file or directory, or leads outside where it was found.
+    #[error(transparent)]
+    Path(FsError),
+    /// The analysis ran past its deadline.
+    #[error(transparent)]
+    Stopped(#[from] DeadlineExceeded),
+}
+
+impl From<FsError> for JsError {
+    fn from(e: FsError) -> JsError {
+        match e {
+            FsError::Io { path, source } => JsError::Io { path, source },
+            FsError::NotFound { path } => JsError::Io {
+                path,
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            },
+            FsError::Stopped(d) => JsError::Stopped(d),
+            other => JsError::Path(other),
+        }
+    }
 }
 
 /// True for file names the analysis parses as JavaScript or TypeScript, including Vue and
@@ -101,14 +122,24 @@ fn is_html_path(path: &str) -> bool {
 /// (directly, under `resources/`, or under `Contents/Resources/` of a `.app`), or JavaScript or
 /// TypeScript files at its top level. An `.asar` file is accepted too.
 pub fn looks_like_javascript_app(dir: &Path) -> bool {
-    if dir.is_file() {
-        return dir.extension().is_some_and(|e| e == "asar");
+    match Roots::none().open(dir) {
+        Ok(Opened::File(_)) => dir.extension().is_some_and(|e| e == "asar"),
+        Ok(Opened::Dir(d)) => looks_like_javascript_dir(&d),
+        Err(_) => false,
     }
-    dir.join("package.json").is_file()
-        || dir.join("app.asar").is_file()
-        || dir.join("resources").join("app.asar").is_file()
-        || dir.join("Contents/Resources/app.asar").is_file()
-        || dir.join("Contents/Resources/app/package.json").is_file()
+}
+
+/// [`looks_like_javascript_app`] for an opened directory: everything is looked at beneath it.
+pub fn looks_like_javascript_dir(dir: &Directory) -> bool {
+    [
+        "package.json",
+        "app.asar",
+        "resources/app.asar",
+        "Contents/Resources/app.asar",
+        "Contents/Resources/app/package.json",
+    ]
+    .iter()
+    .any(|rel| dir.is_file(rel))
         || source::has_top_level_scripts(dir)
 }
 
@@ -192,7 +223,24 @@ fn decode(raw: &[u8]) -> String {
 /// `progress` is called once per file read. Files that cannot be read or parsed become
 /// diagnostics and limitations; only an unreadable or unrecognised input is an error.
 pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAnalysis, JsError> {
-    let (info, root) = source::open_input(input)?;
+    let opened = Roots::none().open(input)?;
+    analyze_opened(
+        &opened,
+        &input.display().to_string(),
+        &Deadline::analysis(),
+        progress,
+    )
+}
+
+/// [`analyze`] of an input already opened (beneath the allowed roots): `given` is how the caller
+/// named it. Stops with [`JsError::Stopped`] once `deadline` passes.
+pub fn analyze_opened(
+    input: &Opened,
+    given: &str,
+    deadline: &Deadline,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<JsAnalysis, JsError> {
+    let (info, root) = source::open_input(input, given)?;
     let listing = root.list();
     let files = FileSet::new(listing.files.iter().map(|f| f.path.clone()));
     let mut limitations = Vec::new();
@@ -272,7 +320,19 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
         .cloned()
         .chain(html_files.iter().map(|f| (*f).clone()))
         .collect();
-    let mut parsed_files: Vec<(String, u64, ParseStatus, FileFacts)> = Vec::new();
+    // Facts go into the builder as each file is parsed, so only one file's facts are held at a
+    // time (a 10 MB file of 300,000 IPC calls holds hundreds of megabytes of them).
+    let mut builder = Builder {
+        files: &files,
+        modules: Vec::new(),
+        processes: Vec::new(),
+        ipc: BTreeMap::new(),
+        windows: Vec::new(),
+        exposed: Vec::new(),
+        navigation: Vec::new(),
+        occurrences: Vec::new(),
+        dropped: Dropped::default(),
+    };
     let mut html: BTreeMap<String, HtmlFacts> = BTreeMap::new();
     let mut too_deep = Vec::new();
     let mut handle_outcome = |file: &FileRef, outcome: Outcome| {
@@ -295,7 +355,7 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
                     column: loc.column,
                 });
             }
-            parsed_files.push((file.path.clone(), bytes, parsed.status, parsed.facts));
+            builder.add_file(&file.path, bytes, parsed.status, &parsed.facts);
         };
         match outcome {
             Outcome::Parsed { bytes, parsed } => add_parsed(parsed, bytes),
@@ -334,12 +394,12 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
                     counts.bytes += bytes;
                 }
                 too_deep.push(file.path.clone());
-                parsed_files.push((
-                    file.path.clone(),
+                builder.add_file(
+                    &file.path,
                     bytes,
                     ParseStatus::Failed,
-                    FileFacts::default(),
-                ));
+                    &FileFacts::default(),
+                );
             }
         }
     };
@@ -352,7 +412,7 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
             .stack_size(PARSE_STACK_BYTES)
             .spawn_scoped(scope, move || {
                 for (i, f) in jobs_ref.iter().enumerate() {
-                    if tx.send((i, parse_one(root_ref, f))).is_err() {
+                    if deadline.expired() || tx.send((i, parse_one(root_ref, f))).is_err() {
                         break;
                     }
                 }
@@ -368,26 +428,18 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
             // Without a thread, parse here with the caller's stack.
             Err(_) => {
                 for file in &jobs {
+                    if deadline.expired() {
+                        break;
+                    }
                     report(&file.path, progress);
                     handle_outcome(file, parse_one(&root, file));
                 }
             }
         }
     });
+    let stopped = || "the JavaScript analysis".to_string();
+    deadline.check(stopped)?;
 
-    let mut builder = Builder {
-        files: &files,
-        modules: Vec::new(),
-        processes: Vec::new(),
-        ipc: BTreeMap::new(),
-        windows: Vec::new(),
-        exposed: Vec::new(),
-        navigation: Vec::new(),
-        occurrences: Vec::new(),
-    };
-    for (path, bytes, status, facts) in &parsed_files {
-        builder.add_file(path, *bytes, *status, facts);
-    }
     for (path, facts) in &html {
         builder.add_html(path, facts);
     }
@@ -406,6 +458,7 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
         mut exposed,
         mut navigation,
         mut occurrences,
+        dropped,
         ..
     } = builder;
     windows.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
@@ -474,6 +527,7 @@ pub fn analyze(input: &Path, progress: &mut dyn FnMut(Progress)) -> Result<JsAna
                 .to_string(),
         );
     }
+    limitations.extend(dropped.limitations());
     if diagnostics.len() > MAX_DIAGNOSTICS {
         limitations.push(format!(
             "{} diagnostics were found; only the first {MAX_DIAGNOSTICS} are listed",
@@ -547,7 +601,86 @@ fn major_version(range: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Accumulates the analysis from per-file facts.
+/// IPC channels listed at most; call sites on later channels are counted, not listed.
+const MAX_IPC_CHANNELS: usize = 2_000;
+
+/// Sites listed per channel and role (handlers, callers, senders, listeners).
+const MAX_IPC_SITES: usize = 100;
+
+/// Occurrences (completion values) kept at most.
+const MAX_OCCURRENCES: usize = 10_000;
+
+/// Windows, exposed APIs and navigation calls listed at most, each.
+const MAX_LISTED: usize = 1_000;
+
+/// Imports listed per module at most.
+const MAX_IMPORTS: usize = 1_000;
+
+/// What the caps left out, for the limitations. The result of an analysis is recorded whole as
+/// Evidence and sent whole to the client, so it is bounded whatever the input: before the caps,
+/// 300,000 handlers in 10 MB gave a 186 MB result whose serialization took 40 s and 3 GiB.
+#[derive(Debug, Default)]
+struct Dropped {
+    channel_sites: usize,
+    sites: usize,
+    occurrences: usize,
+    windows: usize,
+    exposed: usize,
+    navigation: usize,
+    imports: usize,
+}
+
+impl Dropped {
+    fn limitations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut note = |n: usize, text: String| {
+            if n > 0 {
+                out.push(text);
+            }
+        };
+        note(
+            self.channel_sites,
+            format!(
+                "{} IPC call site(s) on channels beyond the first {MAX_IPC_CHANNELS} were not listed",
+                self.channel_sites
+            ),
+        );
+        note(
+            self.sites,
+            format!(
+                "{} IPC call site(s) beyond {MAX_IPC_SITES} per channel and role were not listed",
+                self.sites
+            ),
+        );
+        note(
+            self.occurrences,
+            format!(
+                "{} occurrence(s) beyond the first {MAX_OCCURRENCES} were not kept",
+                self.occurrences
+            ),
+        );
+        for (n, what) in [
+            (self.windows, "window(s)"),
+            (self.exposed, "exposed API(s)"),
+            (self.navigation, "navigation call(s)"),
+        ] {
+            note(
+                n,
+                format!("{n} {what} beyond the first {MAX_LISTED} were not listed"),
+            );
+        }
+        note(
+            self.imports,
+            format!(
+                "{} import(s) beyond {MAX_IMPORTS} per module were not listed",
+                self.imports
+            ),
+        );
+        out
+    }
+}
+
+/// Accumulates the analysis from per-file facts, within the caps above.
 struct Builder<'f> {
     files: &'f FileSet,
     modules: Vec<Module>,
@@ -557,10 +690,15 @@ struct Builder<'f> {
     exposed: Vec<ExposedApi>,
     navigation: Vec<Navigation>,
     occurrences: Vec<Occurrence>,
+    dropped: Dropped,
 }
 
 impl Builder<'_> {
     fn occurrence(&mut self, kind: OccurrenceKind, value: &str, file: &str, loc: Loc) {
+        if self.occurrences.len() >= MAX_OCCURRENCES {
+            self.dropped.occurrences += 1;
+            return;
+        }
         self.occurrences.push(Occurrence {
             kind,
             value: value.to_string(),
@@ -571,9 +709,11 @@ impl Builder<'_> {
     }
 
     fn add_file(&mut self, path: &str, bytes: u64, status: ParseStatus, facts: &FileFacts) {
+        self.dropped.imports += facts.imports.len().saturating_sub(MAX_IMPORTS);
         let imports = facts
             .imports
             .iter()
+            .take(MAX_IMPORTS)
             .map(|i| {
                 let (resolution, target) = match &i.specifier {
                     None => (Resolution::Dynamic, None),
@@ -613,6 +753,10 @@ impl Builder<'_> {
                 .channel
                 .clone()
                 .unwrap_or_else(|| "<dynamic>".to_string());
+            if !self.ipc.contains_key(&name) && self.ipc.len() >= MAX_IPC_CHANNELS {
+                self.dropped.channel_sites += 1;
+                continue;
+            }
             let site = IpcSite {
                 api: call.api.clone(),
                 file: path.to_string(),
@@ -628,11 +772,16 @@ impl Builder<'_> {
                 renderer_listeners: Vec::new(),
                 matched: false,
             });
-            match call.role {
-                IpcRole::Handler => channel.handlers.push(site),
-                IpcRole::Caller => channel.callers.push(site),
-                IpcRole::MainSender => channel.main_senders.push(site),
-                IpcRole::RendererListener => channel.renderer_listeners.push(site),
+            let sites = match call.role {
+                IpcRole::Handler => &mut channel.handlers,
+                IpcRole::Caller => &mut channel.callers,
+                IpcRole::MainSender => &mut channel.main_senders,
+                IpcRole::RendererListener => &mut channel.renderer_listeners,
+            };
+            if sites.len() < MAX_IPC_SITES {
+                sites.push(site);
+            } else {
+                self.dropped.sites += 1;
             }
             channel.matched = (!channel.handlers.is_empty() && !channel.callers.is_empty())
                 || (!channel.main_senders.is_empty() && !channel.renderer_listeners.is_empty());
@@ -646,6 +795,10 @@ impl Builder<'_> {
         }
 
         for e in &facts.exposed {
+            if self.exposed.len() >= MAX_LISTED {
+                self.dropped.exposed += 1;
+                continue;
+            }
             let key = e.key.clone().unwrap_or_else(|| "<dynamic>".to_string());
             if e.key.is_some() {
                 self.occurrence(OccurrenceKind::ExposedApi, &key, path, e.loc);
@@ -670,6 +823,10 @@ impl Builder<'_> {
         }
 
         for n in &facts.navigation {
+            if self.navigation.len() >= MAX_LISTED {
+                self.dropped.navigation += 1;
+                continue;
+            }
             let resolved = n
                 .path
                 .as_ref()
@@ -714,6 +871,10 @@ impl Builder<'_> {
     }
 
     fn add_window(&mut self, path: &str, w: &RawWindow, preload_source: &str) {
+        if self.windows.len() >= MAX_LISTED {
+            self.dropped.windows += 1;
+            return;
+        }
         let settings = w
             .settings
             .iter()

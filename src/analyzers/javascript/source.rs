@@ -1,13 +1,13 @@
 //! Where an application's files come from: a directory on disk or an asar archive (with its
 //! `.unpacked` sibling). Both list files as relative `/`-separated paths and read them into
-//! memory, so the rest of the analysis cannot tell them apart and nothing is extracted.
+//! memory, so the rest of the analysis cannot tell them apart and nothing is extracted. Both are
+//! read through descriptors opened beneath the input, never by path.
 
 use std::collections::BTreeSet;
-use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::analyzers::asar::Archive;
+use crate::fsroot::{Directory, EntryKind, Opened};
 
 use super::JsError;
 use super::model::{InputInfo, InputKind};
@@ -37,95 +37,112 @@ pub(crate) struct Listing {
     pub truncated: bool,
 }
 
-/// The opened input.
+/// The opened input: the application's directory held open (its files are opened beneath it),
+/// or an asar archive.
 pub(crate) enum Root {
-    Dir(PathBuf),
+    Dir(Directory),
     Asar(Box<Archive>),
 }
 
-/// Works out what `input` is and opens it.
-pub(crate) fn open_input(input: &Path) -> Result<(InputInfo, Root), JsError> {
-    let meta = fs::metadata(input).map_err(|source| JsError::Io {
-        path: input.to_path_buf(),
-        source,
-    })?;
-    let given = input.display().to_string();
-    if meta.is_file() {
-        let archive = Archive::open(input)?;
-        let info = InputInfo {
-            kind: InputKind::Asar,
-            path: given,
-            root: input.display().to_string(),
-            asar_header_sha256: Some(archive.header_sha256()),
-        };
-        return Ok((info, Root::Asar(Box::new(archive))));
+/// Works out what the opened `input` is; `given` is how the caller named it (for the report).
+/// Everything inside it is looked at beneath its descriptor, so a link such as `Contents` or
+/// `resources` is followed only while it stays inside the input.
+pub(crate) fn open_input(input: &Opened, given: &str) -> Result<(InputInfo, Root), JsError> {
+    let dir = match input {
+        Opened::File(file) => {
+            let archive = Archive::from_file(file.clone(), file.sibling_dir(".unpacked").ok())?;
+            let info = InputInfo {
+                kind: InputKind::Asar,
+                path: given.to_string(),
+                root: given.to_string(),
+                asar_header_sha256: Some(archive.header_sha256()),
+            };
+            return Ok((info, Root::Asar(Box::new(archive))));
+        }
+        Opened::Dir(dir) => dir,
+    };
+    if dir.is_dir("Contents/Resources") {
+        return open_within(dir, given, "Contents/Resources", InputKind::App);
     }
-    let resources = input.join("Contents").join("Resources");
-    if resources.is_dir() {
-        return open_within(input, &resources, InputKind::App);
-    }
-    if input.join("package.json").is_file() || has_top_level_scripts(input) {
+    if dir.is_file("package.json") || has_top_level_scripts(dir) {
         let info = InputInfo {
             kind: InputKind::Dir,
-            path: given,
-            root: input.display().to_string(),
+            path: given.to_string(),
+            root: given.to_string(),
             asar_header_sha256: None,
         };
-        return Ok((info, Root::Dir(input.to_path_buf())));
+        return Ok((info, Root::Dir(dir.clone())));
     }
-    for candidate in [input.to_path_buf(), input.join("resources")] {
-        if candidate.join("app.asar").is_file() || candidate.join("app").is_dir() {
-            return open_within(input, &candidate, InputKind::Dir);
+    for candidate in ["", "resources"] {
+        let inside = |name: &str| join_rel(candidate, name);
+        if dir.is_file(inside("app.asar")) || dir.is_dir(inside("app")) {
+            return open_within(dir, given, candidate, InputKind::Dir);
         }
     }
     Err(JsError::NotAnApplication {
-        path: input.to_path_buf(),
+        path: PathBuf::from(given),
         reason:
             "no package.json, no .js/.ts files at the top, and no app.asar or resources/app.asar"
                 .to_string(),
     })
 }
 
-/// Opens `dir/app.asar`, or failing that `dir/app/`, for an input that packages an app inside.
-fn open_within(input: &Path, dir: &Path, kind: InputKind) -> Result<(InputInfo, Root), JsError> {
-    let asar = dir.join("app.asar");
-    let given = input.display().to_string();
-    if asar.is_file() {
-        let archive = Archive::open(&asar)?;
+fn join_rel(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Opens `rel/app.asar`, or failing that `rel/app/`, beneath the input directory.
+fn open_within(
+    input: &Directory,
+    given: &str,
+    rel: &str,
+    kind: InputKind,
+) -> Result<(InputInfo, Root), JsError> {
+    let asar = join_rel(rel, "app.asar");
+    if input.is_file(&asar) {
+        let file = input.open_file(&asar)?;
+        let unpacked = input.open_dir(format!("{asar}.unpacked")).ok();
+        let archive = Archive::from_file(file, unpacked)?;
         let info = InputInfo {
             kind,
-            path: given,
-            root: asar.display().to_string(),
+            path: given.to_string(),
+            root: Path::new(given).join(&asar).display().to_string(),
             asar_header_sha256: Some(archive.header_sha256()),
         };
         return Ok((info, Root::Asar(Box::new(archive))));
     }
-    let app = dir.join("app");
-    if app.is_dir() {
+    let app = join_rel(rel, "app");
+    if input.is_dir(&app) {
         let info = InputInfo {
             kind,
-            path: given,
-            root: app.display().to_string(),
+            path: given.to_string(),
+            root: Path::new(given).join(&app).display().to_string(),
             asar_header_sha256: None,
         };
-        return Ok((info, Root::Dir(app)));
+        return Ok((info, Root::Dir(input.open_dir(&app)?)));
     }
     Err(JsError::NotAnApplication {
-        path: input.to_path_buf(),
-        reason: format!("{} holds neither app.asar nor app/", dir.display()),
+        path: PathBuf::from(given),
+        reason: format!(
+            "{} holds neither app.asar nor app/",
+            Path::new(given).join(rel).display()
+        ),
     })
 }
 
 /// True when `dir` directly holds a JavaScript or TypeScript source file.
-pub(crate) fn has_top_level_scripts(dir: &Path) -> bool {
-    let Ok(entries) = fs::read_dir(dir) else {
+pub(crate) fn has_top_level_scripts(dir: &Directory) -> bool {
+    let Ok(entries) = dir.entries() else {
         return false;
     };
-    entries.flatten().take(10_000).any(|e| {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        e.file_type().is_ok_and(|t| t.is_file()) && super::is_source_path(&name)
-    })
+    entries
+        .iter()
+        .take(10_000)
+        .any(|e| e.kind == EntryKind::File && super::is_source_path(&e.name.to_string_lossy()))
 }
 
 impl Root {
@@ -139,26 +156,19 @@ impl Root {
         listing
     }
 
-    /// Reads one listed file, refusing files larger than `cap` bytes.
+    /// Reads one listed file, refusing files larger than `cap` bytes. A file of a directory is
+    /// opened beneath the application directory (a link is followed only while it stays inside),
+    /// and only a regular file is read.
     pub(crate) fn read(&self, file: &FileRef, cap: u64) -> Result<Vec<u8>, String> {
         if file.size > cap {
             return Err(format!("{} bytes exceeds the {cap}-byte limit", file.size));
         }
         match self {
             Root::Asar(archive) => archive.read(&file.path).map_err(|e| e.to_string()),
-            Root::Dir(dir) => {
-                let mut disk = dir.clone();
-                disk.extend(file.path.split('/'));
-                let f = fs::File::open(&disk).map_err(|e| format!("{}: {e}", disk.display()))?;
-                let mut buf = Vec::new();
-                f.take(cap.saturating_add(1))
-                    .read_to_end(&mut buf)
-                    .map_err(|e| format!("{}: {e}", disk.display()))?;
-                if buf.len() as u64 > cap {
-                    return Err(format!("file grew past the {cap}-byte limit while reading"));
-                }
-                Ok(buf)
-            }
+            Root::Dir(dir) => dir
+                .open_file(&file.path)
+                .and_then(|f| f.read_all(cap))
+                .map_err(|e| e.to_string()),
         }
     }
 }
@@ -168,42 +178,52 @@ fn skipped_dir(name: &str) -> bool {
     name == "node_modules" || name == ".git"
 }
 
-fn list_dir(root: &Path) -> Listing {
+/// Walks the application directory without following links: each directory is reopened
+/// beneath the root by its relative path with no link followed, so only the directories on the
+/// way are open and nothing outside is listed.
+fn list_dir(root: &Directory) -> Listing {
     let mut listing = Listing::default();
-    let mut stack: Vec<(PathBuf, String, usize)> = vec![(root.to_path_buf(), String::new(), 0)];
-    while let Some((dir, rel, depth)) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
+    let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
+    while let Some((rel, depth)) = stack.pop() {
+        let dir = if rel.is_empty() {
+            root.clone()
+        } else {
+            match root.open_dir_nofollow(&rel) {
+                Ok(dir) => dir,
+                Err(_) => continue,
+            }
+        };
+        let Ok(mut entries) = dir.entries() else {
             continue;
         };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
         for entry in entries {
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = entry.name.to_string_lossy().into_owned();
             let path = if rel.is_empty() {
                 name.clone()
             } else {
                 format!("{rel}/{name}")
             };
-            let Ok(meta) = fs::symlink_metadata(entry.path()) else {
-                continue;
-            };
-            if meta.file_type().is_symlink() {
-                listing.links_skipped += 1;
-            } else if meta.is_dir() {
-                if name == "node_modules" {
-                    listing.node_modules_dirs.insert(path);
-                } else if !skipped_dir(&name) && depth < MAX_DIR_DEPTH {
-                    stack.push((entry.path(), path, depth + 1));
+            match entry.kind {
+                EntryKind::Symlink => listing.links_skipped += 1,
+                EntryKind::Dir => {
+                    if name == "node_modules" {
+                        listing.node_modules_dirs.insert(path);
+                    } else if !skipped_dir(&name) && depth < MAX_DIR_DEPTH {
+                        stack.push((path, depth + 1));
+                    }
                 }
-            } else if meta.is_file() {
-                if listing.files.len() >= MAX_LISTED_FILES {
-                    listing.truncated = true;
-                    return listing;
+                EntryKind::File => {
+                    if listing.files.len() >= MAX_LISTED_FILES {
+                        listing.truncated = true;
+                        return listing;
+                    }
+                    listing.files.push(FileRef {
+                        path,
+                        size: entry.size,
+                    });
                 }
-                listing.files.push(FileRef {
-                    path,
-                    size: meta.len(),
-                });
+                _ => {}
             }
         }
     }

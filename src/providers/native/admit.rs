@@ -1,13 +1,17 @@
-//! Admission: turns a path into a [`Target`] (file or `.app` bundle) with its documents.
+//! Admission: turns an opened path into a [`Target`] (file or `.app` bundle) with its documents.
+//!
+//! Everything is read through descriptors: the target as opened beneath the allowed roots, and
+//! the files of a bundle opened beneath the bundle with no link followed (links are not part of
+//! a bundle's digest), so nothing outside the target is read and nothing read can be swapped.
+//! Sizes are checked before anything is hashed.
 
-use std::fs;
-use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
 use super::format::{self, FatSlice, HEAD_LEN};
-use super::types::{AdmitError, BundleInfo, DocumentSpec, Target};
+use super::types::{AdmitError, BundleInfo, DocumentSource, DocumentSpec, Target};
+use crate::fsroot::{Deadline, Directory, EntryKind, Opened, RegularFile, Roots};
 use crate::vocabulary::{Architecture, DocumentRole, Format};
 
 /// Bundles with more files than this are refused: inventorying them would take minutes and the
@@ -17,46 +21,58 @@ const MAX_BUNDLE_FILES: usize = 500_000;
 /// Directory nesting deeper than this inside a bundle is not walked (a crafted tree, not an app).
 const MAX_BUNDLE_DEPTH: usize = 64;
 
-/// Admits a file of any format, or a macOS `.app` bundle directory; refuses other directories.
+/// Files larger than this are refused before they are hashed: the native reader loads documents
+/// up to this size, and hashing a 100 GB sparse file took 78 s only to be refused afterwards.
+pub(crate) const MAX_FILE_BYTES: u64 = 4 << 30;
+
+/// The most bytes hashed for one bundle (its digest covers every file).
+const MAX_BUNDLE_BYTES: u64 = 16 << 30;
+
+/// Images of one bundle whose files stay open for the life of the target; the others are
+/// reopened beneath the bundle and checked against the device and inode admitted.
+const MAX_KEPT_DOCUMENTS: usize = 256;
+
+/// An `Info.plist` larger than this is not read.
+const MAX_INFO_PLIST_BYTES: u64 = 16 << 20;
+
+/// Admits a file of any format, or a macOS `.app` bundle directory, at `path` as the system
+/// resolves it (no roots; the regular-file rules apply). Tools admit what
+/// [`Roots::open`] opened, with [`admit_opened`].
 pub fn admit(path: &Path) -> Result<Target, AdmitError> {
-    let canonical = fs::canonicalize(path).map_err(|e| io_error(path, e))?;
-    let meta = fs::metadata(&canonical).map_err(|e| io_error(&canonical, e))?;
-    if meta.is_dir() {
-        if is_app_bundle(&canonical) {
-            return admit_bundle(&canonical);
-        }
-        // Which analysis applies instead is the investigation layer's to say: reading binaries
-        // knows nothing of the analyses above it.
-        return Err(AdmitError::UnsupportedDirectory {
-            path: canonical,
-            suggestion: None,
-        });
-    }
-    if !meta.is_file() {
-        return Err(AdmitError::NotAFile { path: canonical });
-    }
-    admit_file(&canonical)
+    admit_opened(&Roots::none().open(path)?)
 }
 
-fn io_error(path: &Path, source: io::Error) -> AdmitError {
-    if source.kind() == io::ErrorKind::NotFound {
-        AdmitError::NotFound {
-            path: path.to_path_buf(),
+/// Admits an opened file or `.app` bundle directory; refuses other directories. The target keeps
+/// the descriptor, and every later read goes through it.
+pub fn admit_opened(opened: &Opened) -> Result<Target, AdmitError> {
+    admit_with(opened, &Deadline::analysis())
+}
+
+/// [`admit_opened`] with an explicit deadline.
+pub fn admit_with(opened: &Opened, deadline: &Deadline) -> Result<Target, AdmitError> {
+    match opened {
+        Opened::Dir(dir) => {
+            if is_app_bundle(dir) {
+                return admit_bundle(opened, dir, deadline);
+            }
+            // Which analysis applies instead is the investigation layer's to say: reading binaries
+            // knows nothing of the analyses above it.
+            Err(AdmitError::UnsupportedDirectory {
+                path: dir.path().to_path_buf(),
+                suggestion: None,
+            })
         }
-    } else {
-        AdmitError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+        Opened::File(file) => admit_file(opened, file, deadline),
     }
 }
 
-fn is_app_bundle(dir: &Path) -> bool {
+fn is_app_bundle(dir: &Directory) -> bool {
     let named_app = dir
+        .path()
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".app"))
         .unwrap_or(false);
-    named_app && dir.join("Contents").is_dir()
+    named_app && dir.is_dir("Contents")
 }
 
 fn file_name(path: &Path) -> String {
@@ -65,70 +81,66 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_else(|| path.to_string_lossy().into_owned())
 }
 
-/// Hashes a whole file while keeping its first [`HEAD_LEN`] bytes for classification.
-fn hash_file(path: &Path) -> io::Result<(String, Vec<u8>, u64)> {
-    let mut file = fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut head = Vec::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let chunk = &buffer[..n];
-        hasher.update(chunk);
-        if head.len() < HEAD_LEN {
-            let take = (HEAD_LEN - head.len()).min(n);
-            head.extend_from_slice(&chunk[..take]);
-        }
-        total += n as u64;
+fn check_size(file: &RegularFile) -> Result<u64, AdmitError> {
+    let len = file.len();
+    if len > MAX_FILE_BYTES {
+        return Err(AdmitError::TooLarge {
+            path: file.path().to_path_buf(),
+            size: len,
+            limit: MAX_FILE_BYTES,
+        });
     }
-    Ok((hex::encode(hasher.finalize()), head, total))
+    Ok(len)
 }
 
-fn admit_file(path: &Path) -> Result<Target, AdmitError> {
-    let (sha256, head, len) = hash_file(path).map_err(|e| io_error(path, e))?;
+fn admit_file(
+    opened: &Opened,
+    file: &RegularFile,
+    deadline: &Deadline,
+) -> Result<Target, AdmitError> {
+    let len = check_size(file)?;
+    let digest = file.digest(HEAD_LEN, deadline)?;
+    let path = file.path();
     let name = file_name(path);
-    let kind = format::sniff(&head, len);
-    let documents = file_documents(path, &name, &head, len, kind, DocumentRole::File)
-        .map_err(|e| io_error(path, e))?;
+    let kind = format::sniff(&digest.head, len);
+    let source = DocumentSource::Kept(file.clone());
+    let documents = file_documents(&source, file, &name, &digest.head, kind, DocumentRole::File)?;
     let architecture = match kind {
         Format::MachOUniversal => combined_architecture(&documents),
-        _ => format::thin_architecture(kind, &head),
+        _ => format::thin_architecture(kind, &digest.head),
     };
     Ok(Target {
         path: path.to_path_buf(),
         name,
-        sha256,
+        sha256: digest.sha256,
         format: kind,
         architecture,
         documents,
         bundle: None,
+        opened: Some(opened.clone()),
     })
 }
 
 /// The documents of one file: one per universal slice, or the file itself.
 fn file_documents(
-    path: &Path,
+    source: &DocumentSource,
+    file: &RegularFile,
     name: &str,
     head: &[u8],
-    len: u64,
     kind: Format,
     role: DocumentRole,
-) -> io::Result<Vec<DocumentSpec>> {
+) -> Result<Vec<DocumentSpec>, AdmitError> {
+    let len = file.len();
     if kind != Format::MachOUniversal {
         return Ok(vec![DocumentSpec {
             name: name.to_string(),
-            file: path.to_path_buf(),
+            file: file.path().to_path_buf(),
             offset: 0,
             size: len,
             format: kind,
             architecture: format::thin_architecture(kind, head),
             role,
+            source: Some(source.clone()),
         }]);
     }
     let slices = format::fat_slices(head, len).unwrap_or_default();
@@ -145,7 +157,12 @@ fn file_documents(
         cpusubtype,
     } in slices
     {
-        let slice_head = format::read_at_most(path, offset, 64)?;
+        let slice_head = file
+            .read_head(offset, 64)
+            .map_err(|source| AdmitError::Io {
+                path: file.path().to_path_buf(),
+                source,
+            })?;
         let slice_kind = match format::sniff(&slice_head, size) {
             Format::MachO => Format::MachO,
             _ => Format::Raw,
@@ -159,12 +176,13 @@ fn file_documents(
         }
         documents.push(DocumentSpec {
             name: doc_name,
-            file: path.to_path_buf(),
+            file: file.path().to_path_buf(),
             offset,
             size,
             format: slice_kind,
             architecture,
             role: slice_role,
+            source: Some(source.clone()),
         });
     }
     documents.sort_by(|a, b| a.name.cmp(&b.name));
@@ -183,48 +201,27 @@ fn combined_architecture(documents: &[DocumentSpec]) -> Architecture {
     }
 }
 
-/// Every regular file under `root` (symlinks are not followed), as sorted `/`-joined paths.
-fn walk_regular_files(root: &Path) -> Result<Vec<(String, PathBuf)>, AdmitError> {
-    let mut files = Vec::new();
-    let mut stack = vec![(root.to_path_buf(), String::new(), 0usize)];
-    while let Some((dir, prefix, depth)) = stack.pop() {
-        if depth > MAX_BUNDLE_DEPTH {
-            continue;
-        }
-        let entries = fs::read_dir(&dir).map_err(|e| io_error(&dir, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error(&dir, e))?;
-            let file_type = entry.file_type().map_err(|e| io_error(&entry.path(), e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let rel = if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
+/// Reads `Contents/Info.plist` beneath the bundle: a link is followed only while it stays inside
+/// the bundle, and only a regular file is read (a FIFO there hung admission).
+fn read_info_plist(bundle: &Directory) -> BundleInfo {
+    let rel = "Contents/Info.plist";
+    let bytes = match bundle
+        .open_file(rel)
+        .and_then(|f| f.read_all(MAX_INFO_PLIST_BYTES))
+    {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return BundleInfo {
+                info_plist_error: Some(e.to_string()),
+                ..BundleInfo::default()
             };
-            if file_type.is_dir() {
-                stack.push((entry.path(), rel, depth + 1));
-            } else if file_type.is_file() {
-                files.push((rel, entry.path()));
-                if files.len() > MAX_BUNDLE_FILES {
-                    return Err(AdmitError::TooManyFiles {
-                        path: root.to_path_buf(),
-                        limit: MAX_BUNDLE_FILES,
-                    });
-                }
-            }
         }
-    }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(files)
-}
-
-fn read_info_plist(bundle: &Path) -> BundleInfo {
-    let plist_path = bundle.join("Contents").join("Info.plist");
-    let value = match plist::Value::from_file(&plist_path) {
+    };
+    let value = match plist::Value::from_reader(std::io::Cursor::new(bytes)) {
         Ok(value) => value,
         Err(e) => {
             return BundleInfo {
-                info_plist_error: Some(format!("{}: {e}", plist_path.display())),
+                info_plist_error: Some(format!("{}: {e}", bundle.path().join(rel).display())),
                 ..BundleInfo::default()
             };
         }
@@ -284,47 +281,118 @@ fn bundle_role(rel: &str, main: Option<&str>) -> DocumentRole {
     }
 }
 
-fn admit_bundle(bundle: &Path) -> Result<Target, AdmitError> {
+/// Walks the bundle (no link followed; directories reopened beneath the bundle by their relative
+/// path, so only the directories on the way are open), hashing every regular file and keeping
+/// the executable images as documents.
+fn admit_bundle(
+    opened: &Opened,
+    bundle: &Directory,
+    deadline: &Deadline,
+) -> Result<Target, AdmitError> {
     let mut info = read_info_plist(bundle);
     let main_rel = info
         .executable
         .as_ref()
         .map(|exe| format!("Contents/MacOS/{exe}"))
-        .filter(|rel| bundle.join(rel).is_file());
+        .filter(|rel| bundle.is_file(rel));
     info.main_executable = main_rel.clone();
 
-    let files = walk_regular_files(bundle)?;
-    let mut listing = String::new();
+    let mut listing: Vec<(String, String)> = Vec::new();
     let mut documents = Vec::new();
-    for (rel, path) in &files {
-        let (digest, head, len) = hash_file(path).map_err(|e| io_error(path, e))?;
-        listing.push_str(rel);
-        listing.push('\0');
-        listing.push_str(&digest);
-        listing.push('\n');
-        if is_executable_image(&head, len) {
-            let kind = format::sniff(&head, len);
-            let role = bundle_role(rel, main_rel.as_deref());
-            let docs =
-                file_documents(path, rel, &head, len, kind, role).map_err(|e| io_error(path, e))?;
-            documents.extend(docs);
+    let mut hashed = 0u64;
+    let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
+    while let Some((rel_dir, depth)) = stack.pop() {
+        if depth > MAX_BUNDLE_DEPTH {
+            continue;
+        }
+        let dir = if rel_dir.is_empty() {
+            bundle.clone()
+        } else {
+            bundle.open_dir_nofollow(&rel_dir)?
+        };
+        for entry in dir.entries()? {
+            let name = entry.name.to_string_lossy().into_owned();
+            let rel = if rel_dir.is_empty() {
+                name
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            match entry.kind {
+                EntryKind::Dir => stack.push((rel, depth + 1)),
+                EntryKind::File => {
+                    if listing.len() >= MAX_BUNDLE_FILES {
+                        return Err(AdmitError::TooManyFiles {
+                            path: bundle.path().to_path_buf(),
+                            limit: MAX_BUNDLE_FILES,
+                        });
+                    }
+                    deadline.check(|| format!("admission of {}", bundle.path().display()))?;
+                    let file = dir.open_file_nofollow(&entry.name)?;
+                    let len = check_size(&file)?;
+                    hashed = hashed.saturating_add(len);
+                    if hashed > MAX_BUNDLE_BYTES {
+                        return Err(AdmitError::TooLarge {
+                            path: bundle.path().to_path_buf(),
+                            size: hashed,
+                            limit: MAX_BUNDLE_BYTES,
+                        });
+                    }
+                    let digest = file.digest(HEAD_LEN, deadline)?;
+                    if is_executable_image(&digest.head, len) {
+                        let source = if documents.len() < MAX_KEPT_DOCUMENTS {
+                            DocumentSource::Kept(file.clone())
+                        } else {
+                            DocumentSource::Beneath {
+                                bundle: bundle.clone(),
+                                rel: rel.clone(),
+                                id: file.id(),
+                            }
+                        };
+                        let kind = format::sniff(&digest.head, len);
+                        let role = bundle_role(&rel, main_rel.as_deref());
+                        documents.extend(file_documents(
+                            &source,
+                            &file,
+                            &rel,
+                            &digest.head,
+                            kind,
+                            role,
+                        )?);
+                    }
+                    listing.push((rel, digest.sha256));
+                }
+                // Links and special files are not part of the bundle's contents.
+                _ => {}
+            }
         }
     }
+    listing.sort();
+    let mut text = String::new();
+    for (rel, digest) in &listing {
+        text.push_str(rel);
+        text.push('\0');
+        text.push_str(digest);
+        text.push('\n');
+    }
     documents.sort_by(|a, b| a.name.cmp(&b.name));
-    let sha256 = hex::encode(Sha256::digest(listing.as_bytes()));
+    let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
     Ok(Target {
-        path: bundle.to_path_buf(),
-        name: file_name(bundle),
+        path: bundle.path().to_path_buf(),
+        name: file_name(bundle.path()),
         sha256,
         format: Format::AppBundle,
         architecture: combined_architecture(&documents),
         documents,
         bundle: Some(info),
+        opened: Some(opened.clone()),
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+    use std::path::PathBuf;
+
     use super::*;
     use crate::providers::native::test_support::fixtures;
 

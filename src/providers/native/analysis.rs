@@ -174,6 +174,12 @@ pub struct DataXref {
     pub at: u64,
     /// Section holding the pointer.
     pub section: String,
+    /// The data symbol whose extent holds the pointer (`OPS` for `&OPS[1]`), when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// Offset of the pointer from the start of `symbol`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol_offset: Option<u64>,
 }
 
 /// References to an address from code and data.
@@ -279,18 +285,27 @@ mod hex_list {
 }
 
 /// Classifies the references one instruction makes, the same way for callees and the index,
-/// so that `A` calls `B` exactly when `A` is among `B`'s callers.
-fn classify(image: &Image, own_start: u64, insn: &Decoded, out: &mut Vec<(u64, RefKind)>) {
+/// so that `A` calls `B` exactly when `A` is among `B`'s callers. `own` is the index of the
+/// procedure holding the instruction.
+fn classify(image: &Image, own: usize, insn: &Decoded, out: &mut Vec<(u64, RefKind)>) {
     if insn.invalid {
         return;
     }
+    let own_start = image.procedures[own].address;
+    // A PLT stub's jump through its slot, and its lazy-binding jump to the PLT header, are how
+    // the stub reaches the import: the stub itself, not a call of anything.
+    let is_stub = image.import_at(own_start).is_some();
     if let Some(target) = insn.target {
         let kind = match insn.flow {
             Flow::Call => RefKind::Call,
             Flow::Jump => {
-                let to_other_procedure =
-                    target != own_start && image.procedure_index(target).is_some();
-                if to_other_procedure || image.import_at(target).is_some() {
+                let other = (target != own_start)
+                    .then(|| image.procedure_index(target))
+                    .flatten();
+                let to_own_part = other.is_some_and(|i| is_split_part(image, own, i));
+                if is_stub || to_own_part {
+                    RefKind::Jump
+                } else if other.is_some() || image.import_at(target).is_some() {
                     RefKind::TailJump
                 } else {
                     RefKind::Jump
@@ -303,7 +318,7 @@ fn classify(image: &Image, own_start: u64, insn: &Decoded, out: &mut Vec<(u64, R
     if let Some(slot) = insn.slot {
         let kind = match (insn.flow, image.import_at(slot).is_some()) {
             (Flow::IndirectCall, true) => RefKind::SlotCall,
-            (Flow::IndirectJump, true) => RefKind::SlotTailJump,
+            (Flow::IndirectJump, true) if !is_stub => RefKind::SlotTailJump,
             _ => RefKind::Slot,
         };
         out.push((slot, kind));
@@ -320,6 +335,20 @@ fn classify(image: &Image, own_start: u64, insn: &Decoded, out: &mut Vec<(u64, R
             out.push((address, kind));
         }
     }
+}
+
+/// Whether procedure `other` is a part the compiler split off procedure `own` (GCC's
+/// `own.cold`): a jump there continues `own`, it is not a tail call.
+fn is_split_part(image: &Image, own: usize, other: usize) -> bool {
+    let (Some(own), Some(other)) = (
+        image.procedures[own].name.as_deref(),
+        image.procedures[other].name.as_deref(),
+    ) else {
+        return false;
+    };
+    other
+        .strip_prefix(own)
+        .is_some_and(|rest| rest == ".cold" || rest.starts_with(".cold."))
 }
 
 /// The operand part of a rendered instruction (everything after the mnemonic and prefixes).
@@ -370,7 +399,7 @@ impl Image {
             return Some(import.name.clone());
         }
         self.symbol_name_at(address)
-            .map(|s| super::symbols::display_names(s).0)
+            .map(|s| super::symbols::display_name(s, self.doc.format == "macho"))
     }
 
     fn render(&self, insn: &Decoded, text: &str) -> Instruction {
@@ -405,16 +434,20 @@ impl Image {
         let (start, end, bytes) = self.procedure_bytes(index, LISTING_CAP);
         let full_end = self.procedure_end(index, u64::MAX);
         let limit = limit.min(MAX_PAGE);
-        let mut d = Disassembler::new(self.isa, bytes, start, true);
+        let data = self.data_in_code();
+        let mut d = CodeWalk::new(self.isa, bytes, start, &data, true);
         let mut text = String::new();
         let mut instructions = Vec::new();
         let mut total = 0usize;
-        while let Some(insn) = {
+        while let Some(piece) = {
             let want = total >= offset && total - offset < limit;
             d.next(want.then_some(&mut text))
         } {
             if total >= offset && total - offset < limit {
-                instructions.push(self.render(&insn, &text));
+                instructions.push(match piece {
+                    Piece::Insn(insn) => self.render(&insn, &text),
+                    Piece::Data { address, bytes } => render_data(address, bytes),
+                });
             }
             total += 1;
         }
@@ -436,13 +469,17 @@ impl Image {
         let index = self.require_procedure(start)?;
         let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
         // Text is rendered only for the few instructions reported as unresolved.
-        let mut d = Disassembler::new(self.isa, bytes, start, false);
+        let data = self.data_in_code();
+        let mut d = CodeWalk::new(self.isa, bytes, start, &data, false);
         let mut refs = Vec::new();
         let mut edges: BTreeMap<(u64, &'static str), Vec<u64>> = BTreeMap::new();
         let mut unresolved = Vec::new();
-        while let Some(insn) = d.next(None) {
+        while let Some(piece) = d.next(None) {
+            let Piece::Insn(insn) = piece else {
+                continue;
+            };
             refs.clear();
-            classify(self, start, &insn, &mut refs);
+            classify(self, index, &insn, &mut refs);
             let mut resolved = false;
             for &(target, kind) in &refs {
                 if let Some(via) = kind.via() {
@@ -507,12 +544,16 @@ impl Image {
                 return CodeIndex { refs };
             }
             let mut found = Vec::new();
+            let data = self.data_in_code();
             for index in 0..self.procedures.len() {
                 let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
-                let mut d = Disassembler::new(self.isa, bytes, start, false);
-                while let Some(insn) = d.next(None) {
+                let mut d = CodeWalk::new(self.isa, bytes, start, &data, false);
+                while let Some(piece) = d.next(None) {
+                    let Piece::Insn(insn) = piece else {
+                        continue;
+                    };
                     found.clear();
-                    classify(self, start, &insn, &mut found);
+                    classify(self, index, &insn, &mut found);
                     for &(target, kind) in &found {
                         refs.push(CodeRef {
                             target,
@@ -601,41 +642,115 @@ impl Image {
         })
     }
 
-    /// Pointer-sized, pointer-aligned values equal to `address` in non-executable sections.
+    /// Pointers to `address` in data: pointer-sized, pointer-aligned values equal to it in
+    /// sections that hold program data, and the places ELF dynamic relocations set to it
+    /// (`R_*_RELATIVE` addends, absolute relocations of a defined symbol), each named by the
+    /// data symbol whose extent holds it.
     fn data_pointers_to(&self, address: u64) -> (Vec<DataXref>, usize) {
         let size = usize::from(self.pointer_size);
+        if size == 4 && address > u64::from(u32::MAX) {
+            return (Vec::new(), 0);
+        }
         let needle: Vec<u8> = match (size, self.big_endian) {
             (4, false) => (address as u32).to_le_bytes().to_vec(),
             (4, true) => (address as u32).to_be_bytes().to_vec(),
             (_, false) => address.to_le_bytes().to_vec(),
             (_, true) => address.to_be_bytes().to_vec(),
         };
-        if size == 4 && address > u64::from(u32::MAX) {
-            return (Vec::new(), 0);
-        }
-        let mut out = Vec::new();
-        let mut total = 0;
-        for section in self.sections.iter().filter(|s| !s.executable) {
+        let mut places: Vec<u64> = Vec::new();
+        for section in self.sections.iter().filter(|s| self.holds_data(s)) {
             let data = self.section_bytes(section);
             for at in memchr::memmem::find_iter(data, &needle) {
                 let va = section.address.wrapping_add(at as u64);
-                if va % size as u64 != 0 {
-                    continue;
-                }
-                total += 1;
-                if out.len() < MAX_XREFS {
-                    out.push(DataXref {
-                        at: va,
-                        section: section.name.clone(),
-                    });
+                if va % size as u64 == 0 {
+                    places.push(va);
                 }
             }
         }
+        let file = (self.doc.format == "elf")
+            .then(|| object::File::parse(&self.bytes[..]).ok())
+            .flatten();
+        if let Some(file) = &file {
+            places.extend(
+                relocated_pointers(file)
+                    .into_iter()
+                    .filter(|&(value, at)| {
+                        value == address && self.section_at(at).is_some_and(|s| self.holds_data(s))
+                    })
+                    .map(|(_, at)| at),
+            );
+        }
+        places.sort_unstable();
+        places.dedup();
+        let total = places.len();
+        let symbols = match &file {
+            Some(file) => data_symbols(file, self),
+            None => object::File::parse(&self.bytes[..])
+                .map(|f| data_symbols(&f, self))
+                .unwrap_or_default(),
+        };
+        let out = places
+            .into_iter()
+            .take(MAX_XREFS)
+            .map(|at| {
+                let (symbol, symbol_offset) = containing_symbol(&symbols, at).unzip();
+                DataXref {
+                    at,
+                    section: self
+                        .section_at(at)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default(),
+                    symbol,
+                    symbol_offset,
+                }
+            })
+            .collect();
         (out, total)
     }
 
+    /// Whether a non-executable section holds program data that may contain pointers, rather
+    /// than the linker's and loader's metadata: symbol and string tables, relocations, hash
+    /// tables, versions, notes, unwind tables, the dynamic section, PE's base relocations,
+    /// imports, exports and unwind data (whose values are addresses, not pointers of the
+    /// program).
+    fn holds_data(&self, section: &super::SectionInfo) -> bool {
+        if section.executable {
+            return false;
+        }
+        let name = section.name.as_str();
+        const METADATA: [&str; 20] = [
+            ".dynsym",
+            ".dynstr",
+            ".symtab",
+            ".strtab",
+            ".shstrtab",
+            ".hash",
+            ".gnu.hash",
+            ".gnu.version",
+            ".gnu.version_r",
+            ".gnu.version_d",
+            ".dynamic",
+            ".interp",
+            ".eh_frame",
+            ".eh_frame_hdr",
+            ".gcc_except_table",
+            ".relr.dyn",
+            ".reloc",
+            ".pdata",
+            ".xdata",
+            ".edata",
+        ];
+        !(METADATA.contains(&name)
+            || name.starts_with(".rela")
+            || name.starts_with(".rel.")
+            || name.starts_with(".note")
+            || name == ".idata"
+            || name.ends_with(",__unwind_info")
+            || name.ends_with(",__eh_frame"))
+    }
+
     /// Reads a string that an instruction refers to, when the address holds one.
-    fn string_at(&self, address: u64) -> Option<(String, &'static str)> {
+    pub(crate) fn string_at(&self, address: u64) -> Option<(String, &'static str)> {
         let section = self.section_at(address)?;
         if section.executable {
             return None;
@@ -662,6 +777,36 @@ impl Image {
             return Some((s, "utf-8"));
         }
         self.utf16_string_at(address).map(|s| (s, "utf-16le"))
+    }
+
+    /// Ranges of data a Mach-O linker placed among code (`LC_DATA_IN_CODE`: jump tables, literal
+    /// pools), as sorted `(start, end)` virtual addresses; empty for other formats.
+    fn data_in_code(&self) -> Vec<(u64, u64)> {
+        if self.doc.format != "macho" {
+            return Vec::new();
+        }
+        let Ok(file) = object::File::parse(&self.bytes[..]) else {
+            return Vec::new();
+        };
+        let entries = match &file {
+            object::File::MachO32(f) => data_in_code_entries(f),
+            object::File::MachO64(f) => data_in_code_entries(f),
+            _ => Vec::new(),
+        };
+        // Entry offsets are file offsets of the image; map them through the sections.
+        let mut out: Vec<(u64, u64)> = entries
+            .into_iter()
+            .filter_map(|(offset, len)| {
+                let section = self.sections.iter().find(|s| {
+                    s.file_offset
+                        .is_some_and(|o| offset >= o && offset - o < s.file_size)
+                })?;
+                let start = section.address + (offset - section.file_offset?);
+                Some((start, start.saturating_add(len)))
+            })
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// The base address of the image (the lowest section address), for rebased pointers.
@@ -703,12 +848,23 @@ impl Image {
         let index = self.require_procedure(start)?;
         let proc = self.procedures[index].clone();
         let (start, end, bytes) = self.procedure_bytes(index, SCAN_CAP);
-        let mut d = Disassembler::new(self.isa, bytes, start, true);
+        let data = self.data_in_code();
+        let mut d = CodeWalk::new(self.isa, bytes, start, &data, true);
         let mut text = String::new();
         let mut instructions = Vec::new();
         let mut strings = Vec::new();
         let mut total = 0;
-        while let Some(insn) = d.next((total < DOSSIER_INSTRUCTIONS).then_some(&mut text)) {
+        while let Some(piece) = d.next((total < DOSSIER_INSTRUCTIONS).then_some(&mut text)) {
+            let insn = match piece {
+                Piece::Insn(insn) => insn,
+                Piece::Data { address, bytes } => {
+                    if total < DOSSIER_INSTRUCTIONS {
+                        instructions.push(render_data(address, bytes));
+                    }
+                    total += 1;
+                    continue;
+                }
+            };
             if total < DOSSIER_INSTRUCTIONS {
                 instructions.push(self.render(&insn, &text));
             }
@@ -753,6 +909,262 @@ impl Image {
             instructions,
             total_instructions: total,
         })
+    }
+}
+
+/// Most dynamic relocations read for data references, against crafted tables.
+const MAX_RELOCATIONS: usize = 4_000_000;
+
+/// `(value, place)` for each ELF dynamic relocation that stores a known pointer: a
+/// `R_*_RELATIVE` stores its addend (the image is linked at its file addresses), an absolute or
+/// GOT relocation against a defined symbol stores the symbol's value plus the addend.
+fn relocated_pointers(file: &object::File<'_>) -> Vec<(u64, u64)> {
+    use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationFlags, RelocationTarget};
+    let Some(relocations) = file.dynamic_relocations() else {
+        return Vec::new();
+    };
+    let dynsym = file.dynamic_symbol_table();
+    let mut out = Vec::new();
+    for (place, relocation) in relocations.take(MAX_RELOCATIONS) {
+        let RelocationFlags::Elf { r_type } = relocation.flags() else {
+            continue;
+        };
+        // Relocation numbers mean different things on each machine.
+        use object::Architecture as A;
+        use object::elf as e;
+        let (relative, absolute) = match file.architecture() {
+            A::X86_64 => (
+                r_type == e::R_X86_64_RELATIVE,
+                matches!(r_type, e::R_X86_64_64 | e::R_X86_64_GLOB_DAT),
+            ),
+            A::Aarch64 => (
+                r_type == e::R_AARCH64_RELATIVE,
+                matches!(r_type, e::R_AARCH64_ABS64 | e::R_AARCH64_GLOB_DAT),
+            ),
+            A::I386 => (
+                r_type == e::R_386_RELATIVE,
+                matches!(r_type, e::R_386_32 | e::R_386_GLOB_DAT),
+            ),
+            A::Arm => (
+                r_type == e::R_ARM_RELATIVE,
+                matches!(r_type, e::R_ARM_ABS32 | e::R_ARM_GLOB_DAT),
+            ),
+            _ => (false, false),
+        };
+        if relative {
+            out.push((relocation.addend() as u64, place));
+            continue;
+        }
+        if let (true, RelocationTarget::Symbol(index), Some(table)) =
+            (absolute, relocation.target(), &dynsym)
+            && let Ok(symbol) = table.symbol_by_index(index)
+            && symbol.is_definition()
+        {
+            out.push((
+                symbol.address().wrapping_add(relocation.addend() as u64),
+                place,
+            ));
+        }
+    }
+    out
+}
+
+/// Named symbols of data sections as `(address, size, displayed name)`, sorted by address; a
+/// size of zero means the format states none.
+fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let macho = image.doc.format == "macho";
+    let mut out: Vec<(u64, u64, String)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .take(MAX_RELOCATIONS)
+        .filter(|s| matches!(s.kind(), SymbolKind::Data | SymbolKind::Unknown) && s.address() != 0)
+        .filter(|s| {
+            image
+                .section_at(s.address())
+                .is_some_and(|section| !section.executable)
+        })
+        .filter_map(|s| {
+            let name = s
+                .name()
+                .ok()
+                .filter(|n| !n.is_empty() && !n.starts_with('$'))?;
+            Some((
+                s.address(),
+                s.size(),
+                super::symbols::display_name(name, macho),
+            ))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|b, a| a.0 == b.0 && a.2 == b.2);
+    out
+}
+
+/// The data symbol whose extent holds `at`, with the offset into it: a sized symbol covers its
+/// size, an unsized one (Mach-O, PE) reaches to the next symbol of the same section.
+fn containing_symbol(symbols: &[(u64, u64, String)], at: u64) -> Option<(String, u64)> {
+    let i = symbols.partition_point(|s| s.0 <= at);
+    let (address, size, name) = symbols.get(i.checked_sub(1)?)?;
+    let end = if *size > 0 {
+        address.saturating_add(*size)
+    } else {
+        symbols
+            .get(i)
+            .map_or(address.saturating_add(4096), |next| next.0)
+    };
+    (at < end).then(|| (name.clone(), at - address))
+}
+
+/// `(file offset, length)` of each `LC_DATA_IN_CODE` entry of a Mach-O image.
+fn data_in_code_entries<Mach: object::read::macho::MachHeader<Endian = object::Endianness>>(
+    file: &object::read::macho::MachOFile<'_, Mach>,
+) -> Vec<(u64, u64)> {
+    use object::Object;
+    let endian = file.endian();
+    let data = file.data();
+    let little = file.is_little_endian();
+    let mut out = Vec::new();
+    let Ok(mut commands) = file.macho_load_commands() else {
+        return out;
+    };
+    while let Ok(Some(command)) = commands.next() {
+        if command.cmd() != object::macho::LC_DATA_IN_CODE {
+            continue;
+        }
+        let Ok(linkedit) = command.data::<object::macho::LinkeditDataCommand<object::Endianness>>()
+        else {
+            continue;
+        };
+        let start = linkedit.dataoff.get(endian) as usize;
+        let size = linkedit.datasize.get(endian) as usize;
+        let Some(table) = start.checked_add(size).and_then(|end| data.get(start..end)) else {
+            continue;
+        };
+        // struct data_in_code_entry { uint32_t offset; uint16_t length; uint16_t kind; }
+        for entry in table.chunks_exact(8).take(MAX_RELOCATIONS) {
+            let word = |b: &[u8]| -> u64 {
+                let v = [b[0], b[1], b[2], b[3]];
+                u64::from(if little {
+                    u32::from_le_bytes(v)
+                } else {
+                    u32::from_be_bytes(v)
+                })
+            };
+            let half = |b: &[u8]| -> u64 {
+                let v = [b[0], b[1]];
+                u64::from(if little {
+                    u16::from_le_bytes(v)
+                } else {
+                    u16::from_be_bytes(v)
+                })
+            };
+            let len = half(&entry[4..6]);
+            if len > 0 {
+                out.push((word(&entry[..4]), len));
+            }
+        }
+    }
+    out
+}
+
+/// What a walk over a procedure's bytes yields: an instruction, or a piece of data the
+/// linker placed among the code.
+enum Piece<'a> {
+    Insn(Decoded),
+    Data { address: u64, bytes: &'a [u8] },
+}
+
+/// Decodes a procedure's bytes like [`Disassembler`], stepping over data-in-code ranges (in
+/// pieces of up to four bytes, as a jump table's entries are) instead of decoding them.
+struct CodeWalk<'a> {
+    isa: super::types::Isa,
+    bytes: &'a [u8],
+    base: u64,
+    data: &'a [(u64, u64)],
+    with_text: bool,
+    pos: usize,
+    current: Option<(Disassembler<'a>, usize)>,
+}
+
+impl<'a> CodeWalk<'a> {
+    fn new(
+        isa: super::types::Isa,
+        bytes: &'a [u8],
+        base: u64,
+        data: &'a [(u64, u64)],
+        with_text: bool,
+    ) -> CodeWalk<'a> {
+        CodeWalk {
+            isa,
+            bytes,
+            base,
+            data,
+            with_text,
+            pos: 0,
+            current: None,
+        }
+    }
+
+    fn next(&mut self, mut text: Option<&mut String>) -> Option<Piece<'a>> {
+        loop {
+            if let Some((d, end)) = &mut self.current {
+                if let Some(insn) = d.next(text.as_deref_mut()) {
+                    return Some(Piece::Insn(insn));
+                }
+                self.pos = *end;
+                self.current = None;
+            }
+            if self.pos >= self.bytes.len() {
+                return None;
+            }
+            let address = self.base.wrapping_add(self.pos as u64);
+            // The first range that ends after `address`.
+            let i = self.data.partition_point(|&(_, hi)| hi <= address);
+            match self.data.get(i) {
+                Some(&(lo, hi)) if lo <= address => {
+                    let len = usize::try_from(hi - address)
+                        .unwrap_or(usize::MAX)
+                        .min(4)
+                        .min(self.bytes.len() - self.pos);
+                    let bytes = &self.bytes[self.pos..self.pos + len];
+                    self.pos += len;
+                    return Some(Piece::Data { address, bytes });
+                }
+                next => {
+                    let end = next
+                        .and_then(|&(lo, _)| usize::try_from(lo - self.base).ok())
+                        .map_or(self.bytes.len(), |e| e.min(self.bytes.len()));
+                    let d = Disassembler::new(
+                        self.isa,
+                        &self.bytes[self.pos..end],
+                        address,
+                        self.with_text,
+                    );
+                    self.current = Some((d, end));
+                }
+            }
+        }
+    }
+}
+
+/// A piece of data among code, shown as the assembler directive that would emit it.
+fn render_data(address: u64, bytes: &[u8]) -> Instruction {
+    let value = bytes
+        .iter()
+        .rev()
+        .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+    let directive = match bytes.len() {
+        1 => ".byte",
+        2 => ".short",
+        _ => ".long",
+    };
+    Instruction {
+        address,
+        bytes: ::hex::encode(bytes),
+        text: format!("{directive} {value:#x}"),
+        target: None,
+        target_name: None,
     }
 }
 
@@ -840,7 +1252,7 @@ mod tests {
     fn arm64_listing_agrees_with_llvm_objdump() {
         let doc = document("fsevents/package/fsevents.node", Some("arm64"));
         let image = Image::load(&doc).unwrap();
-        let start = by_name(&image, "_FSEStart").address;
+        let start = by_name(&image, "FSEStart").address;
         let page = image.assembly(start, 0, 2000).unwrap();
         assert!(page.total_instructions > 10);
         assert!(
@@ -922,7 +1334,7 @@ mod tests {
     #[test]
     fn imports_are_resolved_through_stubs_plt_and_iat() {
         let fse = Image::load(&document("fsevents/package/fsevents.node", Some("arm64"))).unwrap();
-        let start = by_name(&fse, "_FSEStart").address;
+        let start = by_name(&fse, "FSEStart").address;
         let edges = fse.callees(start).unwrap();
         assert!(edges.callees.iter().any(|e| {
             e.kind == "import"
@@ -999,8 +1411,9 @@ mod tests {
         ] {
             let image = Image::load(&doc).unwrap();
             let found = image.strings(&StringQuery::literal(needle)).unwrap();
+            // These are NUL-terminated C strings: code refers to the string holding the match.
             let referenced = found.matches.iter().any(|m| {
-                let x = image.xrefs(m.address).unwrap();
+                let x = image.xrefs(m.string_address).unwrap();
                 x.total_code > 0
                     && x.code
                         .iter()

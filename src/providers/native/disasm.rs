@@ -94,6 +94,11 @@ impl<'a> Disassembler<'a> {
             o.set_branch_leading_zeros(false);
             o.set_leading_zeros(false);
             o.set_rip_relative_addresses(false);
+            // Operand sizes and branch forms as GNU and LLVM objdump print them: every memory
+            // operand states its size (`nop dword ptr [rax]`, `movsxd rax, dword ptr [...]`),
+            // and a branch shows its target without a `short`/`near` hint.
+            o.set_memory_size_options(iced_x86::MemorySizeOptions::Always);
+            o.set_show_branch_size(false);
             f
         });
         Disassembler {
@@ -219,17 +224,35 @@ impl<'a> Disassembler<'a> {
             return Some(invalid_decoded(address, len));
         };
         self.pos += 4;
+        let word_value = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        if let Some(extension) = super::arm64_text::extension_instruction(word_value) {
+            // Vector-only instructions yaxpeax does not decode: no flow, no general register.
+            if let Some(out) = text {
+                out.clear();
+                out.push_str(&extension);
+            }
+            return Some(Decoded {
+                address,
+                len: 4,
+                flow: Flow::Next,
+                target: None,
+                memory: None,
+                slot: None,
+                invalid: false,
+            });
+        }
         let mut reader = U8Reader::new(word);
         let decoder = self.arm;
         // The decoder is a large table-driven parser; a defect there must cost one instruction.
         let decoded = std::panic::catch_unwind(move || decoder.decode(&mut reader).ok())
             .ok()
             .flatten();
+        let decoded =
+            decoded.filter(|inst| !super::arm64_text::unallocated(word_value, inst.opcode));
         let Some(inst) = decoded else {
             if let Some(out) = text {
                 out.clear();
-                let value = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-                out.push_str(&format!(".word {value:#010x}"));
+                out.push_str(&format!(".word {word_value:#010x}"));
             }
             return Some(invalid_decoded(address, 4));
         };
@@ -348,6 +371,7 @@ impl<'a> Disassembler<'a> {
         if let Some(out) = text {
             out.clear();
             let mut rendered = inst.to_string();
+            super::arm64_text::correct(word_value, &mut rendered);
             if let (Some(off), Some(abs)) = (pc_offset, relative) {
                 let shown = if off < 0 {
                     format!("$-{:#x}", off.wrapping_neg())
@@ -467,5 +491,21 @@ mod tests {
         // A fragment shorter than one instruction decodes as invalid, not as a panic.
         let out = render(Isa::Arm64, &[1, 2], 0);
         assert!(out[0].0.invalid);
+    }
+
+    /// Issue 15, item 8: extended-register operands were written with `lsl` for `uxtw`, or
+    /// lost their extend. Words from 7za (arm64); texts from llvm-objdump-14.
+    #[test]
+    fn arm64_extended_register_operands_regression_15() {
+        for (word, llvm) in [
+            (0x8b2e45adu32, "add x13, x13, w14, uxtw #1"),
+            (0xeb2c411f, "cmp x8, w12, uxtw"),
+            (0xcb2842c8, "sub x8, x22, w8, uxtw"),
+            (0xab344101, "adds x1, x8, w20, uxtw"),
+            (0xab29411f, "cmn x8, w9, uxtw"),
+        ] {
+            let out = render(Isa::Arm64, &word.to_le_bytes(), 0x1000);
+            assert_eq!(out[0].1, llvm, "{word:#010x}");
+        }
     }
 }

@@ -67,7 +67,9 @@ pub fn macho_filetype(head: &[u8]) -> Option<u32> {
     macho_u32(head, 12)
 }
 
-/// Parses a fat header; `None` unless every listed slice lies inside a file of `file_len` bytes.
+/// Parses a fat header; `None` unless every listed slice lies inside a file of `file_len` bytes
+/// and no two slices overlap (`lipo` never writes overlapping slices; 64 overlapping 1 GiB slices
+/// made one file cost 64 GiB of reading), so the slices of a file never add up to more than it.
 pub fn fat_slices(head: &[u8], file_len: u64) -> Option<Vec<FatSlice>> {
     let is64 = match head.get(0..4)? {
         [0xca, 0xfe, 0xba, 0xbe] => false,
@@ -103,6 +105,11 @@ pub fn fat_slices(head: &[u8], file_len: u64) -> Option<Vec<FatSlice>> {
             cputype,
             cpusubtype,
         });
+    }
+    let mut ranges: Vec<(u64, u64)> = slices.iter().map(|s| (s.offset, s.size)).collect();
+    ranges.sort_unstable();
+    if ranges.windows(2).any(|w| w[1].0 < w[0].0 + w[0].1) {
+        return None;
     }
     Some(slices)
 }
@@ -215,16 +222,6 @@ pub fn thin_architecture(format: Format, head: &[u8]) -> Architecture {
         Format::Pe => pe_machine_name(head),
         _ => Architecture::Unknown,
     }
-}
-
-/// Reads `len` bytes at `offset` of a file, or fewer when the file ends first.
-pub fn read_at_most(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(offset))?;
-    let mut buffer = Vec::with_capacity(len.min(HEAD_LEN));
-    file.take(len as u64).read_to_end(&mut buffer)?;
-    Ok(buffer)
 }
 
 #[cfg(test)]

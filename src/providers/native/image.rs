@@ -2,7 +2,6 @@
 //! analysis operation on it.
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -11,6 +10,7 @@ use object::{Object, ObjectSection, ObjectSegment, SectionFlags, SegmentFlags};
 use super::code_index::CodeIndex;
 use super::format;
 use super::types::{DocumentSpec, ImportEntry, Isa, Procedure, ProviderError, SectionInfo};
+use crate::fsroot::Bytes;
 use crate::vocabulary::Format;
 
 /// Documents larger than this are not loaded: the native reader holds a document in memory,
@@ -26,7 +26,8 @@ pub fn procedures(doc: &DocumentSpec) -> Result<Vec<Procedure>, ProviderError> {
 /// over all code is built on first use and then shared by callers, xrefs and dossiers.
 pub struct Image {
     pub(crate) doc: DocumentSpec,
-    pub(crate) bytes: Vec<u8>,
+    /// The document's bytes, mapped from the file admitted.
+    pub(crate) bytes: Bytes,
     pub(crate) isa: Isa,
     pub(crate) pointer_size: u8,
     pub(crate) big_endian: bool,
@@ -51,14 +52,16 @@ impl std::fmt::Debug for Image {
     }
 }
 
-/// Reads a document's byte range from its file, checking the range against the file first.
-pub(crate) fn read_document(doc: &DocumentSpec) -> Result<Vec<u8>, ProviderError> {
+/// Maps a document's byte range from the file admitted (through its kept descriptor), checking
+/// the range against the file as it is now first: a file cut since admission is an error, and
+/// a file cut while mapped reads as zeros (see [`crate::fsroot::Mapped`]).
+pub(crate) fn map_document(doc: &DocumentSpec) -> Result<Bytes, ProviderError> {
+    let file = doc.open_file()?;
     let io = |source| ProviderError::Io {
         path: doc.file.clone(),
         source,
     };
-    let mut file = std::fs::File::open(&doc.file).map_err(io)?;
-    let file_size = file.metadata().map_err(io)?.len();
+    let file_size = file.current_len().map_err(io)?;
     let end = doc.offset.checked_add(doc.size);
     if end.is_none_or(|end| end > file_size) {
         return Err(ProviderError::OutOfFile {
@@ -75,18 +78,13 @@ pub(crate) fn read_document(doc: &DocumentSpec) -> Result<Vec<u8>, ProviderError
             limit: MAX_DOCUMENT_SIZE,
         });
     }
-    file.seek(SeekFrom::Start(doc.offset)).map_err(io)?;
-    let mut bytes = Vec::with_capacity(doc.size as usize);
-    file.take(doc.size).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 != doc.size {
-        return Err(ProviderError::OutOfFile {
-            path: doc.file.clone(),
-            offset: doc.offset,
-            size: doc.size,
-            file_size,
-        });
-    }
-    Ok(bytes)
+    Ok(file.bytes(doc.offset, doc.size)?)
+}
+
+/// A document's bytes in memory (tests cut and flip copies of them).
+#[cfg(test)]
+pub(crate) fn read_document(doc: &DocumentSpec) -> Result<Vec<u8>, ProviderError> {
+    Ok(map_document(doc)?.to_vec())
 }
 
 fn isa_of(arch: object::Architecture) -> Isa {
@@ -185,12 +183,24 @@ impl Image {
     /// Loads a document: reads its byte range and parses its headers, symbols, imports and
     /// procedures. Raw documents load with one non-executable section covering the bytes.
     pub fn load(doc: &DocumentSpec) -> Result<Image, ProviderError> {
-        let bytes = read_document(doc)?;
-        Self::from_bytes(doc, bytes)
+        let bytes = map_document(doc)?;
+        let image = Self::from_mapped(doc, bytes)?;
+        if image.bytes.changed() {
+            return Err(ProviderError::File(crate::fsroot::FsError::Changed {
+                path: doc.file.clone(),
+                what: "it was cut while its headers were read".into(),
+            }));
+        }
+        Ok(image)
     }
 
     /// Builds an image from bytes already read (tests use it on cut and crafted copies).
+    #[cfg(test)]
     pub(crate) fn from_bytes(doc: &DocumentSpec, bytes: Vec<u8>) -> Result<Image, ProviderError> {
+        Self::from_mapped(doc, Bytes::Owned(bytes))
+    }
+
+    fn from_mapped(doc: &DocumentSpec, bytes: Bytes) -> Result<Image, ProviderError> {
         let kind = format::sniff(&bytes, bytes.len() as u64);
         if matches!(kind, Format::Raw | Format::MachOUniversal) {
             let len = bytes.len() as u64;

@@ -1,5 +1,6 @@
 //! Imports by address: ELF PLT stubs and GOT slots, Mach-O stubs and pointer slots (through the
-//! indirect symbol table), and PE import address table slots.
+//! indirect symbol table), and PE import address table slots and the thunks that jump through
+//! them.
 
 use std::collections::HashMap;
 
@@ -28,8 +29,8 @@ pub(crate) fn collect(
         object::File::Elf32(_) | object::File::Elf64(_) => elf_imports(file, bytes, sections, isa),
         object::File::MachO32(f) => macho_imports(f),
         object::File::MachO64(f) => macho_imports(f),
-        object::File::Pe32(f) => pe_imports(f),
-        object::File::Pe64(f) => pe_imports(f),
+        object::File::Pe32(f) => pe_thunks(pe_imports(f), bytes, sections, isa),
+        object::File::Pe64(f) => pe_thunks(pe_imports(f), bytes, sections, isa),
         _ => Vec::new(),
     };
     out.sort_by(|a, b| (a.address, a.kind.as_str()).cmp(&(b.address, b.kind.as_str())));
@@ -264,6 +265,58 @@ fn macho_imports<Mach: MachHeader<Endian = object::Endianness>>(
         }
     }
     out
+}
+
+/// Adds the import thunks of a PE file (`jmp [__imp_puts]`, which mingw-w64 links for every
+/// import it calls directly) as imports of kind `thunk`, so a call to one names the import.
+/// Only a `jmp` through an import address table slot qualifies; a call into the middle of an
+/// instruction cannot happen, so a chance match of those bytes elsewhere names nothing.
+fn pe_thunks(
+    mut imports: Vec<ImportEntry>,
+    bytes: &[u8],
+    sections: &[SectionInfo],
+    isa: Isa,
+) -> Vec<ImportEntry> {
+    let slots: HashMap<u64, usize> = imports
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| (entry.address, i))
+        .collect();
+    if slots.is_empty() || !matches!(isa, Isa::X86 | Isa::X86_64) {
+        return imports;
+    }
+    let mut thunks = Vec::new();
+    for section in sections.iter().filter(|s| s.executable) {
+        let Some(offset) = section.file_offset else {
+            continue;
+        };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(section.file_size).unwrap_or(0));
+        let Some(data) = bytes.get(start..end.min(bytes.len())) else {
+            continue;
+        };
+        for at in memchr::memmem::find_iter(data, &[0xff, 0x25]) {
+            let address = section.address.wrapping_add(at as u64);
+            let slot = match isa {
+                Isa::X86_64 => i32_at(data, at + 2)
+                    .map(|disp| address.wrapping_add(6).wrapping_add_signed(i64::from(disp))),
+                _ => u32_at(data, at + 2).map(u64::from),
+            };
+            if let Some(&i) = slot.and_then(|slot| slots.get(&slot)) {
+                thunks.push(ImportEntry {
+                    address,
+                    name: imports[i].name.clone(),
+                    library: imports[i].library.clone(),
+                    kind: ImportKind::Thunk,
+                });
+            }
+            if thunks.len() >= MAX_PER_TABLE {
+                break;
+            }
+        }
+    }
+    imports.extend(thunks);
+    imports
 }
 
 fn pe_imports<Pe: ImageNtHeaders>(file: &PeFile<'_, Pe>) -> Vec<ImportEntry> {

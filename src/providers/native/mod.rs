@@ -10,12 +10,17 @@
 //! - `imports`: PLT stubs, Mach-O stubs and pointer slots, PE import address table slots.
 //! - `image`: a loaded document (bytes, sections, imports, procedures) for the analysis operations.
 //! - `disasm`: x86 and arm64 decoding behind one instruction model.
+//! - `arm64_text`: where yaxpeax-arm's AArch64 text differs from LLVM's, LLVM's spelling.
+//! - `body`: masked-byte digests, basic blocks and operand facts of one procedure, for comparing
+//!   builds.
 //! - `analysis`: assembly pages, callers, callees, cross-references and function dossiers.
 //! - `strings`: string search over sections.
 
 mod address;
 mod admit;
 mod analysis;
+mod arm64_text;
+mod body;
 mod code_index;
 mod disasm;
 mod ehframe;
@@ -29,21 +34,22 @@ mod symbols;
 mod types;
 
 pub use address::{format_address, hex, hex_opt, parse_address};
-pub use admit::admit;
+pub use admit::{admit, admit_opened, admit_with};
 pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
 };
+pub use body::BodyFacts;
 pub use format::{
-    FatSlice, HEAD_LEN, fat_slices, macho_cpu_name, macho_filetype, macho_is_64, read_at_most,
-    sniff, thin_architecture,
+    FatSlice, HEAD_LEN, fat_slices, macho_cpu_name, macho_filetype, macho_is_64, sniff,
+    thin_architecture,
 };
 pub use image::{Image, procedures};
 pub use strings::{StringMatch, StringMatches, StringQuery};
-pub(crate) use symbols::display_names;
+pub(crate) use symbols::display_name;
 pub use types::{
-    AdmitError, BundleInfo, DocumentSpec, ImportEntry, PROVIDER_ID, Procedure, ProviderError,
-    SectionInfo, Target,
+    AdmitError, BundleInfo, DocumentSource, DocumentSpec, ImportEntry, PROVIDER_ID, Procedure,
+    ProviderError, SectionInfo, Target,
 };
 
 #[cfg(test)]
@@ -77,6 +83,7 @@ mod tests {
             name: Some("main".into()),
             raw_name: None,
             size: Some(16),
+            aliases: Vec::new(),
         };
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(json["address"], "0x401000");

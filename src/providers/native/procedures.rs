@@ -1,6 +1,8 @@
 //! Procedures of a document: the union of every source of function starts the format offers,
 //! merged to one entry per address with the best name and a stated size.
 
+use object::elf;
+use object::read::elf::{ElfFile, FileHeader, Sym as _};
 use object::read::macho::MachHeader;
 use object::read::macho::MachOFile;
 use object::read::pe::ImageNtHeaders;
@@ -22,6 +24,7 @@ const MAX_STARTS: usize = 8_000_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum SizeSource {
     Symbol,
+    Stub,
     Unwind,
     GoTable,
 }
@@ -48,10 +51,17 @@ impl Start {
             name: (!raw.is_empty()).then(|| NameCandidate {
                 source,
                 raw: raw.to_string(),
+                ifunc: false,
+                macho: false,
             }),
             size: None,
         }
     }
+}
+
+/// Whether an executable section holds PLT entries (`.plt`, `.plt.sec`, `.plt.got`, `.iplt`).
+fn is_plt_section(name: &str) -> bool {
+    name.starts_with(".plt") || name == ".iplt"
 }
 
 /// Collects procedures and the entry point of a parsed file.
@@ -62,8 +72,192 @@ pub(crate) fn collect(
     imports: &[ImportEntry],
 ) -> (Vec<Procedure>, Option<u64>) {
     let thumb = file.architecture() == object::Architecture::Arm;
+    let is_macho = matches!(file, object::File::MachO32(_) | object::File::MachO64(_));
     let mut starts: Vec<Start> = Vec::new();
 
+    match file {
+        object::File::Elf32(f) => elf_symbol_starts(f, thumb, &mut starts),
+        object::File::Elf64(f) => elf_symbol_starts(f, thumb, &mut starts),
+        _ => other_symbol_starts(file, thumb, &mut starts),
+    }
+
+    // ELF dynamic symbols were read above with their versions; Mach-O exports come from the
+    // trie walker in `macho_starts`, which bounds its work. That leaves PE exports.
+    let is_elf = matches!(file, object::File::Elf32(_) | object::File::Elf64(_));
+    if !is_macho
+        && !is_elf
+        && let Ok(exports) = file.exports()
+    {
+        for export in exports.take(MAX_STARTS) {
+            let Ok(export) = export else { break };
+            let ExportTarget::Address { address } = export.target() else {
+                continue;
+            };
+            let name = match export.name() {
+                NameOrOrdinal::Name(name) => String::from_utf8_lossy(name).into_owned(),
+                NameOrOrdinal::Ordinal(_) => String::new(),
+            };
+            starts.push(Start::named(address, NameSource::Global, &name));
+        }
+    }
+
+    // A PLT entry ends where the next one in its section starts (or at the section's end).
+    let plt: Vec<&ImportEntry> = imports.iter().filter(|i| i.kind == "plt").collect();
+    for (i, import) in plt.iter().enumerate() {
+        let mut start = Start::named(
+            import.address,
+            NameSource::Stub,
+            &format!("{}@plt", import.name),
+        );
+        let section_end = sections
+            .iter()
+            .find(|s| import.address >= s.address && import.address - s.address < s.size)
+            .map(|s| s.address + s.size);
+        let next = plt.get(i + 1).map(|n| n.address);
+        if let Some(end) = match (next, section_end) {
+            (Some(n), Some(e)) => Some(n.min(e)),
+            (None, e) => e,
+            (n, None) => n,
+        } && end > import.address
+        {
+            start.size = Some((SizeSource::Stub, end - import.address));
+        }
+        starts.push(start);
+    }
+
+    let mut entry = match file.entry() {
+        0 => None,
+        e => Some(e),
+    };
+    let mut complete_starts = false;
+    match file {
+        object::File::Elf32(_) | object::File::Elf64(_) => {
+            elf_unwind_starts(file, sections, &mut starts)
+        }
+        object::File::MachO32(f) => {
+            (entry, complete_starts) = macho_starts(f, thumb, &mut starts);
+        }
+        object::File::MachO64(f) => {
+            (entry, complete_starts) = macho_starts(f, thumb, &mut starts);
+        }
+        object::File::Pe32(f) => pe_unwind_starts(f, &mut starts),
+        object::File::Pe64(f) => pe_unwind_starts(f, &mut starts),
+        _ => {}
+    }
+    go_starts(file, bytes, sections, &mut starts);
+    if is_macho {
+        for name in starts.iter_mut().filter_map(|s| s.name.as_mut()) {
+            name.macho = matches!(name.source, NameSource::Global | NameSource::Local);
+        }
+    }
+
+    let code: Vec<(u64, u64)> = sections
+        .iter()
+        .filter(|s| s.executable)
+        .map(|s| (s.address, s.address.saturating_add(s.size)))
+        .collect();
+    let in_code = |address: u64| code.iter().any(|&(lo, hi)| address >= lo && address < hi);
+    entry = entry.filter(|&e| in_code(e));
+    if let Some(e) = entry {
+        starts.push(Start::bare(e));
+    }
+    starts.retain(|s| in_code(s.address));
+    let mut procedures = merge(starts);
+    if complete_starts {
+        extend_to_next_start(&mut procedures, &code);
+    }
+    (procedures, entry)
+}
+
+/// Gives every procedure without a stated size the extent up to the next procedure start or
+/// its section's end: for Mach-O, whose `LC_FUNCTION_STARTS` lists every function the linker
+/// laid out, that is where the function ends (alignment padding included).
+fn extend_to_next_start(procedures: &mut [Procedure], code: &[(u64, u64)]) {
+    for i in 0..procedures.len() {
+        if procedures[i].size.is_some() {
+            continue;
+        }
+        let start = procedures[i].address;
+        let Some(&(_, section_end)) = code.iter().find(|&&(lo, hi)| start >= lo && start < hi)
+        else {
+            continue;
+        };
+        let end = procedures
+            .get(i + 1)
+            .map_or(section_end, |next| next.address.min(section_end));
+        procedures[i].size = Some(end - start);
+    }
+}
+
+/// ELF function symbols of `.symtab` and `.dynsym`: `STT_FUNC` and `STT_GNU_IFUNC` (whose
+/// value is its resolver's address) defined in a section, dynamic ones with their version.
+fn elf_symbol_starts<Elf: FileHeader<Endian = object::Endianness>>(
+    file: &ElfFile<'_, Elf>,
+    thumb: bool,
+    starts: &mut Vec<Start>,
+) {
+    let endian = file.endian();
+    let versions = file
+        .elf_section_table()
+        .versions(endian, file.data())
+        .ok()
+        .flatten();
+    let tables = [
+        (file.elf_symbol_table(), false),
+        (file.elf_dynamic_symbol_table(), true),
+    ];
+    let mut count = 0;
+    for (table, dynamic) in tables {
+        let strings = table.strings();
+        for (index, symbol) in table.enumerate() {
+            count += 1;
+            if count > MAX_STARTS {
+                return;
+            }
+            let kind = symbol.st_type();
+            let ifunc = kind == elf::STT_GNU_IFUNC;
+            if kind != elf::STT_FUNC && !ifunc {
+                continue;
+            }
+            let section = symbol.st_shndx(endian);
+            if section.is_special() && section != elf::SHN_XINDEX {
+                continue;
+            }
+            let Ok(name) = symbol.name(endian, strings) else {
+                continue;
+            };
+            let mut raw = String::from_utf8_lossy(name).into_owned();
+            if dynamic && let Some(versions) = &versions {
+                let versym = versions.version_index(endian, index);
+                if let Ok(Some(version)) = versions.version(versym.index()) {
+                    let at = if versym.is_hidden() { "@" } else { "@@" };
+                    raw = format!("{raw}{at}{}", String::from_utf8_lossy(version.name()));
+                }
+            }
+            let mut address: u64 = symbol.st_value(endian).into();
+            if thumb {
+                address &= !1;
+            }
+            let source = if symbol.st_bind() == elf::STB_LOCAL {
+                NameSource::Local
+            } else {
+                NameSource::Global
+            };
+            let mut start = Start::named(address, source, &raw);
+            if let Some(name) = start.name.as_mut() {
+                name.ifunc = ifunc;
+            }
+            let size: u64 = symbol.st_size(endian).into();
+            if size > 0 {
+                start.size = Some((SizeSource::Symbol, size));
+            }
+            starts.push(start);
+        }
+    }
+}
+
+/// Function symbols of Mach-O and PE files.
+fn other_symbol_starts(file: &object::File<'_>, thumb: bool, starts: &mut Vec<Start>) {
     for symbol in file
         .symbols()
         .chain(file.dynamic_symbols())
@@ -87,60 +281,10 @@ pub(crate) fn collect(
         }
         starts.push(start);
     }
-
-    // Mach-O exports come from the trie walker in `macho_starts`, which bounds its work.
-    let is_macho = matches!(file, object::File::MachO32(_) | object::File::MachO64(_));
-    if !is_macho && let Ok(exports) = file.exports() {
-        for export in exports.take(MAX_STARTS) {
-            let Ok(export) = export else { break };
-            let ExportTarget::Address { address } = export.target() else {
-                continue;
-            };
-            let name = match export.name() {
-                NameOrOrdinal::Name(name) => String::from_utf8_lossy(name).into_owned(),
-                NameOrOrdinal::Ordinal(_) => String::new(),
-            };
-            starts.push(Start::named(address, NameSource::Global, &name));
-        }
-    }
-
-    for import in imports.iter().filter(|i| i.kind == "plt") {
-        starts.push(Start::named(
-            import.address,
-            NameSource::Stub,
-            &format!("{}@plt", import.name),
-        ));
-    }
-
-    let mut entry = match file.entry() {
-        0 => None,
-        e => Some(e),
-    };
-    match file {
-        object::File::Elf32(_) | object::File::Elf64(_) => elf_unwind_starts(file, &mut starts),
-        object::File::MachO32(f) => entry = macho_starts(f, thumb, &mut starts),
-        object::File::MachO64(f) => entry = macho_starts(f, thumb, &mut starts),
-        object::File::Pe32(f) => pe_unwind_starts(f, &mut starts),
-        object::File::Pe64(f) => pe_unwind_starts(f, &mut starts),
-        _ => {}
-    }
-    go_starts(file, bytes, sections, &mut starts);
-
-    let code: Vec<(u64, u64)> = sections
-        .iter()
-        .filter(|s| s.executable)
-        .map(|s| (s.address, s.address.saturating_add(s.size)))
-        .collect();
-    let in_code = |address: u64| code.iter().any(|&(lo, hi)| address >= lo && address < hi);
-    entry = entry.filter(|&e| in_code(e));
-    if let Some(e) = entry {
-        starts.push(Start::bare(e));
-    }
-    starts.retain(|s| in_code(s.address));
-    (merge(starts), entry)
 }
 
-/// Merges observations to one procedure per address: the best name, the most trusted size.
+/// Merges observations to one procedure per address: the best name and its aliases, the most
+/// trusted size.
 fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
     starts.sort_unstable_by_key(|s| s.address);
     let mut out = Vec::new();
@@ -161,18 +305,13 @@ fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
             }
             j += 1;
         }
-        let (name, raw_name) = match symbols::best_name(&names) {
-            Some(best) => {
-                let (name, raw) = symbols::display_names(&best.raw);
-                (Some(name), raw)
-            }
-            None => (None, None),
-        };
+        let names = symbols::resolve(&names);
         out.push(Procedure {
             address,
-            name,
-            raw_name,
+            name: names.name,
+            raw_name: names.raw_name,
             size: size.map(|(_, s)| s),
+            aliases: names.aliases,
         });
         i = j;
     }
@@ -203,8 +342,15 @@ fn arm_exidx_starts(file: &object::File<'_>, starts: &mut Vec<Start>) {
     }
 }
 
-fn elf_unwind_starts(file: &object::File<'_>, starts: &mut Vec<Start>) {
+/// Adds `.eh_frame` FDE starts, except those in PLT sections: there one FDE covers every
+/// stub, which are listed one by one from the import relocations instead.
+fn elf_unwind_starts(file: &object::File<'_>, sections: &[SectionInfo], starts: &mut Vec<Start>) {
     arm_exidx_starts(file, starts);
+    let in_plt = |address: u64| {
+        sections.iter().any(|s| {
+            is_plt_section(&s.name) && address >= s.address && address - s.address < s.size
+        })
+    };
     let Some(section) = file.section_by_name(".eh_frame") else {
         return;
     };
@@ -222,6 +368,9 @@ fn elf_unwind_starts(file: &object::File<'_>, starts: &mut Vec<Start>) {
         .into_iter()
         .take(MAX_STARTS)
     {
+        if in_plt(fde.start) {
+            continue;
+        }
         let mut start = Start::bare(fde.start);
         if fde.len > 0 {
             start.size = Some((SizeSource::Unwind, fde.len));
@@ -230,13 +379,14 @@ fn elf_unwind_starts(file: &object::File<'_>, starts: &mut Vec<Start>) {
     }
 }
 
-/// Adds `LC_FUNCTION_STARTS` entries and returns the entry point (`LC_MAIN` is an offset from
-/// the `__TEXT` segment, which object reports unadjusted).
+/// Adds `LC_FUNCTION_STARTS` entries and exports; returns the entry point (`LC_MAIN` is an
+/// offset from the `__TEXT` segment, which object reports unadjusted) and whether the file
+/// has function starts (which then list every function).
 fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
     file: &MachOFile<'_, Mach>,
     thumb: bool,
     starts: &mut Vec<Start>,
-) -> Option<u64> {
+) -> (Option<u64>, bool) {
     let endian = file.endian();
     let text = file
         .segments()
@@ -244,8 +394,9 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
         .map(|s| s.address())
         .unwrap_or(0);
     let mut entry = None;
+    let mut function_starts = false;
     let Ok(mut commands) = file.macho_load_commands() else {
-        return None;
+        return (None, false);
     };
     while let Ok(Some(command)) = commands.next() {
         if let Ok(Some(main)) = command.entry_point() {
@@ -286,6 +437,7 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
         let Ok(mut iter) = linkedit.function_starts(endian, file.data(), text) else {
             continue;
         };
+        function_starts = true;
         let mut count = 0;
         while let Ok(Some(address)) = iter.next() {
             starts.push(Start::bare(if thumb { address & !1 } else { address }));
@@ -295,10 +447,11 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
             }
         }
     }
-    entry.or_else(|| match file.entry() {
+    let entry = entry.or_else(|| match file.entry() {
         0 => None,
         e => Some(e),
-    })
+    });
+    (entry, function_starts)
 }
 
 /// Reads a ULEB128 value at `*at`, advancing it; `None` past the end or beyond 64 bits.
@@ -504,11 +657,20 @@ mod tests {
         let Some(frames) = tool_output("readelf", &["--debug-dump=frames", "/usr/bin/ls"]) else {
             return;
         };
+        // The FDE of `.plt` (and of `.plt.got`) covers every stub; the stubs are listed one
+        // by one from the relocations instead.
+        let plt_sections: Vec<(u64, u64)> = image
+            .sections()
+            .iter()
+            .filter(|s| s.name.starts_with(".plt"))
+            .map(|s| (s.address, s.address + s.size))
+            .collect();
         let mut expected: BTreeSet<u64> = frames
             .lines()
             .filter(|l| l.contains(" FDE "))
             .filter_map(|l| l.split("pc=").nth(1))
             .map(|range| hex_field(range.split("..").next().unwrap()))
+            .filter(|&a| !plt_sections.iter().any(|&(lo, hi)| a >= lo && a < hi))
             .collect();
         let dynsyms = tool_output("readelf", &["--dyn-syms", "-W", "/usr/bin/ls"]).unwrap();
         for line in dynsyms.lines() {
@@ -552,6 +714,11 @@ mod tests {
         for (address, name) in plt_names {
             let p = image.procedure_starting_at(address).unwrap();
             assert_eq!(p.name.as_deref(), Some(name.as_str()));
+            assert!(
+                p.size.is_some_and(|s| s == 8 || s == 16),
+                "{name}: {:?}",
+                p.size
+            );
         }
     }
 
@@ -698,7 +865,14 @@ mod tests {
                 procs.len()
             );
             assert!(procs.iter().all(|p| p.name.is_some()));
-            assert!(procs.iter().any(|p| p.name.as_deref() == Some("_FSEStart")));
+            // Mach-O C names drop the leading underscore; the stored name stays beside them.
+            let start = procs
+                .iter()
+                .find(|p| p.name.as_deref() == Some("FSEStart"))
+                .unwrap();
+            assert_eq!(start.raw_name.as_deref(), Some("_FSEStart"));
+            // Function starts list every function, so each ends where the next begins.
+            assert!(procs.iter().all(|p| p.size.is_some_and(|s| s > 0)));
             assert!(image.imports().iter().any(|i| i.kind == "stub"));
         }
     }

@@ -1,5 +1,6 @@
-//! String search: printable UTF-8 (and, for PE, UTF-16LE) runs in a document's sections,
-//! filtered by a literal or a regular expression and returned in pages with an exact total.
+//! String search: runs of printable UTF-8 (and, for PE, UTF-16LE) in a document's sections,
+//! searched by a literal or a regular expression; every match is returned at its own address,
+//! beside the start of the string holding it, in pages with an exact total.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,9 @@ const MIN_CHARS: usize = 4;
 
 /// Characters of a string shown in a match; longer strings are cut and flagged.
 const MAX_SHOWN: usize = 512;
+
+/// Characters of a string shown before a match inside it.
+const MAX_PREFIX: usize = 64;
 
 /// Longest run considered one string; longer runs are split (a megabyte of text in a binary is
 /// data, not a string, and must not be matched as one).
@@ -36,7 +40,8 @@ fn default_true() -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StringQuery {
     /// Text to find: a case-sensitive substring, or a regular expression when `regex` is true.
-    /// Empty matches every string.
+    /// Empty matches every string of at least 4 characters; a literal shorter than 4
+    /// characters searches strings as short as itself.
     #[serde(default)]
     pub pattern: String,
     /// Treat `pattern` as a regular expression (Rust `regex` syntax).
@@ -66,20 +71,33 @@ impl StringQuery {
     }
 }
 
-/// One string found.
+/// One match: where the searched text starts, and the string (printable run) holding it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StringMatch {
-    /// Virtual address of the string's first byte.
+    /// Virtual address of the match's first byte (for an empty pattern, of the string's).
+    /// Code that uses a literal packed among others without NULs between them (Rust, Go)
+    /// refers to this address: `xrefs` on it finds that code.
     #[serde(with = "hex")]
     #[schemars(with = "String")]
     pub address: u64,
+    /// Virtual address of the first byte of the string holding the match: the start of its
+    /// run of printable characters. Code that uses a NUL-terminated C string refers to this
+    /// address; it equals `address` when the match starts the string.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub string_address: u64,
     /// Section holding the string.
     pub section: String,
-    /// The string, cut at 512 characters.
+    /// The string's characters before the match (the closest 64 at most), so a match inside a
+    /// C string shows where that string starts; empty when the match starts the string.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
+    /// The string from `address` to its end, cut at 512 characters. Leading `\n`, `\r` and
+    /// `\t` are part of it.
     pub text: String,
     /// Whether `text` was cut.
     pub truncated: bool,
-    /// Length of the whole string in characters.
+    /// Length in characters from `address` to the string's end.
     pub length: usize,
     /// `utf-8` or `utf-16le`.
     pub encoding: String,
@@ -90,11 +108,16 @@ pub struct StringMatch {
 /// A page of matches.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StringMatches {
-    /// Exact number of matching strings in the document.
+    /// Exact number of matches in the document (a string holding the pattern twice counts
+    /// twice).
     pub total: usize,
     /// Index of the first match in this page.
     pub offset: usize,
-    /// The matches `[offset, offset + limit)`, by section then address.
+    /// Shortest string, in characters, that was searched: 4, or the length of a literal
+    /// pattern shorter than that (so `OK` finds two-character strings). Shorter runs of
+    /// printable characters are not strings to this search.
+    pub min_length: usize,
+    /// The matches `[offset, offset + limit)`, by section, then address.
     pub matches: Vec<StringMatch>,
     /// Offset of the next page, when there is one.
     pub next_offset: Option<usize>,
@@ -127,20 +150,48 @@ impl Matcher {
         )))
     }
 
-    fn matches(&self, text: &str) -> bool {
+    /// Byte offsets in `text` where matches start: every non-overlapping occurrence of a
+    /// literal, every non-empty match of a regular expression (or the string's start when it
+    /// matches only empty), the string's start for an empty pattern.
+    fn starts(&self, text: &str, out: &mut Vec<usize>) {
+        out.clear();
         match self {
-            Matcher::All => true,
-            Matcher::Literal(finder) => finder.find(text.as_bytes()).is_some(),
-            Matcher::Regex(re) => re.is_match(text),
+            Matcher::All => out.push(0),
+            Matcher::Literal(finder) => out.extend(finder.find_iter(text.as_bytes())),
+            Matcher::Regex(re) => {
+                out.extend(
+                    re.find_iter(text)
+                        .filter(|m| !m.is_empty())
+                        .map(|m| m.start()),
+                );
+                if out.is_empty() && re.is_match(text) {
+                    out.push(0);
+                }
+            }
         }
     }
 }
 
-/// Length of the printable character starting `data`, or `None` when it is not printable.
+/// Shortest run searched for `query`: [`MIN_CHARS`], or a shorter literal's own length.
+fn min_chars(query: &StringQuery) -> usize {
+    if query.regex || query.pattern.is_empty() {
+        MIN_CHARS
+    } else {
+        query.pattern.chars().count().clamp(1, MIN_CHARS)
+    }
+}
+
+/// Whether a character may be part of a string: printable, or the whitespace controls
+/// (`\t`, `\n`, `\r`) that strings so often start or end with.
+fn text_char(c: char) -> bool {
+    !c.is_control() || matches!(c, '\t' | '\n' | '\r')
+}
+
+/// Length of the string character starting `data`, or `None` when it is not one.
 fn printable_char(data: &[u8]) -> Option<usize> {
     let first = *data.first()?;
     if first < 0x80 {
-        return (first == b'\t' || (0x20..0x7f).contains(&first)).then_some(1);
+        return text_char(first as char).then_some(1);
     }
     let len = match first {
         0xc2..=0xdf => 2,
@@ -150,25 +201,28 @@ fn printable_char(data: &[u8]) -> Option<usize> {
     };
     let text = std::str::from_utf8(data.get(..len)?).ok()?;
     let c = text.chars().next()?;
-    (!c.is_control()).then_some(len)
+    text_char(c).then_some(len)
 }
 
-/// Calls `found(start, end)` for each printable UTF-8 run of at least [`MIN_CHARS`] characters.
-fn utf8_runs(data: &[u8], mut found: impl FnMut(usize, usize, usize)) {
+/// Calls `found(start, end, chars)` for each UTF-8 run of at least `min` string characters
+/// that holds something besides whitespace.
+fn utf8_runs(data: &[u8], min: usize, mut found: impl FnMut(usize, usize, usize)) {
     let mut i = 0;
     while i < data.len() {
         let start = i;
         let mut chars = 0;
+        let mut visible = false;
         while i < data.len() && i - start < MAX_RUN {
             match printable_char(&data[i..]) {
                 Some(len) => {
+                    visible |= !data[i].is_ascii_whitespace();
                     i += len;
                     chars += 1;
                 }
                 None => break,
             }
         }
-        if chars >= MIN_CHARS {
+        if chars >= min && visible {
             found(start, i, chars);
         }
         if i == start {
@@ -177,21 +231,24 @@ fn utf8_runs(data: &[u8], mut found: impl FnMut(usize, usize, usize)) {
     }
 }
 
-/// Calls `found(start, end)` for each run of printable ASCII encoded as UTF-16LE, at even
-/// offsets, of at least [`MIN_CHARS`] characters.
-fn utf16_runs(data: &[u8], mut found: impl FnMut(usize, usize, usize)) {
+/// Calls `found(start, end, chars)` for each run of ASCII string characters encoded as
+/// UTF-16LE, at even offsets, of at least `min` characters and not only whitespace.
+fn utf16_runs(data: &[u8], min: usize, mut found: impl FnMut(usize, usize, usize)) {
     let mut i = 0;
     while i + 1 < data.len() {
         let start = i;
+        let mut visible = false;
         while i + 1 < data.len()
             && i - start < MAX_RUN
             && data[i + 1] == 0
-            && (data[i] == b'\t' || (0x20..0x7f).contains(&data[i]))
+            && data[i] < 0x80
+            && text_char(data[i] as char)
         {
+            visible |= !data[i].is_ascii_whitespace();
             i += 2;
         }
         let chars = (i - start) / 2;
-        if chars >= MIN_CHARS {
+        if chars >= min && visible {
             found(start, i, chars);
         }
         if i == start {
@@ -205,45 +262,54 @@ impl Image {
     pub fn strings(&self, query: &StringQuery) -> Result<StringMatches, ProviderError> {
         let matcher = Matcher::new(query)?;
         let limit = query.limit.min(MAX_LIMIT);
+        let min = min_chars(query);
         let mut total = 0usize;
         let mut matches = Vec::new();
+        let mut starts = Vec::new();
         let wide = self.doc.format == "pe";
-        let mut consider = |section: &SectionInfo, start: usize, text: &str, chars, encoding| {
-            if !matcher.matches(text) {
-                return;
+        // `unit` is the size in bytes of one character of `text` (ASCII for UTF-16 runs).
+        let mut consider = |section: &SectionInfo, start: usize, text: &str, unit: usize| {
+            matcher.starts(text, &mut starts);
+            for &at in &starts {
+                if total >= query.offset && matches.len() < limit {
+                    let before = &text[..at];
+                    let skip = before.chars().count().saturating_sub(MAX_PREFIX);
+                    let rest = &text[at..];
+                    let length = rest.chars().count();
+                    let string_address = section.address.wrapping_add(start as u64);
+                    matches.push(StringMatch {
+                        address: string_address.wrapping_add((at * unit) as u64),
+                        string_address,
+                        section: section.name.clone(),
+                        prefix: before.chars().skip(skip).collect(),
+                        truncated: length > MAX_SHOWN,
+                        text: rest.chars().take(MAX_SHOWN).collect(),
+                        length,
+                        encoding: encoding_name(unit == 2),
+                        executable: section.executable,
+                    });
+                }
+                total += 1;
             }
-            if total >= query.offset && matches.len() < limit {
-                let shown: String = text.chars().take(MAX_SHOWN).collect();
-                matches.push(StringMatch {
-                    address: section.address.wrapping_add(start as u64),
-                    section: section.name.clone(),
-                    truncated: chars > MAX_SHOWN,
-                    text: shown,
-                    length: chars,
-                    encoding: encoding_name(encoding),
-                    executable: section.executable,
-                });
-            }
-            total += 1;
         };
         for section in &self.sections {
             if section.executable && !query.include_code {
                 continue;
             }
             let data = self.section_bytes(section);
-            utf8_runs(data, |start, end, chars| {
-                // Runs are built from whole printable characters, so this cannot fail.
+            utf8_runs(data, min, |start, end, _| {
+                // Runs are built from whole characters, so this cannot fail.
                 if let Ok(text) = std::str::from_utf8(&data[start..end]) {
-                    consider(section, start, text, chars, false);
+                    consider(section, start, text, 1);
                 }
             });
             if wide {
-                utf16_runs(data, |start, end, chars| {
+                utf16_runs(data, min, |start, end, _| {
                     let text: String = data[start..end]
                         .chunks_exact(2)
                         .map(|c| c[0] as char)
                         .collect();
-                    consider(section, start, &text, chars, true);
+                    consider(section, start, &text, 2);
                 });
             }
         }
@@ -251,6 +317,7 @@ impl Image {
         Ok(StringMatches {
             total,
             offset: query.offset,
+            min_length: min,
             next_offset: (shown_end < total && limit > 0).then_some(shown_end),
             matches,
         })
@@ -269,13 +336,51 @@ mod tests {
     #[test]
     fn runs_require_four_printable_characters() {
         let mut found = Vec::new();
-        utf8_runs(b"abc\0abcd\0h\xc3\xa9llo\xff", |s, e, c| {
+        utf8_runs(b"abc\0abcd\0h\xc3\xa9llo\xff", 4, |s, e, c| {
             found.push((s, e, c))
         });
         assert_eq!(found, [(4, 8, 4), (9, 15, 5)]);
         let mut wide = Vec::new();
-        utf16_runs(b"a\0b\0c\0d\0\0\0", |s, e, c| wide.push((s, e, c)));
+        utf16_runs(b"a\0b\0c\0d\0\0\0", 4, |s, e, c| wide.push((s, e, c)));
         assert_eq!(wide, [(0, 8, 4)]);
+    }
+
+    #[test]
+    fn runs_keep_leading_whitespace_controls_and_shorter_minimums() {
+        let mut found = Vec::new();
+        let data = b"\0\nEnter\0\r\t\n\n\0OK\0\x1bab";
+        utf8_runs(data, 4, |s, e, c| found.push((s, e, c)));
+        // `\n` starts the first string; a run of whitespace alone is not a string.
+        assert_eq!(found, [(1, 7, 6)]);
+        found.clear();
+        utf8_runs(data, 2, |s, e, c| found.push((s, e, c)));
+        assert_eq!(found, [(1, 7, 6), (13, 15, 2), (17, 19, 2)]);
+        let mut wide = Vec::new();
+        utf16_runs(b"\n\0a\0b\0", 3, |s, e, c| wide.push((s, e, c)));
+        assert_eq!(wide, [(0, 6, 3)]);
+        assert_eq!(min_chars(&StringQuery::literal("OK")), 2);
+        assert_eq!(min_chars(&StringQuery::literal("longer")), 4);
+        assert_eq!(min_chars(&StringQuery::literal("")), 4);
+    }
+
+    #[test]
+    fn matchers_report_every_match_start() {
+        let mut starts = Vec::new();
+        Matcher::new(&StringQuery::literal("ab"))
+            .unwrap()
+            .starts("xxabyyab", &mut starts);
+        assert_eq!(starts, [2, 6]);
+        let mut q = StringQuery::literal("b+");
+        q.regex = true;
+        Matcher::new(&q).unwrap().starts("abbcb", &mut starts);
+        assert_eq!(starts, [1, 4]);
+        q.pattern = "^x*".into();
+        Matcher::new(&q).unwrap().starts("abc", &mut starts);
+        assert_eq!(starts, [0], "an empty match stands for the string");
+        Matcher::new(&StringQuery::literal(""))
+            .unwrap()
+            .starts("abc", &mut starts);
+        assert_eq!(starts, [0]);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Symbol names: demangling (Rust, C++) and the choice of one name among aliases at an address.
+//! Symbol names: demangling (Rust, C++), symbol versions, Mach-O's leading underscore, and the
+//! choice of one primary name among the aliases of an address.
 
 /// Mangled names longer than this are kept as stored: demangling them costs time and stack, and
 /// a name that long is unreadable either way.
@@ -21,22 +22,108 @@ pub(crate) enum NameSource {
 #[derive(Debug, Clone)]
 pub(crate) struct NameCandidate {
     pub(crate) source: NameSource,
+    /// The name as `nm -D` prints it: an ELF dynamic symbol with its version (`memcpy@@GLIBC_2.14`
+    /// for the default version, `memcpy@GLIBC_2.2.5` for another), a Mach-O symbol with its
+    /// leading underscore.
     pub(crate) raw: String,
+    /// Whether the symbol is a GNU indirect function (its value is the resolver's address).
+    pub(crate) ifunc: bool,
+    /// Whether the name is a Mach-O symbol, whose C-level name drops one leading underscore.
+    pub(crate) macho: bool,
 }
 
 impl NameCandidate {
-    /// Sort key: better names sort first. Among names from the same source, a name with fewer
-    /// leading underscores wins (`malloc` over `__libc_malloc`), then the shorter, then the
-    /// lexicographically smaller, so the choice never depends on table order.
-    fn key(&self) -> (NameSource, usize, usize, &str) {
-        let underscores = self.raw.bytes().take_while(|&b| b == b'_').count();
-        (self.source, underscores, self.raw.len(), self.raw.as_str())
+    /// The name shown for this candidate.
+    pub(crate) fn display(&self) -> String {
+        display_name(&self.raw, self.macho)
+    }
+
+    /// Sort key: better names sort first. A non-default symbol version (`name@VERSION`) loses
+    /// to any plain or default-version name, an IFUNC symbol wins over its resolver's own name;
+    /// then a name with fewer leading underscores wins (`malloc` over `__libc_malloc`), then
+    /// the shorter, then the lexicographically smaller, so the choice never depends on table
+    /// order.
+    fn key(&self) -> (NameSource, bool, bool, usize, usize, String) {
+        let display = self.display();
+        let underscores = display.bytes().take_while(|&b| b == b'_').count();
+        let hidden_version = hidden_version(&self.raw);
+        (
+            self.source,
+            hidden_version,
+            !self.ifunc,
+            underscores,
+            display.len(),
+            display,
+        )
     }
 }
 
-/// Picks the best of several candidate names.
-pub(crate) fn best_name(candidates: &[NameCandidate]) -> Option<&NameCandidate> {
-    candidates.iter().min_by(|a, b| a.key().cmp(&b.key()))
+/// Whether `raw` names a non-default symbol version (`name@VERSION`, not `@@`, not `@plt`).
+fn hidden_version(raw: &str) -> bool {
+    match raw.split_once('@') {
+        Some((base, rest)) => !base.is_empty() && !rest.starts_with('@') && rest != "plt",
+        None => false,
+    }
+}
+
+/// The names of one address: the primary name, the stored form of it when that differs, and
+/// the other names as aliases (displayed, sorted, without duplicates or the primary name).
+pub(crate) struct Names {
+    pub(crate) name: Option<String>,
+    pub(crate) raw_name: Option<String>,
+    pub(crate) aliases: Vec<String>,
+}
+
+/// Resolves the candidates of one address into a primary name and aliases. Of several stored
+/// forms of the primary name (a `.symtab` `memcpy` and a `.dynsym` `memcpy@@GLIBC_2.14`), the
+/// versioned one is kept as `raw_name`, so stripped and unstripped builds agree.
+pub(crate) fn resolve(candidates: &[NameCandidate]) -> Names {
+    let Some(best) = candidates.iter().min_by(|a, b| a.key().cmp(&b.key())) else {
+        return Names {
+            name: None,
+            raw_name: None,
+            aliases: Vec::new(),
+        };
+    };
+    let name = best.display();
+    let raw = candidates
+        .iter()
+        .filter(|c| c.display() == name)
+        .find(|c| c.raw.contains("@@"))
+        .unwrap_or(best)
+        .raw
+        .clone();
+    let mut aliases: Vec<String> = candidates
+        .iter()
+        .map(NameCandidate::display)
+        .filter(|d| *d != name)
+        .collect();
+    aliases.sort();
+    aliases.dedup();
+    Names {
+        raw_name: (raw != name).then_some(raw),
+        name: Some(name),
+        aliases,
+    }
+}
+
+/// The displayed form of a stored name: demangled (Rust, C++), without Mach-O's leading
+/// underscore for C names, and without the `@@VERSION` of a default ELF symbol version (the
+/// plain name binds to it); a non-default `@VERSION` and suffixes such as `@plt` stay.
+pub(crate) fn display_name(raw: &str, macho: bool) -> String {
+    let (base, suffix) = match raw.find('@') {
+        Some(at) if at > 0 => {
+            let rest = &raw[at..];
+            (&raw[..at], if rest.starts_with("@@") { "" } else { rest })
+        }
+        _ => (raw, ""),
+    };
+    let base = match demangle(base) {
+        Some(demangled) => demangled,
+        None if macho => base.strip_prefix('_').unwrap_or(base).to_string(),
+        None => base.to_string(),
+    };
+    format!("{base}{suffix}")
 }
 
 /// Demangles a Rust (legacy or v0) or Itanium C++ symbol; `None` when it is not mangled or does
@@ -78,14 +165,6 @@ pub(crate) fn demangle(raw: &str) -> Option<String> {
     Some(format!("{demangled}{suffix}"))
 }
 
-/// The displayed name and, when it differs, the stored name.
-pub(crate) fn display_names(raw: &str) -> (String, Option<String>) {
-    match demangle(raw) {
-        Some(name) if name != raw => (name, Some(raw.to_string())),
-        _ => (raw.to_string(), None),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,18 +186,62 @@ mod tests {
         assert_eq!(demangle("_ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ"), None);
     }
 
-    #[test]
-    fn prefers_public_short_names() {
-        let c = |source, raw: &str| NameCandidate {
+    fn c(source: NameSource, raw: &str) -> NameCandidate {
+        NameCandidate {
             source,
             raw: raw.to_string(),
-        };
+            ifunc: false,
+            macho: false,
+        }
+    }
+
+    #[test]
+    fn prefers_public_short_names_and_keeps_the_others_as_aliases() {
         let all = [
-            c(NameSource::Global, "__libc_malloc"),
-            c(NameSource::Global, "malloc"),
+            c(NameSource::Global, "__libc_malloc@@GLIBC_2.2.5"),
+            c(NameSource::Global, "malloc@@GLIBC_2.2.5"),
             c(NameSource::Local, "a"),
         ];
-        assert_eq!(best_name(&all).unwrap().raw, "malloc");
-        assert!(best_name(&[]).is_none());
+        let names = resolve(&all);
+        assert_eq!(names.name.as_deref(), Some("malloc"));
+        assert_eq!(names.raw_name.as_deref(), Some("malloc@@GLIBC_2.2.5"));
+        assert_eq!(names.aliases, ["__libc_malloc", "a"]);
+        assert!(resolve(&[]).name.is_none());
+    }
+
+    #[test]
+    fn versions_ifuncs_and_macho_underscores() {
+        // The default version is the plain name; a compat version keeps `@VERSION` and loses
+        // to any other name of the same address.
+        assert_eq!(display_name("memcpy@@GLIBC_2.14", false), "memcpy");
+        assert_eq!(
+            display_name("memcpy@GLIBC_2.2.5", false),
+            "memcpy@GLIBC_2.2.5"
+        );
+        assert_eq!(display_name("free@plt", false), "free@plt");
+        assert_eq!(display_name("_ZN3foo3barEv@@V1", false), "foo::bar()");
+        let names = resolve(&[
+            c(NameSource::Global, "memcpy@GLIBC_2.2.5"),
+            c(NameSource::Global, "__memcpy_compat"),
+            c(NameSource::Local, "measure_v1"),
+        ]);
+        assert_eq!(names.name.as_deref(), Some("__memcpy_compat"));
+        assert_eq!(names.aliases, ["measure_v1", "memcpy@GLIBC_2.2.5"]);
+        // The IFUNC symbol names its resolver.
+        let mut ifunc = c(NameSource::Global, "compute@@VERS_1.0");
+        ifunc.ifunc = true;
+        let names = resolve(&[c(NameSource::Global, "resolve_compute"), ifunc]);
+        assert_eq!(names.name.as_deref(), Some("compute"));
+        assert_eq!(names.aliases, ["resolve_compute"]);
+        // Mach-O C names drop one underscore; the stored name stays as raw_name.
+        let mut macho = c(NameSource::Global, "_AesCbc_Decode");
+        macho.macho = true;
+        let names = resolve(&[macho.clone()]);
+        assert_eq!(names.name.as_deref(), Some("AesCbc_Decode"));
+        assert_eq!(names.raw_name.as_deref(), Some("_AesCbc_Decode"));
+        macho.raw = "__ZN3foo3barEv".into();
+        assert_eq!(macho.display(), "foo::bar()");
+        macho.raw = "-[AppDelegate run]".into();
+        assert_eq!(macho.display(), "-[AppDelegate run]");
     }
 }

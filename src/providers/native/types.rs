@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::address::{format_address, hex};
+use crate::fsroot::{DeadlineExceeded, Directory, FileId, FsError, Opened, RegularFile};
 use crate::vocabulary::{Architecture, DocumentRole, Format, ImportKind};
 
 /// The provider id under which the native reader records its observations.
@@ -32,6 +33,23 @@ pub struct Target {
     pub documents: Vec<DocumentSpec>,
     /// Bundle metadata when the target is an `.app` directory.
     pub bundle: Option<BundleInfo>,
+    /// The file or bundle directory as admitted, held open: every later read of the target goes
+    /// through it (`None` only for a target built from serialized data).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) opened: Option<Opened>,
+}
+
+impl Target {
+    /// The file or bundle directory as admitted, held by descriptor.
+    pub fn opened(&self) -> Option<&Opened> {
+        self.opened.as_ref()
+    }
+
+    /// Device and inode of the file or bundle directory that was admitted.
+    pub fn id(&self) -> Option<FileId> {
+        self.opened.as_ref().map(Opened::id)
+    }
 }
 
 /// One analyzable image: a whole file, one slice of a universal Mach-O, or one image of a bundle.
@@ -53,6 +71,66 @@ pub struct DocumentSpec {
     /// `file`, `slice`, or for bundle images `main-executable`, `framework`, `library`,
     /// `helper`, `plug-in`, `xpc-service`, `native-module` or `image`.
     pub role: DocumentRole,
+    /// Where the bytes are read from: the file held open since admission (`None` only for a
+    /// document built from serialized data, which is then opened by `file`).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) source: Option<DocumentSource>,
+}
+
+impl DocumentSpec {
+    /// Where the document's bytes are read from.
+    pub fn source(&self) -> Option<&DocumentSource> {
+        self.source.as_ref()
+    }
+
+    /// The file holding the document, as admitted: the kept descriptor, or (for a document
+    /// built from serialized data) `file` opened now with the regular-file rule.
+    pub fn open_file(&self) -> Result<RegularFile, FsError> {
+        match &self.source {
+            Some(source) => source.open(),
+            None => RegularFile::open(&self.file),
+        }
+    }
+}
+
+/// How a document's file is reached after admission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentSource {
+    /// The file held open since admission.
+    Kept(RegularFile),
+    /// An image of a bundle with more images than are kept open: reopened beneath the bundle
+    /// with no link followed, and refused unless it is still the file (device and inode) that
+    /// was admitted.
+    Beneath {
+        /// The bundle directory, held open.
+        bundle: Directory,
+        /// Path of the file relative to the bundle.
+        rel: String,
+        /// Device and inode at admission.
+        id: FileId,
+    },
+}
+
+impl DocumentSource {
+    /// The document's file, as admitted.
+    pub fn open(&self) -> Result<RegularFile, FsError> {
+        match self {
+            DocumentSource::Kept(f) => Ok(f.clone()),
+            DocumentSource::Beneath { bundle, rel, id } => {
+                let f = bundle.open_file_nofollow(rel)?;
+                if f.id() == *id {
+                    Ok(f)
+                } else {
+                    Err(FsError::Changed {
+                        path: f.path().to_path_buf(),
+                        what: "it is no longer the file that was opened as part of the target"
+                            .into(),
+                    })
+                }
+            }
+        }
+    }
 }
 
 /// Values read from a bundle's `Contents/Info.plist` (XML or binary).
@@ -83,10 +161,22 @@ pub struct Procedure {
     pub address: u64,
     /// Name from symbols, exports, PLT relocations or Go's pclntab, demangled where possible.
     pub name: Option<String>,
-    /// The symbol exactly as stored, present only when it differs from `name`.
+    /// The symbol as stored, present only when it differs from `name`: mangled, with Mach-O's
+    /// leading underscore, or with its ELF version as `nm -D` prints it (`memcpy@@GLIBC_2.14`
+    /// for the default version, whose `name` is plain `memcpy`; a non-default version keeps
+    /// `@VERSION` in `name` too).
     pub raw_name: Option<String>,
-    /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range).
+    /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range, a PLT
+    /// entry's spacing), or for Mach-O the extent to the next function start or the section's
+    /// end (`LC_FUNCTION_STARTS` lists every function the linker laid out).
     pub size: Option<u64>,
+    /// Other names of the same address (aliases such as `__libc_malloc` beside `malloc`, the
+    /// local name of an IFUNC's resolver), displayed like `name`, sorted and without
+    /// duplicates. `name` is the primary one: a global name before a local one, a plain or
+    /// default-version name before a non-default version, an IFUNC's name before its
+    /// resolver's, then fewest leading underscores, shortest, alphabetical.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
 /// Why a path was not admitted as a target.
@@ -118,12 +208,31 @@ pub enum AdmitError {
         /// The analysis that applies instead, when one is recognized.
         suggestion: Option<&'static str>,
     },
-    /// A path that is neither a regular file nor a directory (device, socket, FIFO).
-    #[error("{path} is not a regular file or directory")]
+    /// A path that is neither a regular file nor a directory (device, socket, FIFO), refused
+    /// before anything was read.
+    #[error("{path} is {kind}, not a regular file or directory; only those open as targets")]
     NotAFile {
-        /// The canonical path.
+        /// The path.
         path: PathBuf,
+        /// What it is instead (`a FIFO (named pipe)`, `a character device`, …).
+        kind: &'static str,
     },
+    /// A file too large for the native reader, refused before it was hashed.
+    #[error("{path} is {size} bytes, over the {limit}-byte limit of the native reader")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The path lies outside the allowed roots, leads out of its bundle, or changed while read.
+    #[error(transparent)]
+    Path(FsError),
+    /// Admission ran past its deadline.
+    #[error(transparent)]
+    Stopped(#[from] DeadlineExceeded),
     /// A bundle too large to inventory safely.
     #[error("{path} holds more than {limit} files; refusing to inventory it")]
     TooManyFiles {
@@ -132,6 +241,18 @@ pub enum AdmitError {
         /// The file-count limit that was exceeded.
         limit: usize,
     },
+}
+
+impl From<FsError> for AdmitError {
+    fn from(e: FsError) -> AdmitError {
+        match e {
+            FsError::NotFound { path } => AdmitError::NotFound { path },
+            FsError::NotRegular { path, kind } => AdmitError::NotAFile { path, kind },
+            FsError::Io { path, source } => AdmitError::Io { path, source },
+            FsError::Stopped(d) => AdmitError::Stopped(d),
+            other => AdmitError::Path(other),
+        }
+    }
 }
 
 /// Why a native operation on a document failed.
@@ -200,6 +321,9 @@ pub enum ProviderError {
         /// The address asked for.
         address: u64,
     },
+    /// The document's file could not be reached as admitted (replaced, cut, or refused).
+    #[error(transparent)]
+    File(#[from] FsError),
     /// The string search pattern was rejected.
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern {
@@ -250,6 +374,7 @@ pub struct ImportEntry {
     /// Library the symbol is imported from, when the format records it per import.
     pub library: Option<String>,
     /// `plt` (ELF stub), `got` (ELF pointer slot), `stub` (Mach-O stub), `pointer` (Mach-O
-    /// pointer slot) or `iat` (PE import address table slot).
+    /// pointer slot), `iat` (PE import address table slot) or `thunk` (PE code that jumps
+    /// through an import address table slot, such as mingw-w64's `puts: jmp [__imp_puts]`).
     pub kind: ImportKind,
 }

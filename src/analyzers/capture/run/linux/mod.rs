@@ -8,7 +8,7 @@ mod streams;
 mod trace;
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, c_char, c_int, c_void};
+use std::ffi::{CString, c_char, c_int};
 use std::io;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt as _;
@@ -50,9 +50,6 @@ pub(super) const CANCEL_POLL: Duration = Duration::from_millis(20);
 /// Pipe ends are moved to descriptors at or above this, so `dup2` onto 0..=3 in the child
 /// never overwrites one of them.
 pub(super) const LOWEST_PIPE_FD: c_int = 10;
-
-/// `NT_PRSTATUS`: the general registers for `PTRACE_GETREGSET`.
-pub(super) const NT_PRSTATUS: usize = 1;
 
 /// `SIOCGIFFLAGS` / `SIOCSIFFLAGS` (linux/sockios.h), absent from the libc crate for glibc.
 pub(super) const SIOCGIFFLAGS: libc::Ioctl = 0x8913;

@@ -2,6 +2,8 @@
 //! (signal, address, instruction pointer mapped to a module) and the leader's peak memory.
 
 use super::*;
+use crate::analyzers::capture::cfi::ModuleCache;
+use crate::analyzers::capture::tracee::read_crash_state;
 
 /// What the tracer learned.
 pub(super) struct Traced {
@@ -49,6 +51,8 @@ pub(super) fn trace(
     // picks one at the end.
     let mut faults: BTreeMap<(c_int, bool), Fault> = BTreeMap::new();
     let mut leader_memory = None;
+    // Modules' unwind tables, read once per run however often the program faults.
+    let mut modules = ModuleCache::default();
     let flags = libc::WEXITED | libc::WNOWAIT | libc::__WALL;
     loop {
         // SAFETY: zeroed siginfo is a valid value; waitid fills it.
@@ -123,7 +127,7 @@ pub(super) fn trace(
             continue;
         }
         if CRASH_SIGNALS.contains(&signal)
-            && let Some(fault) = read_fault(pid, signal, &signal_info)
+            && let Some(fault) = read_fault(pid, signal, &signal_info, &mut modules)
         {
             faults.insert((signal, signal_info.si_code > 0), fault);
         }
@@ -161,51 +165,23 @@ pub(super) fn pick_fault(
         .or_else(|| faults.remove(&(signal, false)))
 }
 
-/// Reads the instruction pointer of a stopped tracee.
-pub(super) fn instruction_pointer(pid: libc::pid_t) -> Option<u64> {
-    // SAFETY: zeroed registers are valid; PTRACE_GETREGSET fills at most iov_len bytes.
-    let mut registers: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    let mut vector = libc::iovec {
-        iov_base: (&mut registers as *mut libc::user_regs_struct).cast::<c_void>(),
-        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
-    };
-    // SAFETY: valid pointers to locals.
-    let r = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGSET,
-            pid,
-            NT_PRSTATUS,
-            &mut vector as *mut libc::iovec,
-        )
-    };
-    if r != 0 {
-        return None;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        Some(registers.rip)
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        Some(registers.pc)
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        let _ = registers;
-        None
-    }
-}
-
 /// Builds the fault record at a crash signal's delivery stop.
-pub(super) fn read_fault(pid: libc::pid_t, signal: c_int, info: &libc::siginfo_t) -> Option<Fault> {
-    let ip = instruction_pointer(pid)?;
+pub(super) fn read_fault(
+    pid: libc::pid_t,
+    signal: c_int,
+    info: &libc::siginfo_t,
+    modules: &mut ModuleCache,
+) -> Option<Fault> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mappings = parse_maps(&maps);
+    // Registers and the stack walk, read before the signal is delivered.
+    let crash = read_crash_state(pid, &mappings, modules)?;
+    let ip = crash.instruction_pointer;
     let raised_by_kernel = info.si_code > 0;
     let address = (raised_by_kernel && signal != libc::SIGABRT).then(|| {
         // SAFETY: for a kernel-raised SIGSEGV/SIGBUS/SIGILL/SIGFPE the union holds si_addr.
         hex(unsafe { info.si_addr() } as u64)
     });
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    let mappings = parse_maps(&maps);
     let mapping = mapping_for(&mappings, ip);
     let module = mapping.and_then(|m| m.file()).map(PathBuf::from);
     let offset = match (mapping, &module) {
@@ -233,6 +209,8 @@ pub(super) fn read_fault(pid: libc::pid_t, signal: c_int, info: &libc::siginfo_t
         module,
         module_offset: offset.map(hex),
         static_address: static_address.map(hex),
+        registers: crash.registers,
+        backtrace: Some(crash.backtrace),
     })
 }
 

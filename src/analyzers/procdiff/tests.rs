@@ -1,0 +1,414 @@
+//! Tests of the function-level comparison on programs compiled here (gcc, mingw-w64 and the
+//! AArch64 cross compiler; -O0 and -O2; stripped with `strip -o` and not), whose truth comes from
+//! the sources in `testdata/` and from `nm` on the unstripped twin, and on the real 7-Zip pair.
+
+use super::*;
+use crate::analyzers::testbuild::{
+    ARM64, Built, GCC, MINGW, Toolchain, build, image, nm_functions,
+};
+use crate::providers::native::admit;
+use crate::providers::native::test_support::document;
+
+#[path = "testdata/corpus.rs"]
+mod corpus;
+
+const STORE: &str = include_str!("testdata/store.c");
+
+fn all(diff: &ProcedureDiff, status: ProcedureStatus) -> Vec<&ProcedureEntry> {
+    diff.entries()
+        .iter()
+        .filter(|e| e.status == status)
+        .collect()
+}
+
+/// The builds every exact case runs on: gcc at -O0 and -O2, mingw-w64 at -O0 and -O2, and the
+/// AArch64 cross compiler at -O2.
+const CASES: [(Toolchain, &str); 5] = [
+    (GCC, "-O0"),
+    (GCC, "-O2"),
+    (MINGW, "-O0"),
+    (MINGW, "-O2"),
+    (ARM64, "-O2"),
+];
+
+/// The fixed versions of `store.c` for one toolchain and level.
+struct Versions {
+    v1: Built,
+    changed: Built,
+    added: Built,
+    renamed: Built,
+    _dir: tempfile::TempDir,
+}
+
+fn versions(chain: Toolchain, opt: &str) -> Versions {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path();
+    Versions {
+        v1: build(at, chain, opt, STORE, &[], "v1"),
+        changed: build(at, chain, opt, STORE, &["-DCHANGED"], "v2"),
+        added: build(at, chain, opt, STORE, &["-DADDED"], "v3"),
+        renamed: build(at, chain, opt, STORE, &["-DRENAMED", "-DCHANGED"], "v4"),
+        _dir: dir,
+    }
+}
+
+#[test]
+fn one_added_function_is_the_only_difference_regression_15() {
+    for (chain, opt) in CASES {
+        let v = versions(chain, opt);
+        let added_at = nm_functions(chain, &v.added.plain)["export_csv"];
+        for (left, right) in [
+            (&v.v1.plain, &v.added.plain),
+            (&v.v1.stripped, &v.added.stripped),
+        ] {
+            let (l, r) = (image(left), image(right));
+            let diff = compare_images(&l, &r);
+            let s = diff.summary();
+            let case = format!("{} {opt} {}", chain.cc, left.display());
+            assert_eq!(s.status, DimensionStatus::Different, "{case}: {s:?}");
+            assert_eq!(
+                (s.added_total, s.removed_total, s.changed_total),
+                (1, 0, 0),
+                "{case}: {s:?} {:?}",
+                all(&diff, ProcedureStatus::Changed)
+            );
+            assert_eq!(s.unchanged_total, l.procedures().len() as u64, "{case}");
+            assert_eq!(r.procedures().len(), l.procedures().len() + 1, "{case}");
+            let added = all(&diff, ProcedureStatus::Added);
+            assert_eq!(added[0].right.as_ref().unwrap().address, added_at, "{case}");
+        }
+    }
+}
+
+#[test]
+fn one_changed_body_is_the_only_difference() {
+    for (chain, opt) in CASES {
+        let v = versions(chain, opt);
+        let before = nm_functions(chain, &v.v1.plain)["checksum"];
+        let after = nm_functions(chain, &v.changed.plain)["checksum"];
+        for (left, right, by_name) in [
+            (&v.v1.plain, &v.changed.plain, true),
+            (&v.v1.stripped, &v.changed.stripped, false),
+        ] {
+            let (l, r) = (image(left), image(right));
+            let diff = compare_images(&l, &r);
+            let s = diff.summary();
+            let case = format!("{} {opt} {}", chain.cc, left.display());
+            assert_eq!(
+                (s.status, s.added_total, s.removed_total, s.changed_total),
+                (DimensionStatus::Different, 0, 0, 1),
+                "{case}: {s:?}"
+            );
+            assert_eq!(s.unchanged_total, l.procedures().len() as u64 - 1, "{case}");
+            let changed = all(&diff, ProcedureStatus::Changed)[0];
+            assert_eq!(changed.left.as_ref().unwrap().address, before, "{case}");
+            assert_eq!(changed.right.as_ref().unwrap().address, after, "{case}");
+            let changes = changed.changes.as_ref().unwrap();
+            assert!(changes.instructions.is_some(), "{case}: {changes:?}");
+            assert!(changes.constants.is_some(), "{case}: {changes:?}");
+            assert!(
+                changes.callees.is_none() && changes.strings.is_none(),
+                "{case}"
+            );
+            if by_name {
+                assert_eq!(changed.matched_by, Some(MatchReason::Name), "{case}");
+            } else {
+                // Nothing else carries the changed body: the pair is found by shape or
+                // similarity.
+                assert!(
+                    matches!(
+                        changed.matched_by,
+                        Some(MatchReason::Shape | MatchReason::Similarity)
+                    ),
+                    "{case}: {changed:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn renamed_identical_function_is_matched_by_bytes() {
+    for (chain, opt) in CASES {
+        let v = versions(chain, opt);
+        let old = nm_functions(chain, &v.v1.plain)["trim_right"];
+        let new = nm_functions(chain, &v.renamed.plain)["strip_trailing"];
+        for (left, right) in [
+            (&v.v1.plain, &v.renamed.plain),
+            (&v.v1.stripped, &v.renamed.stripped),
+        ] {
+            let case = format!("{} {opt} {}", chain.cc, left.display());
+            let diff = compare_images(&image(left), &image(right));
+            let entry = diff.find_left(old).unwrap_or_else(|| panic!("{case}"));
+            assert_eq!(
+                entry.status,
+                ProcedureStatus::Unchanged,
+                "{case}: {entry:?}"
+            );
+            assert_eq!(entry.matched_by, Some(MatchReason::Bytes), "{case}");
+            assert_eq!(entry.right.as_ref().unwrap().address, new, "{case}");
+            let s = diff.summary();
+            assert_eq!((s.added_total, s.removed_total, s.changed_total), (0, 0, 1));
+        }
+        let diff = compare_images(&image(&v.v1.plain), &image(&v.renamed.plain));
+        let entry = diff.find_left(old).unwrap();
+        assert_eq!(
+            entry.left.as_ref().unwrap().name.as_deref(),
+            Some("trim_right")
+        );
+        assert_eq!(
+            entry.right.as_ref().unwrap().name.as_deref(),
+            Some("strip_trailing")
+        );
+    }
+}
+
+#[test]
+fn identical_builds_are_equal_and_pages_tile() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = build(dir.path(), GCC, "-O2", STORE, &[], "a");
+    let diff = compare_images(&image(&a.stripped), &image(&a.stripped));
+    let s = diff.summary();
+    assert_eq!(s.status, DimensionStatus::Equal);
+    assert_eq!(
+        s.unchanged_total,
+        image(&a.stripped).procedures().len() as u64
+    );
+    let first = diff.page(&PageRequest {
+        status: None,
+        offset: 0,
+        limit: 5,
+    });
+    assert_eq!((first.entries.len(), first.next_offset), (5, Some(5)));
+    assert_eq!(first.total, s.unchanged_total);
+    let rest = diff.page(&PageRequest {
+        status: Some(ProcedureStatus::Unchanged),
+        offset: 5,
+        limit: 1000,
+    });
+    assert_eq!(rest.entries.len() as u64, s.unchanged_total - 5);
+    assert_eq!(rest.next_offset, None);
+    assert_eq!(
+        diff.page(&PageRequest {
+            status: None,
+            offset: 0,
+            limit: 0
+        })
+        .entries
+        .len(),
+        0
+    );
+    let none = diff.page(&PageRequest {
+        status: Some(ProcedureStatus::Added),
+        offset: 0,
+        limit: 10,
+    });
+    assert_eq!((none.total, none.entries.len()), (0, 0));
+    // Addresses are canonical text on the wire.
+    let json = serde_json::to_value(&first).unwrap();
+    let address = json["entries"][0]["left"]["address"].as_str().unwrap();
+    assert!(address.starts_with("0x") && address == address.to_lowercase());
+    assert_eq!(json["summary"]["status"], "equal");
+}
+
+#[test]
+fn sides_that_cannot_be_compared_are_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let x86 = build(dir.path(), GCC, "-O2", STORE, &[], "x86");
+    let arm = build(dir.path(), ARM64, "-O2", STORE, &[], "arm");
+    let diff = compare_images(&image(&x86.stripped), &image(&arm.stripped));
+    assert_eq!(diff.summary().status, DimensionStatus::Unknown);
+    assert!(diff.summary().reasons[0].contains("architectures"));
+    // A PowerPC slice has no decoder.
+    let ppc = document("py2app/py2app/apptemplate/prebuilt/main-universal", None);
+    let ppc = admit(&ppc.file)
+        .unwrap()
+        .documents
+        .into_iter()
+        .find(|d| d.architecture == "ppc")
+        .unwrap();
+    let diff = compare_documents(&ppc, &ppc);
+    assert_eq!(diff.summary().status, DimensionStatus::Unknown);
+    assert!(
+        diff.summary().reasons[0].contains("cannot be analyzed"),
+        "{:?}",
+        diff.summary()
+    );
+    // A document whose bytes lie past the end of its file (the file is read through the
+    // descriptor kept since admission, so renaming or deleting it would change nothing).
+    let mut gone = ppc.clone();
+    gone.offset = u64::MAX / 2;
+    let diff = compare_documents(&gone, &ppc);
+    assert_eq!(diff.summary().status, DimensionStatus::Unknown);
+    assert!(diff.summary().reasons[0].contains("cannot be loaded"));
+}
+
+/// [`corpus::agreement`] over loaded images and a comparison.
+fn agreement(plain_left: &Image, plain_right: &Image, stripped: &ProcedureDiff) -> (usize, usize) {
+    let names = |image: &Image| -> Vec<(u64, Option<String>)> {
+        image
+            .procedures()
+            .iter()
+            .map(|p| (p.address, p.name.clone()))
+            .collect()
+    };
+    let pairs: Vec<(Option<u64>, Option<u64>)> = stripped
+        .entries()
+        .iter()
+        .map(|e| {
+            (
+                e.left.as_ref().map(|s| s.address),
+                e.right.as_ref().map(|s| s.address),
+            )
+        })
+        .collect();
+    corpus::agreement(&names(plain_left), &names(plain_right), &pairs)
+}
+
+#[test]
+fn stripped_matching_agrees_with_names_at_o2() {
+    let pair = corpus::generate(18, 200);
+    for chain in [GCC, MINGW, ARM64] {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = build(dir.path(), chain, "-O2", &pair.v1, &[], "g1");
+        let v2 = build(dir.path(), chain, "-O2", &pair.v2, &[], "g2");
+        let stripped = compare_images(&image(&v1.stripped), &image(&v2.stripped));
+        let (agree, considered) = agreement(&image(&v1.plain), &image(&v2.plain), &stripped);
+        let share = agree as f64 / considered as f64;
+        eprintln!(
+            "{} -O2: stripped matching agrees with names for {agree} of {considered} procedures ({:.2}%); {:?}",
+            chain.cc,
+            share * 100.0,
+            stripped.summary()
+        );
+        assert!(considered > 200, "{considered}");
+        assert!(share >= 0.95, "{}: {agree}/{considered}", chain.cc);
+        // The unstripped pair, matched by name, reports every change the generator made to a
+        // function the compiler kept out of line.
+        let (left, right) = (image(&v1.plain), image(&v2.plain));
+        let plain = compare_images(&left, &right);
+        let fate = |name: &str| {
+            plain.entries().iter().find_map(|e| {
+                let named = |s: &Option<ProcedureSide>| {
+                    s.as_ref().is_some_and(|s| s.name.as_deref() == Some(name))
+                };
+                (named(&e.left) || named(&e.right)).then_some(e.status)
+            })
+        };
+        let (s1, s2) = (
+            nm_functions(chain, &v1.plain),
+            nm_functions(chain, &v2.plain),
+        );
+        for name in pair
+            .changed
+            .iter()
+            .filter(|n| s1.contains_key(*n) && s2.contains_key(*n))
+        {
+            assert_eq!(
+                fate(name),
+                Some(ProcedureStatus::Changed),
+                "{}: {name}",
+                chain.cc
+            );
+        }
+        for name in pair.added.iter().filter(|n| s2.contains_key(*n)) {
+            assert_eq!(
+                fate(name),
+                Some(ProcedureStatus::Added),
+                "{}: {name}",
+                chain.cc
+            );
+        }
+        for name in pair.removed.iter().filter(|n| s1.contains_key(*n)) {
+            assert_eq!(
+                fate(name),
+                Some(ProcedureStatus::Removed),
+                "{}: {name}",
+                chain.cc
+            );
+        }
+    }
+}
+
+#[test]
+fn seven_zip_19_00_to_21_07_is_not_equal_regression_15() {
+    let left = document("7zip-bin-5.1.1/package/win/x64/7za.exe", None);
+    let right = document("7zip-bin-5.2.0/package/win/x64/7za.exe", None);
+    let diff = compare_documents(&left, &right);
+    let s = diff.summary();
+    eprintln!("7za.exe x64 19.00 -> 21.07: {s:?}");
+    assert_eq!(s.status, DimensionStatus::Different);
+    assert_eq!(diff.left().procedures, 4849);
+    assert_eq!(diff.right().procedures, 5077);
+    let matched = s.changed_total + s.unchanged_total;
+    assert_eq!(matched + s.removed_total, 4849);
+    assert_eq!(matched + s.added_total, 5077);
+    let by = s.matched_by;
+    assert_eq!(by.name + by.bytes + by.shape + by.similarity, matched);
+    // Stripped: nothing is matched by name; the version moved, so bodies changed.
+    assert_eq!(by.name, 0);
+    assert!(s.added_total >= 5077 - 4849 && s.changed_total > 0);
+    // Every changed entry says what changed; unchanged ones are matched by an exact pass.
+    for e in diff.entries() {
+        match e.status {
+            ProcedureStatus::Changed => assert!(e.changes.is_some()),
+            ProcedureStatus::Unchanged => assert!(e.changes.is_none()),
+            _ => assert!(e.matched_by.is_none()),
+        }
+    }
+}
+
+#[test]
+fn summaries_combine_and_schemas_document_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = build(dir.path(), GCC, "-O0", STORE, &[], "a");
+    let b = build(dir.path(), GCC, "-O0", STORE, &["-DADDED"], "b");
+    let equal = compare_images(&image(&a.stripped), &image(&a.stripped));
+    let different = compare_images(&image(&a.stripped), &image(&b.stripped));
+    // The same inputs give the same result, so recorded Evidence has one id.
+    assert_eq!(
+        different,
+        compare_images(&image(&a.stripped), &image(&b.stripped))
+    );
+    let arm = build(dir.path(), ARM64, "-O0", STORE, &[], "arm");
+    let unknown = compare_images(&image(&a.stripped), &image(&arm.stripped));
+    let s = ProceduresSummary::combine([equal.summary(), equal.summary()]);
+    assert_eq!(s.status, DimensionStatus::Equal);
+    assert_eq!(s.unchanged_total, 2 * equal.summary().unchanged_total);
+    let s = ProceduresSummary::combine([equal.summary(), unknown.summary()]);
+    assert_eq!((s.status, s.reasons.len()), (DimensionStatus::Unknown, 1));
+    let s = ProceduresSummary::combine([unknown.summary(), different.summary()]);
+    assert_eq!((s.status, s.added_total), (DimensionStatus::Different, 1));
+    // Field docs become the schema agents read; addresses are text.
+    let page = serde_json::to_value(schemars::schema_for!(ProcedureDiffPage)).unwrap();
+    let paths = serde_json::to_value(schemars::schema_for!(
+        crate::analyzers::callpaths::CallPaths
+    ))
+    .unwrap();
+    let summary = serde_json::to_value(schemars::schema_for!(ProceduresSummary)).unwrap();
+    assert_eq!(
+        page["$defs"]["ProcedureSide"]["properties"]["address"]["type"],
+        "string"
+    );
+    assert_eq!(
+        paths["$defs"]["NodeRef"]["properties"]["address"]["type"],
+        "string"
+    );
+    assert!(
+        summary["properties"]["status"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("unknown")
+    );
+    let page = different.page(&PageRequest {
+        status: Some(ProcedureStatus::Added),
+        offset: 0,
+        limit: 10,
+    });
+    let json = serde_json::to_value(&page).unwrap();
+    assert_eq!(json["summary"]["status"], "different");
+    assert_eq!(json["entries"][0]["status"], "added");
+    assert_eq!(json["entries"][0]["left"], serde_json::Value::Null);
+    let back: ProcedureDiffPage = serde_json::from_value(json).unwrap();
+    assert_eq!(back, page);
+}

@@ -1,0 +1,1038 @@
+//! Paths resolved once, beneath an allowed root, and then used by descriptor.
+//!
+//! The operator's allowed roots are opened once, when the server starts ([`Roots::new`]): a root
+//! that is a symbolic link re-pointed later changes nothing. A path a tool takes is resolved
+//! beneath the root that holds it ([`Roots::open`]) with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_MAGICLINKS)` where the kernel has it, else one component at a time with
+//! `O_NOFOLLOW`; either way no symbolic link or `..` leads out of the root. What the path names is
+//! then kept open: a [`RegularFile`] or a [`Directory`] that every later read goes through, so a
+//! file swapped or re-linked after the check cannot be read in its place. Members of a bundle or
+//! an application are opened beneath its [`Directory`] the same way, so links inside it are
+//! followed only while they stay inside it.
+//!
+//! Only regular files and directories are ever opened for reading: a path is first opened with
+//! `O_PATH` (which neither blocks on a FIFO nor wakes a device), classified, and reopened through
+//! that descriptor only when it is a regular file or a directory. Pseudo-files of `/proc` and
+//! `/sys`, whose size is not their content, are refused too. Exports ([`NewFile`]) are written to
+//! a temporary file created beside the destination with `O_EXCL | O_NOFOLLOW` and renamed over
+//! the name (with `RENAME_NOREPLACE` unless overwriting), so they never write through a link and
+//! a failed export leaves nothing behind.
+//!
+//! This module sits on the bottom floor: it knows nothing of the protocol or of any analysis.
+//!
+//! # Layout
+//! - `sys`: the system calls (`openat2` and its fallback, listing by descriptor, `renameat2`).
+//! - `map`: read-only maps of documents, guarded against the file being cut while mapped.
+//! - `deadline`: the deadline long analyses check between steps.
+
+mod deadline;
+mod map;
+mod sys;
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest as _, Sha256};
+
+pub use deadline::{ANALYSIS_BUDGET, Deadline, DeadlineExceeded};
+pub use map::{Bytes, Mapped};
+
+/// Device and inode of a file: what was checked when it was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+/// What a directory entry or an opened path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (only seen in listings, which do not follow links).
+    Symlink,
+    /// A FIFO (named pipe).
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// Something else.
+    Unknown,
+}
+
+impl EntryKind {
+    /// The kind with its article, for messages (`a FIFO (named pipe)`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            EntryKind::File => "a regular file",
+            EntryKind::Dir => "a directory",
+            EntryKind::Symlink => "a symbolic link",
+            EntryKind::Fifo => "a FIFO (named pipe)",
+            EntryKind::Socket => "a socket",
+            EntryKind::CharDevice => "a character device",
+            EntryKind::BlockDevice => "a block device",
+            EntryKind::Unknown => "a file of unknown kind",
+        }
+    }
+}
+
+/// What a pseudo-file of `/proc` or `/sys` is called in refusals.
+const PSEUDO_FILE: &str = "a pseudo-file of /proc or /sys (its size is not its content)";
+
+/// Why a path could not be opened, read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    /// Nothing exists at the path.
+    #[error("{path}: no such file or directory")]
+    NotFound {
+        /// The path as resolved.
+        path: PathBuf,
+    },
+    /// The path does not lie beneath any allowed root, or leads out of every root.
+    #[error("{path} is outside the allowed roots set by the operator (REA_ALLOWED_ROOTS)")]
+    OutsideRoots {
+        /// The path as given (made absolute).
+        path: PathBuf,
+    },
+    /// A path inside a bundle or application leads out of it.
+    #[error(
+        "{path} leads outside {within} (a symbolic link or `..` that escapes it); only links that stay inside are followed"
+    )]
+    Escapes {
+        /// The path.
+        path: PathBuf,
+        /// The directory it must stay in.
+        within: PathBuf,
+    },
+    /// A symbolic link where links are not followed.
+    #[error("{path} is a symbolic link, which is not followed here")]
+    Link {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Not a regular file (or, where one may be, not a directory): refused before any read.
+    #[error("{path} is {kind}, not a regular file; only regular files are read")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead ([`EntryKind::describe`]).
+        kind: &'static str,
+    },
+    /// A directory was expected.
+    #[error("{path} is not a directory")]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A regular file was expected.
+    #[error("{path} is a directory, not a file")]
+    IsADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// An export destination exists and may not be replaced.
+    #[error("{path} exists; choose another file or allow overwriting")]
+    Exists {
+        /// The destination.
+        path: PathBuf,
+    },
+    /// A destination path that ends in no file name (`/`, `..`).
+    #[error("{path} names no file")]
+    NoFileName {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// The file changed while it was opened or read (shrank, or was replaced).
+    #[error("{path} changed while it was read: {what}")]
+    Changed {
+        /// The path.
+        path: PathBuf,
+        /// What was seen.
+        what: String,
+    },
+    /// Any other failure of the operating system.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: io::Error,
+    },
+    /// The work ran past its deadline.
+    #[error(transparent)]
+    Stopped(#[from] DeadlineExceeded),
+}
+
+impl FsError {
+    fn io(path: &Path, source: io::Error) -> FsError {
+        match source.raw_os_error() {
+            Some(libc::ENOENT) => FsError::NotFound {
+                path: path.to_path_buf(),
+            },
+            Some(libc::ENOTDIR) => FsError::NotADirectory {
+                path: path.to_path_buf(),
+            },
+            _ => FsError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+/// Maps the error of a resolution beneath `within` to a typed error.
+fn beneath_error(path: &Path, within: &Path, links: sys::Links, e: io::Error) -> FsError {
+    match e.raw_os_error() {
+        Some(libc::EXDEV) => FsError::Escapes {
+            path: path.to_path_buf(),
+            within: within.to_path_buf(),
+        },
+        Some(libc::ELOOP) if links == sys::Links::Never => FsError::Link {
+            path: path.to_path_buf(),
+        },
+        // Opening a socket (or a device without a driver) for reading fails this way.
+        Some(libc::ENXIO) => FsError::NotRegular {
+            path: path.to_path_buf(),
+            kind: "a socket or a device",
+        },
+        _ => FsError::io(path, e),
+    }
+}
+
+/// A path that was opened: a regular file or a directory, held by descriptor.
+#[derive(Debug, Clone)]
+pub enum Opened {
+    /// A regular file.
+    File(RegularFile),
+    /// A directory.
+    Dir(Directory),
+}
+
+impl Opened {
+    /// The path it was opened at (canonical where the kernel tells it).
+    pub fn path(&self) -> &Path {
+        match self {
+            Opened::File(f) => f.path(),
+            Opened::Dir(d) => d.path(),
+        }
+    }
+
+    /// Device and inode as checked.
+    pub fn id(&self) -> FileId {
+        match self {
+            Opened::File(f) => f.id(),
+            Opened::Dir(d) => d.id(),
+        }
+    }
+
+    /// The regular file, or an error naming what it is instead.
+    pub fn into_file(self) -> Result<RegularFile, FsError> {
+        match self {
+            Opened::File(f) => Ok(f),
+            Opened::Dir(d) => Err(FsError::IsADirectory {
+                path: d.path().to_path_buf(),
+            }),
+        }
+    }
+
+    /// The directory, or an error.
+    pub fn into_dir(self) -> Result<Directory, FsError> {
+        match self {
+            Opened::Dir(d) => Ok(d),
+            Opened::File(f) => Err(FsError::NotADirectory {
+                path: f.path().to_path_buf(),
+            }),
+        }
+    }
+}
+
+/// How a file was reached, for opening what sits beside it (an asar's `.unpacked` directory)
+/// the same way.
+#[derive(Debug, Clone)]
+enum Origin {
+    /// Resolved beneath a directory (an allowed root) as `rel`.
+    Beneath { dir: Directory, rel: PathBuf },
+    /// Opened without roots at this absolute path.
+    Given(PathBuf),
+}
+
+struct FileInner {
+    file: std::fs::File,
+    path: PathBuf,
+    id: FileId,
+    len: u64,
+    origin: Option<Origin>,
+}
+
+/// A regular file held open: every read of it goes through this descriptor. Cloning shares it.
+#[derive(Clone)]
+pub struct RegularFile(Arc<FileInner>);
+
+impl std::fmt::Debug for RegularFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegularFile")
+            .field("path", &self.0.path)
+            .field("id", &self.0.id)
+            .field("len", &self.0.len)
+            .finish()
+    }
+}
+
+/// Two handles are equal when they hold the same file (device and inode).
+impl PartialEq for RegularFile {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for RegularFile {}
+
+/// A digest of a whole file, with its first bytes.
+#[derive(Debug, Clone)]
+pub struct FileDigest {
+    /// Lowercase hex SHA-256 of the file's bytes.
+    pub sha256: String,
+    /// The first bytes (as many as asked for, or the whole file when shorter).
+    pub head: Vec<u8>,
+}
+
+/// Bytes hashed between two looks at the deadline.
+const DIGEST_CHUNK: usize = 1 << 20;
+
+impl RegularFile {
+    /// Opens `path` without roots (following links), refusing anything but a regular file.
+    pub fn open(path: &Path) -> Result<RegularFile, FsError> {
+        open_unconfined(path)?.into_file()
+    }
+
+    /// The path it was opened at.
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+
+    /// Device and inode as checked when it was opened.
+    pub fn id(&self) -> FileId {
+        self.0.id
+    }
+
+    /// Its size when it was opened; reads never go past it.
+    pub fn len(&self) -> u64 {
+        self.0.len
+    }
+
+    /// Whether it was empty when opened.
+    pub fn is_empty(&self) -> bool {
+        self.0.len == 0
+    }
+
+    /// Its size now (it may have been cut or grown since it was opened).
+    pub fn current_len(&self) -> io::Result<u64> {
+        Ok(self.0.file.metadata()?.len())
+    }
+
+    /// The raw descriptor (to hand to a child process as `/proc/self/fd/N`).
+    pub fn as_raw_fd(&self) -> RawFd {
+        self.0.file.as_raw_fd()
+    }
+
+    /// Reads at `offset` into `buf`; fewer bytes at the end of the file.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.0.file.read_at(buf, offset)
+    }
+
+    /// Exactly `len` bytes at `offset`, or an error when the file ends first. The caller bounds
+    /// `len`.
+    pub fn read_range(&self, offset: u64, len: u64) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        let mut buf = vec![0u8; len];
+        self.0.file.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
+    /// At most `max` bytes from `offset`, fewer when the file (as opened) ends first.
+    pub fn read_head(&self, offset: u64, max: usize) -> io::Result<Vec<u8>> {
+        let available = self.0.len.saturating_sub(offset);
+        let want = (max as u64).min(available) as usize;
+        let mut buf = vec![0u8; want];
+        let mut got = 0;
+        while got < want {
+            match self.0.file.read_at(&mut buf[got..], offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(got);
+        Ok(buf)
+    }
+
+    /// The whole file as opened (at most `limit` bytes, else an error): for small files such as
+    /// plists and sources.
+    pub fn read_all(&self, limit: u64) -> Result<Vec<u8>, FsError> {
+        if self.0.len > limit {
+            return Err(FsError::Io {
+                path: self.0.path.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::FileTooLarge,
+                    format!("{} bytes exceeds the {limit}-byte limit", self.0.len),
+                ),
+            });
+        }
+        let bytes = self
+            .read_head(0, self.0.len as usize)
+            .map_err(|e| FsError::io(&self.0.path, e))?;
+        if (bytes.len() as u64) < self.0.len {
+            return Err(self.changed(format!(
+                "{} bytes when opened, {} read",
+                self.0.len,
+                bytes.len()
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// `len` bytes at `offset`, mapped (read when no map can be made). The range is checked
+    /// against the file's size now, so a file cut since it was opened is an error, not a fault.
+    pub fn bytes(&self, offset: u64, len: u64) -> Result<Bytes, FsError> {
+        let now = self
+            .current_len()
+            .map_err(|e| FsError::io(&self.0.path, e))?;
+        if offset.checked_add(len).is_none_or(|end| end > now) {
+            return Err(self.changed(format!(
+                "{len} bytes at offset {offset} asked of a file of {now} bytes"
+            )));
+        }
+        let size = usize::try_from(len)
+            .map_err(|_| FsError::io(&self.0.path, io::Error::from_raw_os_error(libc::EFBIG)))?;
+        if size == 0 {
+            return Ok(Bytes::Owned(Vec::new()));
+        }
+        match Mapped::new(self.as_raw_fd(), offset, size) {
+            Ok(m) => Ok(Bytes::Mapped(m)),
+            Err(_) => self
+                .read_range(offset, len)
+                .map(Bytes::Owned)
+                .map_err(|e| FsError::io(&self.0.path, e)),
+        }
+    }
+
+    /// SHA-256 of the file as opened (exactly [`len`](Self::len) bytes, read in chunks with the
+    /// deadline checked between them), with its first `head` bytes.
+    pub fn digest(&self, head: usize, deadline: &Deadline) -> Result<FileDigest, FsError> {
+        let mut hasher = Sha256::new();
+        let mut first = Vec::with_capacity(head.min(self.0.len as usize));
+        let mut buffer = vec![0u8; DIGEST_CHUNK.min(self.0.len.max(1) as usize)];
+        let mut offset = 0u64;
+        while offset < self.0.len {
+            deadline.check(|| format!("hashing {}", self.0.path.display()))?;
+            let want = (self.0.len - offset).min(buffer.len() as u64) as usize;
+            let n = match self.0.file.read_at(&mut buffer[..want], offset) {
+                Ok(0) => {
+                    return Err(self.changed(format!(
+                        "{} bytes when opened, ended at {offset}",
+                        self.0.len
+                    )));
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(FsError::io(&self.0.path, e)),
+            };
+            let chunk = &buffer[..n];
+            hasher.update(chunk);
+            if first.len() < head {
+                let take = (head - first.len()).min(n);
+                first.extend_from_slice(&chunk[..take]);
+            }
+            offset += n as u64;
+        }
+        Ok(FileDigest {
+            sha256: hex::encode(hasher.finalize()),
+            head: first,
+        })
+    }
+
+    /// The directory named `<this file's name><suffix>` beside it, reached the way this file
+    /// was (beneath the same root): an asar archive's `.unpacked` sibling.
+    pub fn sibling_dir(&self, suffix: &str) -> Result<Directory, FsError> {
+        let with_suffix = |p: &Path| {
+            let mut name = p.file_name().unwrap_or_default().to_os_string();
+            name.push(suffix);
+            p.with_file_name(name)
+        };
+        match &self.0.origin {
+            Some(Origin::Beneath { dir, rel }) => dir.open_dir(with_suffix(rel)),
+            Some(Origin::Given(path)) => open_unconfined(&with_suffix(path))?.into_dir(),
+            None => Err(FsError::NotFound {
+                path: with_suffix(&self.0.path),
+            }),
+        }
+    }
+
+    fn changed(&self, what: String) -> FsError {
+        FsError::Changed {
+            path: self.0.path.clone(),
+            what,
+        }
+    }
+}
+
+struct DirInner {
+    fd: OwnedFd,
+    path: PathBuf,
+    id: FileId,
+}
+
+/// A directory held open: what lies beneath it is opened relative to this descriptor.
+#[derive(Clone)]
+pub struct Directory(Arc<DirInner>);
+
+impl std::fmt::Debug for Directory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Directory")
+            .field("path", &self.0.path)
+            .field("id", &self.0.id)
+            .finish()
+    }
+}
+
+impl PartialEq for Directory {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for Directory {}
+
+/// One entry of a directory listing, as the entry itself is: links are not followed.
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    /// Its name in the directory.
+    pub name: OsString,
+    /// What it is.
+    pub kind: EntryKind,
+    /// `st_size` of the entry itself (a link's is the length of its target text).
+    pub size: u64,
+}
+
+impl Directory {
+    /// Opens `path` without roots (following links), refusing anything but a directory.
+    pub fn open(path: &Path) -> Result<Directory, FsError> {
+        open_unconfined(path)?.into_dir()
+    }
+
+    /// The path it was opened at.
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+
+    /// Device and inode as checked.
+    pub fn id(&self) -> FileId {
+        self.0.id
+    }
+
+    fn fd(&self) -> RawFd {
+        self.0.fd.as_raw_fd()
+    }
+
+    /// Opens `rel` beneath this directory, following links only while they stay inside it.
+    pub fn open_beneath(&self, rel: impl AsRef<Path>) -> Result<Opened, FsError> {
+        self.open_with(rel.as_ref(), sys::Links::Beneath, None)
+    }
+
+    /// [`open_beneath`](Self::open_beneath), for a regular file.
+    pub fn open_file(&self, rel: impl AsRef<Path>) -> Result<RegularFile, FsError> {
+        self.open_beneath(rel)?.into_file()
+    }
+
+    /// [`open_beneath`](Self::open_beneath), for a directory.
+    pub fn open_dir(&self, rel: impl AsRef<Path>) -> Result<Directory, FsError> {
+        self.open_beneath(rel)?.into_dir()
+    }
+
+    /// Opens `rel` beneath this directory following no link at all (for walkers, which list
+    /// links as links).
+    pub fn open_nofollow(&self, rel: impl AsRef<Path>) -> Result<Opened, FsError> {
+        self.open_with(rel.as_ref(), sys::Links::Never, None)
+    }
+
+    /// [`open_nofollow`](Self::open_nofollow), for a regular file.
+    pub fn open_file_nofollow(&self, rel: impl AsRef<Path>) -> Result<RegularFile, FsError> {
+        self.open_nofollow(rel)?.into_file()
+    }
+
+    /// [`open_nofollow`](Self::open_nofollow), for a directory.
+    pub fn open_dir_nofollow(&self, rel: impl AsRef<Path>) -> Result<Directory, FsError> {
+        self.open_nofollow(rel)?.into_dir()
+    }
+
+    /// What `rel` is beneath this directory, following links that stay inside; `None` when it
+    /// does not exist, leads outside, or cannot be looked at. Opens nothing for reading.
+    pub fn kind(&self, rel: impl AsRef<Path>) -> Option<EntryKind> {
+        let fd = sys::open_beneath(
+            self.fd(),
+            rel.as_ref(),
+            sys::PATH_FLAGS,
+            sys::Links::Beneath,
+        )
+        .ok()?;
+        sys::fstat(fd.as_raw_fd()).ok().map(|st| sys::kind_of(&st))
+    }
+
+    /// Whether `rel` is a regular file beneath this directory (links inside followed).
+    pub fn is_file(&self, rel: impl AsRef<Path>) -> bool {
+        self.kind(rel) == Some(EntryKind::File)
+    }
+
+    /// Whether `rel` is a directory beneath this directory (links inside followed).
+    pub fn is_dir(&self, rel: impl AsRef<Path>) -> bool {
+        self.kind(rel) == Some(EntryKind::Dir)
+    }
+
+    /// The entries of this directory (not `.` and `..`), in no particular order.
+    pub fn entries(&self) -> Result<Vec<DirEntry>, FsError> {
+        let raw = sys::list(self.0.fd.as_fd()).map_err(|e| FsError::io(&self.0.path, e))?;
+        Ok(raw
+            .into_iter()
+            .map(|e| DirEntry {
+                name: e.name,
+                kind: e.kind,
+                size: e.size,
+            })
+            .collect())
+    }
+
+    /// The target text of the link `rel` (relative to this directory), not followed.
+    pub fn read_link(&self, rel: impl AsRef<Path>) -> Result<PathBuf, FsError> {
+        let rel = rel.as_ref();
+        let (parent, name) = split_last(rel).ok_or_else(|| FsError::NoFileName {
+            path: rel.to_path_buf(),
+        })?;
+        let dir;
+        let fd = if parent.as_os_str().is_empty() {
+            self.fd()
+        } else {
+            dir = self.open_dir_nofollow(parent)?;
+            dir.fd()
+        };
+        sys::readlinkat(fd, name).map_err(|e| FsError::io(&self.0.path.join(rel), e))
+    }
+
+    fn open_with(
+        &self,
+        rel: &Path,
+        links: sys::Links,
+        origin: Option<Origin>,
+    ) -> Result<Opened, FsError> {
+        let shown = self.0.path.join(rel);
+        let fd = sys::open_beneath(self.fd(), rel, sys::PATH_FLAGS, links)
+            .map_err(|e| beneath_error(&shown, &self.0.path, links, e))?;
+        // Without links, the lexical path is the real one; with them, ask the kernel.
+        let path = match links {
+            sys::Links::Never => shown,
+            sys::Links::Beneath => sys::fd_path(fd.as_raw_fd()).unwrap_or(shown),
+        };
+        let reopen = |flags| sys::open_beneath(self.fd(), rel, flags, links);
+        admit_descriptor(fd, path, reopen, origin)
+    }
+}
+
+/// Splits `rel` into its parent and its last normal component.
+fn split_last(rel: &Path) -> Option<(&Path, &OsStr)> {
+    match rel.components().next_back()? {
+        Component::Normal(name) => Some((rel.parent().unwrap_or(Path::new("")), name)),
+        _ => None,
+    }
+}
+
+/// Turns an `O_PATH` descriptor into an [`Opened`] when it names a regular file or a directory:
+/// classifies it without reading, then reopens that very file for reading through
+/// `/proc/self/fd/N` (or, without `/proc`, by resolving again with `reopen` and checking that
+/// the device and inode are the ones classified).
+fn admit_descriptor(
+    fd: OwnedFd,
+    path: PathBuf,
+    reopen: impl Fn(libc::c_int) -> io::Result<OwnedFd>,
+    origin: Option<Origin>,
+) -> Result<Opened, FsError> {
+    let st = sys::fstat(fd.as_raw_fd()).map_err(|e| FsError::io(&path, e))?;
+    let kind = sys::kind_of(&st);
+    let id = sys::id_of(&st);
+    let mut flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY;
+    match kind {
+        EntryKind::File => {
+            if sys::is_pseudo_file_system(fd.as_raw_fd()).map_err(|e| FsError::io(&path, e))? {
+                return Err(FsError::NotRegular {
+                    path,
+                    kind: PSEUDO_FILE,
+                });
+            }
+        }
+        EntryKind::Dir => flags |= libc::O_DIRECTORY,
+        other => {
+            return Err(FsError::NotRegular {
+                path,
+                kind: other.describe(),
+            });
+        }
+    }
+    let proc_path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    let readable = match sys::openat(libc::AT_FDCWD, proc_path.as_os_str(), flags) {
+        Ok(readable) => readable,
+        Err(_) => {
+            let readable = reopen(flags | libc::O_NONBLOCK).map_err(|e| FsError::io(&path, e))?;
+            sys::clear_nonblock(readable.as_raw_fd()).map_err(|e| FsError::io(&path, e))?;
+            readable
+        }
+    };
+    let now = sys::fstat(readable.as_raw_fd()).map_err(|e| FsError::io(&path, e))?;
+    if sys::id_of(&now) != id {
+        return Err(FsError::Changed {
+            path,
+            what: "it was replaced between the check and the open".into(),
+        });
+    }
+    drop(fd);
+    Ok(match kind {
+        EntryKind::Dir => Opened::Dir(Directory(Arc::new(DirInner {
+            fd: readable,
+            path,
+            id,
+        }))),
+        _ => Opened::File(RegularFile(Arc::new(FileInner {
+            file: std::fs::File::from(readable),
+            path,
+            id,
+            len: now.st_size as u64,
+            origin,
+        }))),
+    })
+}
+
+/// Opens `path` with no roots: links are followed as the system does, and only regular files
+/// and directories are admitted.
+fn open_unconfined(path: &Path) -> Result<Opened, FsError> {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let fd = sys::openat(libc::AT_FDCWD, path.as_os_str(), sys::PATH_FLAGS)
+        .map_err(|e| FsError::io(path, e))?;
+    let shown = sys::fd_path(fd.as_raw_fd())
+        .or_else(|| std::fs::canonicalize(path).ok())
+        .unwrap_or_else(|| absolute.clone());
+    let reopen = |flags| sys::openat(libc::AT_FDCWD, path.as_os_str(), flags);
+    admit_descriptor(fd, shown, reopen, Some(Origin::Given(absolute)))
+}
+
+#[derive(Debug)]
+struct Root {
+    /// The root as the operator wrote it, made absolute when the server started.
+    given: PathBuf,
+    /// The directory it named then, held open; `None` when it could not be opened.
+    dir: Option<Directory>,
+    /// Why it could not be opened.
+    problem: Option<String>,
+}
+
+/// The operator's allowed roots, opened once. Empty means not confined: paths open as the system
+/// resolves them, with the regular-file rules still applied. Cloning shares the descriptors.
+#[derive(Debug, Clone, Default)]
+pub struct Roots(Arc<Vec<Root>>);
+
+impl Roots {
+    /// Opens each root now. A root that cannot be opened admits nothing (and is reported by
+    /// [`problems`](Self::problems)); it is not looked at again.
+    pub fn new<I, P>(paths: I) -> Roots
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        let roots = paths
+            .into_iter()
+            .map(|p| {
+                let given: PathBuf = p.into();
+                let given = std::path::absolute(&given).unwrap_or(given);
+                match Directory::open(&given) {
+                    Ok(dir) => Root {
+                        given,
+                        dir: Some(dir),
+                        problem: None,
+                    },
+                    Err(e) => {
+                        tracing::warn!("allowed root {} admits nothing: {e}", given.display());
+                        Root {
+                            given,
+                            dir: None,
+                            problem: Some(e.to_string()),
+                        }
+                    }
+                }
+            })
+            .collect();
+        Roots(Arc::new(roots))
+    }
+
+    /// No roots: not confined.
+    pub fn none() -> Roots {
+        Roots::default()
+    }
+
+    /// Whether paths are confined to roots.
+    pub fn is_confined(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    /// The roots as the operator gave them.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.0.iter().map(|r| r.given.as_path())
+    }
+
+    /// Roots that could not be opened at start, with the reason.
+    pub fn problems(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .filter_map(|r| {
+                r.problem
+                    .as_ref()
+                    .map(|p| format!("{}: {p}", r.given.display()))
+            })
+            .collect()
+    }
+
+    /// Resolves `path` beneath the root that holds it and opens it: a regular file or a
+    /// directory, kept by descriptor. Without roots, opens it as the system resolves it.
+    pub fn open(&self, path: &Path) -> Result<Opened, FsError> {
+        if !self.is_confined() {
+            return open_unconfined(path);
+        }
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let outside = || FsError::OutsideRoots {
+            path: absolute.clone(),
+        };
+        // First as written: beneath the root whose spelling (as given, or as it resolved when
+        // the server started) begins the path.
+        for root in self.0.iter() {
+            let Some(dir) = &root.dir else { continue };
+            for spelling in [&root.given, &dir.0.path] {
+                if let Ok(rel) = absolute.strip_prefix(spelling) {
+                    match self.open_in(dir, rel) {
+                        Err(FsError::Escapes { .. }) => break,
+                        other => return other,
+                    }
+                }
+            }
+        }
+        // Then through links above the roots (a path spelled through a link to a root): the
+        // resolution that finds the root is only a guide, since the open is beneath the root.
+        let Ok(canonical) = std::fs::canonicalize(&absolute) else {
+            return Err(outside());
+        };
+        for root in self.0.iter() {
+            let Some(dir) = &root.dir else { continue };
+            if let Ok(rel) = canonical.strip_prefix(&dir.0.path) {
+                match self.open_in(dir, rel) {
+                    Err(FsError::Escapes { .. }) => continue,
+                    other => return other,
+                }
+            }
+        }
+        Err(outside())
+    }
+
+    fn open_in(&self, root: &Directory, rel: &Path) -> Result<Opened, FsError> {
+        let origin = Origin::Beneath {
+            dir: root.clone(),
+            rel: rel.to_path_buf(),
+        };
+        root.open_with(rel, sys::Links::Beneath, Some(origin))
+    }
+
+    /// Resolves the directory an export is to be written in (beneath a root), for a file named
+    /// by the last component of `path`. Nothing is created yet.
+    pub fn open_new(&self, path: &Path) -> Result<NewFile, FsError> {
+        let (parent, name) = split_last(path).ok_or_else(|| FsError::NoFileName {
+            path: path.to_path_buf(),
+        })?;
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let dir = self.open(parent)?.into_dir()?;
+        let full = dir.path().join(name);
+        Ok(NewFile {
+            dir,
+            name: name.to_os_string(),
+            path: full,
+        })
+    }
+}
+
+/// Whether the kernel resolves paths with `openat2` here (else the component walk is used).
+pub fn kernel_resolves_beneath() -> bool {
+    sys::openat2_available()
+}
+
+/// A file to be created in a directory held open: written to a temporary file beside it, then
+/// renamed over its name.
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    dir: Directory,
+    name: OsString,
+    path: PathBuf,
+}
+
+/// Distinguishes temporary names of one process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl NewFile {
+    /// Where the file will be.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether something (a file, a link, dangling or not) has the name now.
+    pub fn exists(&self) -> bool {
+        sys::lstatat(self.dir.fd(), &self.name).is_ok()
+    }
+
+    /// A new temporary file beside the destination, created with `O_EXCL | O_NOFOLLOW`. It is
+    /// removed when dropped unless [`TempFile::commit`] renamed it into place.
+    pub fn temp(&self) -> Result<TempFile<'_>, FsError> {
+        loop {
+            let mut name = OsString::from(".");
+            name.push(&self.name);
+            name.push(format!(
+                ".rea-{}-{}.tmp",
+                std::process::id(),
+                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            match sys::create_new(self.dir.fd(), &name, 0o644) {
+                Ok(fd) => {
+                    return Ok(TempFile {
+                        dest: self,
+                        name,
+                        file: std::fs::File::from(fd),
+                        done: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(FsError::io(&self.dir.path().join(&name), e)),
+            }
+        }
+    }
+
+    /// Moves the finished file at `from` (a private path of the caller's, such as a file in the
+    /// session directory) to the destination: renamed when both are on one file system, else
+    /// copied through a temporary file beside the destination. `from` is gone afterwards.
+    /// Returns the size of the file placed.
+    pub fn adopt(&self, from: &Path, replace: bool) -> Result<u64, FsError> {
+        let source = RegularFile::open(from)?;
+        let size = source.len();
+        let result = match sys::rename(
+            libc::AT_FDCWD,
+            from.as_os_str(),
+            self.dir.fd(),
+            &self.name,
+            replace,
+        ) {
+            Ok(()) => Ok(size),
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                let mut temp = self.temp()?;
+                let mut offset = 0u64;
+                let mut buffer = vec![0u8; DIGEST_CHUNK];
+                while offset < size {
+                    let n = source
+                        .read_at(&mut buffer, offset)
+                        .map_err(|e| FsError::io(from, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    io::Write::write_all(&mut temp.file, &buffer[..n])
+                        .map_err(|e| FsError::io(&self.path, e))?;
+                    offset += n as u64;
+                }
+                temp.commit(replace)
+            }
+            Err(e) => Err(self.rename_error(e)),
+        };
+        let _ = std::fs::remove_file(from);
+        result
+    }
+
+    fn rename_error(&self, e: io::Error) -> FsError {
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            FsError::Exists {
+                path: self.path.clone(),
+            }
+        } else {
+            FsError::io(&self.path, e)
+        }
+    }
+}
+
+/// A temporary file beside an export destination; removed on drop unless committed.
+#[derive(Debug)]
+pub struct TempFile<'a> {
+    dest: &'a NewFile,
+    name: OsString,
+    file: std::fs::File,
+    done: bool,
+}
+
+impl TempFile<'_> {
+    /// The file to write.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        &mut self.file
+    }
+
+    /// Flushes it to disk and renames it over the destination's name (failing when the name
+    /// is taken, unless `replace`). Returns its size.
+    pub fn commit(mut self, replace: bool) -> Result<u64, FsError> {
+        let path = self.dest.path.clone();
+        self.file.sync_all().map_err(|e| FsError::io(&path, e))?;
+        let size = self
+            .file
+            .metadata()
+            .map_err(|e| FsError::io(&path, e))?
+            .len();
+        sys::rename(
+            self.dest.dir.fd(),
+            &self.name,
+            self.dest.dir.fd(),
+            &self.dest.name,
+            replace,
+        )
+        .map_err(|e| self.dest.rename_error(e))?;
+        self.done = true;
+        Ok(size)
+    }
+}
+
+impl Drop for TempFile<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = sys::unlink(self.dest.dir.fd(), &self.name);
+        }
+    }
+}
+
+impl AsFd for RegularFile {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.file.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,343 @@
+//! Tests of resolution beneath roots (with `openat2` and with the component walk), the
+//! regular-file rule, exports and guarded maps.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use super::*;
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// Runs `f` on a thread and fails (instead of hanging) when it has not answered in 20 s: the
+/// opens under test must never block.
+fn without_blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the open blocked")
+}
+
+/// A root `r` with `a/file` ("inside"), links of every shape, and an outside `o/secret`.
+fn layout() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let t = scratch();
+    let r = t.path().join("r");
+    let o = t.path().join("o");
+    std::fs::create_dir_all(r.join("a")).unwrap();
+    std::fs::create_dir_all(&o).unwrap();
+    std::fs::write(r.join("a/file"), "inside").unwrap();
+    std::fs::write(o.join("secret"), "outside").unwrap();
+    symlink("a/file", r.join("in")).unwrap();
+    symlink(o.join("secret"), r.join("abs")).unwrap();
+    symlink("../o/secret", r.join("up")).unwrap();
+    symlink("../../", r.join("a/top")).unwrap();
+    symlink("loop2", r.join("loop1")).unwrap();
+    symlink("loop1", r.join("loop2")).unwrap();
+    (t, r, o)
+}
+
+/// Resolves every case with both resolvers and checks they agree with the expected outcome:
+/// `Ok(content)` or the errno.
+#[test]
+fn both_resolvers_follow_only_links_that_stay_beneath() {
+    let (_t, r, _o) = layout();
+    let dir = Directory::open(&r).unwrap();
+    let cases: [(&str, sys::Links, Result<&str, i32>); 10] = [
+        ("a/file", sys::Links::Beneath, Ok("inside")),
+        ("in", sys::Links::Beneath, Ok("inside")),
+        ("a/../a/file", sys::Links::Beneath, Ok("inside")),
+        ("abs", sys::Links::Beneath, Err(libc::EXDEV)),
+        ("up", sys::Links::Beneath, Err(libc::EXDEV)),
+        ("../o/secret", sys::Links::Beneath, Err(libc::EXDEV)),
+        ("a/top/o/secret", sys::Links::Beneath, Err(libc::EXDEV)),
+        ("loop1", sys::Links::Beneath, Err(libc::ELOOP)),
+        ("in", sys::Links::Never, Err(libc::ELOOP)),
+        ("a/file", sys::Links::Never, Ok("inside")),
+    ];
+    let read = |fd: OwnedFd| {
+        let mut s = String::new();
+        io::Read::read_to_string(&mut std::fs::File::from(fd), &mut s).unwrap();
+        s
+    };
+    for (rel, links, expected) in cases {
+        let flags = libc::O_RDONLY | libc::O_CLOEXEC;
+        let walked = sys::resolve_by_components(dir.fd(), Path::new(rel), flags, links);
+        let got = walked.map(read).map_err(|e| e.raw_os_error().unwrap());
+        assert_eq!(got.as_deref(), expected.as_ref().map(|s| *s), "walk {rel}");
+        if kernel_resolves_beneath() {
+            let kernel = sys::open_beneath(dir.fd(), Path::new(rel), flags, links);
+            let got = kernel.map(read).map_err(|e| e.raw_os_error().unwrap());
+            assert_eq!(
+                got.as_deref(),
+                expected.as_ref().map(|s| *s),
+                "openat2 {rel}"
+            );
+        }
+    }
+}
+
+#[test]
+fn roots_refuse_paths_outside_and_links_out() {
+    let (_t, r, o) = layout();
+    let roots = Roots::new([&r]);
+    assert_eq!(
+        roots.open(&r.join("in")).unwrap().path(),
+        r.join("a/file").canonicalize().unwrap()
+    );
+    for path in [
+        r.join("abs"),
+        r.join("up"),
+        r.join("../o/secret"),
+        o.join("secret"),
+        Path::new("/etc/passwd").to_path_buf(),
+    ] {
+        let e = roots.open(&path).unwrap_err();
+        assert!(
+            matches!(e, FsError::OutsideRoots { .. }),
+            "{}: {e}",
+            path.display()
+        );
+        assert!(e.to_string().contains("outside the allowed roots"), "{e}");
+    }
+    // A missing file inside a root is missing, not outside.
+    assert!(matches!(
+        roots.open(&r.join("a/nothing")),
+        Err(FsError::NotFound { .. })
+    ));
+}
+
+/// Item 5 of issue 16: a root that is a symbolic link is resolved when the roots are opened; a
+/// later re-pointing of the link changes nothing.
+#[test]
+fn a_root_link_repointed_later_changes_nothing_regression_16() {
+    let t = scratch();
+    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(a.join("f"), "a").unwrap();
+    std::fs::write(b.join("f"), "b").unwrap();
+    let link = t.path().join("root");
+    symlink(&a, &link).unwrap();
+    let roots = Roots::new([&link]);
+    std::fs::remove_file(&link).unwrap();
+    symlink(&b, &link).unwrap();
+    let f = roots.open(&link.join("f")).unwrap().into_file().unwrap();
+    assert_eq!(f.read_all(16).unwrap(), b"a");
+    // The re-pointed spelling resolves to b, which is no root.
+    let e = roots.open(&b.join("f")).unwrap_err();
+    assert!(matches!(e, FsError::OutsideRoots { .. }), "{e}");
+}
+
+#[test]
+fn fifos_devices_sockets_and_proc_files_are_refused_without_blocking() {
+    let t = scratch();
+    let fifo = t.path().join("fifo");
+    mkfifo(&fifo);
+    let socket = t.path().join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::fs::create_dir_all(t.path().join("app/Contents")).unwrap();
+    mkfifo(&t.path().join("app/Contents/Info.plist"));
+    let base = t.path().to_path_buf();
+    let outcomes = without_blocking(move || {
+        let roots = Roots::new([&base]);
+        let app = Directory::open(&base.join("app")).unwrap();
+        vec![
+            RegularFile::open(&base.join("fifo")).map(|_| ()),
+            roots.open(&base.join("fifo")).map(|_| ()),
+            roots.open(&base.join("socket")).map(|_| ()),
+            app.open_file("Contents/Info.plist").map(|_| ()),
+            app.open_file_nofollow("Contents/Info.plist").map(|_| ()),
+            RegularFile::open(Path::new("/dev/null")).map(|_| ()),
+            RegularFile::open(Path::new("/proc/self/pagemap")).map(|_| ()),
+        ]
+    });
+    let kinds: Vec<&str> = outcomes
+        .iter()
+        .map(|o| match o {
+            Err(FsError::NotRegular { kind, .. }) => *kind,
+            other => panic!("expected a refusal, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "a FIFO (named pipe)",
+            "a FIFO (named pipe)",
+            "a socket",
+            "a FIFO (named pipe)",
+            "a FIFO (named pipe)",
+            "a character device",
+            PSEUDO_FILE,
+        ]
+    );
+}
+
+#[test]
+fn a_descriptor_keeps_reading_the_file_it_opened() {
+    let t = scratch();
+    let path = t.path().join("target");
+    std::fs::write(&path, "original").unwrap();
+    std::fs::write(t.path().join("other"), "swapped!").unwrap();
+    let f = RegularFile::open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    symlink(t.path().join("other"), &path).unwrap();
+    assert_eq!(f.read_all(64).unwrap(), b"original");
+    assert_eq!(&*f.bytes(0, 8).unwrap(), b"original");
+}
+
+#[test]
+fn a_map_of_a_file_cut_while_mapped_reads_zeros_instead_of_faulting() {
+    let t = scratch();
+    let path = t.path().join("doc");
+    let page = 4096 * 4;
+    std::fs::write(&path, vec![0xabu8; page * 4]).unwrap();
+    let f = RegularFile::open(&path).unwrap();
+    let bytes = f.bytes(0, (page * 4) as u64).unwrap();
+    assert!(matches!(bytes, Bytes::Mapped(_)));
+    assert_eq!(bytes[page * 3], 0xab);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(page as u64)
+        .unwrap();
+    assert!(!bytes.changed());
+    // Past the new end: a page of zeros, not SIGBUS.
+    assert_eq!(bytes[page * 3 + 5], 0);
+    assert!(bytes.changed());
+    assert_eq!(bytes[0], 0xab);
+    // A new request is checked against the size now.
+    assert!(matches!(
+        f.bytes(0, (page * 4) as u64),
+        Err(FsError::Changed { .. })
+    ));
+}
+
+#[test]
+fn digests_read_exactly_the_size_opened_and_stop_at_the_deadline() {
+    let t = scratch();
+    let path = t.path().join("f");
+    std::fs::write(&path, b"hello world").unwrap();
+    let f = RegularFile::open(&path).unwrap();
+    let d = f.digest(5, &Deadline::analysis()).unwrap();
+    assert_eq!(
+        d.sha256,
+        "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
+    );
+    assert_eq!(d.head, b"hello");
+    let stopped = f
+        .digest(5, &Deadline::after(std::time::Duration::ZERO))
+        .unwrap_err();
+    assert!(matches!(stopped, FsError::Stopped(_)), "{stopped}");
+    assert!(stopped.to_string().contains("deadline"), "{stopped}");
+}
+
+/// Item 4 of issue 16: an export never writes through a link at its name, and a failed export
+/// leaves no file behind (item 11).
+#[test]
+fn exports_replace_names_and_never_write_through_links_regression_16() {
+    let t = scratch();
+    let r = t.path().join("r");
+    std::fs::create_dir_all(&r).unwrap();
+    let outside = t.path().join("outside.txt");
+    std::fs::write(&outside, "keep me").unwrap();
+    symlink(&outside, r.join("link.jsonl")).unwrap();
+    symlink(t.path().join("created-outside"), r.join("dangling.db")).unwrap();
+    let roots = Roots::new([&r]);
+
+    for name in ["link.jsonl", "dangling.db"] {
+        let dest = roots.open_new(&r.join(name)).unwrap();
+        assert!(dest.exists());
+        let mut temp = dest.temp().unwrap();
+        io::Write::write_all(temp.file(), b"new").unwrap();
+        let e = temp.commit(false).unwrap_err();
+        assert!(matches!(e, FsError::Exists { .. }), "{e}");
+        let mut temp = dest.temp().unwrap();
+        io::Write::write_all(temp.file(), b"new").unwrap();
+        assert_eq!(temp.commit(true).unwrap(), 3);
+        assert_eq!(std::fs::read(r.join(name)).unwrap(), b"new");
+        assert!(!r.join(name).is_symlink());
+    }
+    assert_eq!(std::fs::read(&outside).unwrap(), b"keep me");
+    assert!(!t.path().join("created-outside").exists());
+    // Nothing but the two exports is left in the directory: no temporary files.
+    let mut names: Vec<_> = std::fs::read_dir(&r)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["dangling.db", "link.jsonl"]);
+    // A dropped temporary file is removed.
+    let dest = roots.open_new(&r.join("x")).unwrap();
+    drop(dest.temp().unwrap());
+    assert_eq!(std::fs::read_dir(&r).unwrap().count(), 2);
+    // The parent must be inside a root.
+    assert!(matches!(
+        roots.open_new(Path::new("/tmp/elsewhere.db")),
+        Err(FsError::OutsideRoots { .. })
+    ));
+}
+
+/// The check-then-open race of issue 16 at this level: a directory on the path is swapped for a
+/// link to an outside directory while the path is opened, 200 times; the outside file is never
+/// opened.
+#[test]
+fn a_directory_swapped_for_a_link_never_opens_an_outside_file() {
+    let t = scratch();
+    let r = t.path().join("r");
+    let o = t.path().join("o");
+    std::fs::create_dir_all(r.join("d")).unwrap();
+    std::fs::create_dir_all(&o).unwrap();
+    std::fs::write(r.join("d/f"), "inside").unwrap();
+    std::fs::write(o.join("f"), "outside").unwrap();
+    symlink(&o, r.join("link")).unwrap();
+    let roots = Roots::new([&r]);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let d = std::ffi::CString::new(r.join("d").into_os_string().into_encoded_bytes()).unwrap();
+        let link =
+            std::ffi::CString::new(r.join("link").into_os_string().into_encoded_bytes()).unwrap();
+        std::thread::spawn(move || {
+            // Each exchange atomically swaps the directory and the link.
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: two valid paths.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        libc::AT_FDCWD,
+                        d.as_ptr(),
+                        libc::AT_FDCWD,
+                        link.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+            }
+        })
+    };
+    let (mut opened, mut outside, mut tries) = (0, 0, 0);
+    // 200 tries, and more (bounded) until one open won the race inside: on a loaded machine the
+    // swapper can hold the link in place for all of the first 200.
+    while tries < 200 || (opened == 0 && tries < 200_000) {
+        tries += 1;
+        if let Ok(Opened::File(f)) = roots.open(&r.join("d/f")) {
+            opened += 1;
+            if f.read_all(64).unwrap() == b"outside" {
+                outside += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert_eq!(outside, 0, "{opened} of {tries} opened");
+    assert!(opened > 0, "the inside file opened at least once");
+}
