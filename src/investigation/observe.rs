@@ -3,6 +3,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+/// A JSON object, as the envelope's schema describes its nested records.
+type JsonObject = serde_json::Map<String, serde_json::Value>;
+
 use super::Result;
 use crate::evidence::{Authority, Confidence, EvidenceRecord, Location, ProviderStamp, Subject};
 use crate::ids::EvidenceId;
@@ -10,6 +13,11 @@ use crate::providers::native::Target;
 use crate::store::{RecordOutcome, Recording, Store};
 
 /// The Evidence a result was recorded as, inline in the result.
+///
+/// Every tool's output schema carries this envelope, so its schema names the fields and their
+/// JSON types and no more: the subject, provider, confidence and authority are described in
+/// full once, by `get_evidence`'s record, instead of in each of the thirty schemas of
+/// `tools/list`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct EvidenceInline {
     /// `ev_` + SHA-256 of the record's canonical JSON; cite it for every observation you report.
@@ -24,12 +32,16 @@ pub struct EvidenceInline {
     pub operation: String,
     /// The target observed.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<JsonObject>")]
     pub subject: Option<Subject>,
     /// Who produced it.
+    #[schemars(with = "JsonObject")]
     pub provider: ProviderStamp,
     /// How directly the result was seen.
+    #[schemars(with = "String")]
     pub confidence: Confidence,
     /// On whose word it rests.
+    #[schemars(with = "String")]
     pub authority: Authority,
     /// What this observation cannot tell.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -199,6 +199,15 @@ fn output_node(node: &Value) -> Value {
         map.remove(keyword);
     }
     map_children(&mut map, &mut output_node);
+    // An output need not say again that a count is not negative: the `minimum` an unsigned
+    // `format` becomes in an input is left out here, where no caller chooses the value.
+    if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| f.starts_with("uint"))
+    {
+        map.remove("format");
+    }
     standard_format(&mut map);
     for keyword in ["oneOf", "anyOf"] {
         if let Some(Value::Array(members)) = map.get(keyword)
@@ -216,7 +225,7 @@ fn output_node(node: &Value) -> Value {
         .get("enum")
         .and_then(Value::as_array)
         .is_some_and(|values| values.len() > MAX_OUTPUT_ENUM)
-        && map.get("type") == Some(&json!("string"))
+        && matches!(map.get("type"), Some(t) if t == &json!("string") || t == &json!(["string", "null"]))
     {
         map.remove("enum");
     }
