@@ -1,5 +1,7 @@
 //! `rea evidence`: list, show, verify and export a session's ledger.
 
+use std::io::Write;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -20,7 +22,13 @@ pub enum EvidenceAction {
         /// Only this operation.
         #[arg(long)]
         operation: Option<String>,
-        /// Print JSON.
+        /// Rows to skip.
+        #[arg(long, default_value_t = 0)]
+        offset: u64,
+        /// At most this many rows (default: all of them).
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Print a JSON array.
         #[arg(long)]
         json: bool,
     },
@@ -68,25 +76,17 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
         EvidenceAction::List {
             session,
             operation,
+            offset,
+            limit,
             json,
         } => {
             let store = open(session.as_deref())?;
-            let (rows, total) = store.list_evidence(&EvidenceFilter {
+            let filter = EvidenceFilter {
                 operation,
-                offset: 0,
-                limit: u64::MAX >> 1,
-            })?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                for r in &rows {
-                    println!(
-                        "{:>6} {} {:<24} {:<10} {}",
-                        r.seq, r.id, r.operation, r.confidence, r.created_at
-                    );
-                }
-                eprintln!("{total} records");
-            }
+                offset,
+                limit: limit.unwrap_or(u64::MAX >> 1),
+            };
+            list(&store, &filter, json)?;
         }
         EvidenceAction::Show { id, session } => {
             let store = open(session.as_deref())?;
@@ -182,4 +182,59 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the rows `filter` selects as they are read, so the listing of a ledger of any size
+/// starts at once and holds one row in memory; the total goes to stderr after them.
+fn list(
+    store: &crate::store::ReadOnlyStore,
+    filter: &EvidenceFilter,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut failed: Option<anyhow::Error> = None;
+    let mut rows = 0u64;
+    if json {
+        out.write_all(b"[")?;
+    }
+    store.each_evidence_summary(filter, |r| {
+        let written = if json {
+            serde_json::to_string(&r)
+                .map_err(anyhow::Error::from)
+                .and_then(|row| {
+                    let sep = if rows == 0 { "\n  " } else { ",\n  " };
+                    Ok(write!(out, "{sep}{row}")?)
+                })
+        } else {
+            writeln!(
+                out,
+                "{:>6} {} {:<24} {:<10} {}",
+                r.seq, r.id, r.operation, r.confidence, r.created_at
+            )
+            .map_err(anyhow::Error::from)
+        };
+        rows += 1;
+        // A reader that went away (`| head`) ends the listing: nothing more is read.
+        match written {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failed = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if json {
+        out.write_all(if rows == 0 { b"]\n" } else { b"\n]\n" })?;
+    }
+    out.flush()?;
+    if !json {
+        eprintln!(
+            "{} records",
+            store.count_evidence(filter.operation.as_deref())?
+        );
+    }
+    Ok(())
 }

@@ -1,5 +1,7 @@
 //! Ledger rows: recording Evidence (idempotently, with links checked) and reading it back.
 
+use std::ops::ControlFlow;
+
 use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -297,48 +299,80 @@ impl ReadOnlyStore {
         &self,
         filter: &EvidenceFilter,
     ) -> Result<(Vec<EvidenceSummary>, u64), StoreError> {
+        let mut rows = vec![];
+        self.each_evidence_summary(filter, |row| {
+            rows.push(row);
+            ControlFlow::Continue(())
+        })?;
+        Ok((rows, self.count_evidence(filter.operation.as_deref())?))
+    }
+
+    /// The rows `filter` selects in recording order, handed to `each` one at a time (until it
+    /// says to stop), so a listing of any length holds one row in memory.
+    pub fn each_evidence_summary(
+        &self,
+        filter: &EvidenceFilter,
+        mut each: impl FnMut(EvidenceSummary) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
         self.read(|conn| {
-            let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, EvidenceSummary)> {
-                let id: String = r.get(0)?;
-                Ok((
-                    id.clone(),
-                    EvidenceSummary {
-                        id: EvidenceId::parse(&id).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-                        })?,
-                        seq: r.get(1)?,
-                        operation: r.get(2)?,
-                        provider_id: r.get(3)?,
-                        confidence: r.get(4)?,
-                        authority: r.get(5)?,
-                        created_at: r.get(6)?,
-                    },
-                ))
-            };
             let limit = i64::try_from(filter.limit).unwrap_or(i64::MAX);
             let offset = i64::try_from(filter.offset).unwrap_or(i64::MAX);
-            let (rows, total): (Vec<_>, i64) = match &filter.operation {
-                Some(op) => (
-                    conn.prepare_cached(
-                        "select id, seq, operation, provider_id, confidence, authority, created_at from evidence
-                         where operation = ?1 order by seq limit ?2 offset ?3",
-                    )?
-                    .query_map(params![op, limit, offset], map)?
-                    .collect::<Result<_, _>>()?,
-                    conn.prepare_cached("select count(*) from evidence where operation = ?1")?
-                        .query_row([op], |r| r.get(0))?,
-                ),
-                None => (
-                    conn.prepare_cached(
-                        "select id, seq, operation, provider_id, confidence, authority, created_at from evidence
-                         order by seq limit ?1 offset ?2",
-                    )?
-                    .query_map(params![limit, offset], map)?
-                    .collect::<Result<_, _>>()?,
-                    conn.prepare_cached("select count(*) from evidence")?.query_row([], |r| r.get(0))?,
-                ),
+            // Two statements rather than `?1 is null or operation = ?1`, which would keep
+            // SQLite from walking the (operation, seq) index for a filtered listing.
+            let mut stmt = conn.prepare_cached(match filter.operation {
+                Some(_) => {
+                    "select id, seq, operation, provider_id, confidence, authority, created_at
+                     from evidence where operation = ?3 order by seq limit ?1 offset ?2"
+                }
+                None => {
+                    "select id, seq, operation, provider_id, confidence, authority, created_at
+                     from evidence order by seq limit ?1 offset ?2"
+                }
+            })?;
+            let mut rows = match &filter.operation {
+                Some(op) => stmt.query(params![limit, offset, op])?,
+                None => stmt.query(params![limit, offset])?,
             };
-            Ok((rows.into_iter().map(|(_, s)| s).collect(), total.max(0) as u64))
+            while let Some(r) = rows.next()? {
+                let id: String = r.get(0)?;
+                let id = EvidenceId::parse(&id).map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        0,
+                        rusqlite::types::Type::Text,
+                        Box::new(e),
+                    )
+                })?;
+                let row = EvidenceSummary {
+                    id,
+                    seq: r.get(1)?,
+                    operation: r.get(2)?,
+                    provider_id: r.get(3)?,
+                    confidence: r.get(4)?,
+                    authority: r.get(5)?,
+                    created_at: r.get(6)?,
+                };
+                if each(row).is_break() {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// How many rows hold records of `operation`, or of any operation.
+    pub fn count_evidence(&self, operation: Option<&str>) -> Result<u64, StoreError> {
+        self.read(|conn| {
+            // The whole ledger's size is the sum of the id-prefix counts kept beside it (sixteen
+            // rows); one operation's is counted on its index.
+            let total: i64 = match operation {
+                Some(op) => conn
+                    .prepare_cached("select count(*) from evidence where operation = ?1")?
+                    .query_row([op], |r| r.get(0))?,
+                None => conn
+                    .prepare_cached("select coalesce(sum(rows), 0) from evidence_id_prefixes")?
+                    .query_row([], |r| r.get(0))?,
+            };
+            Ok(total.max(0) as u64)
         })
     }
 

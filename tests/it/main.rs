@@ -22,6 +22,7 @@ mod idle;
 mod invariants;
 mod javascript;
 mod jsonrpc;
+mod listing;
 mod parity;
 mod prompts;
 mod readonly;
