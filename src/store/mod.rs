@@ -817,9 +817,12 @@ mod tests {
                 store.record_many(batch).await.unwrap();
             }
         });
+        // Which side copies the frames depends on how the threads are scheduled: the background
+        // pass when it keeps up, the writer when the WAL outgrows `writer_limit` first (on a
+        // loaded machine either may do all of it), so the test asks only that passes ran.
         let stats = store.write_stats();
         assert!(
-            stats.checkpoints.background > 0 && stats.checkpoints.writer > 0,
+            stats.checkpoints.background + stats.checkpoints.writer > 0,
             "{stats:?}"
         );
         // Every row went through the WAL (9 MB of records alone), yet the file stayed a
