@@ -364,6 +364,9 @@ impl ReadOnlyStore {
                     }
                 }
             };
+            if let Some(page) = super::prefixes::counted_page(conn, target, document, &lower, limit)? {
+                return Ok(page);
+            }
             scan_page(
                 conn,
                 &self.reprepares,

@@ -212,6 +212,7 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
             insert_value.execute(params![target_id, 0, match_key(name), name])?;
         }
     }
+    super::prefixes::write_prefixes(conn, target_id)?;
     Ok(target_id)
 }
 

@@ -369,7 +369,7 @@ async fn a_failing_source_answers_with_an_empty_list_not_an_error() {
         .to_owned();
     // Break the sources behind the server's back: the tables completion reads are gone.
     let raw = rusqlite::Connection::open(&db).unwrap();
-    raw.execute_batch("pragma foreign_keys = off; drop table procedure_completions; drop table unknown_evidence; drop table unknown_revisions; drop table unknowns;").unwrap();
+    raw.execute_batch("pragma foreign_keys = off; drop table procedure_completions; drop table procedure_completion_prefixes; drop table unknown_evidence; drop table unknown_revisions; drop table unknowns;").unwrap();
     for (prompt, arg) in [
         ("investigate_feature", "procedure"),
         ("audit_residual_unknowns", "unknown_id"),

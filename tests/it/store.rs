@@ -467,6 +467,7 @@ fn a_ledger_from_schema_1_gets_its_prefix_counts_on_open() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "drop table evidence_id_prefixes; alter table procedures drop column aliases;
+         drop table procedure_completion_prefixes;
          delete from refinery_schema_history where version >= 2;",
     )
     .unwrap();
@@ -499,4 +500,115 @@ fn files_of_a_closed_session_left_by_an_exited_process_are_swept() {
     assert!(session::list(state.path()).unwrap().is_empty());
     session::sweep_closed_now(state.path()).unwrap();
     assert!(!left.exists());
+}
+
+/// The procedure values of a scope that match `typed`, first `limit` in code-point order, and
+/// their number, computed from the values alone.
+fn naive_page(values: &[String], typed: &str, limit: usize) -> (Vec<String>, u64) {
+    use rea::completion::key::match_key;
+    let key = match_key(typed);
+    let mut matching: Vec<String> = values
+        .iter()
+        .filter(|v| match_key(v).starts_with(&key))
+        .cloned()
+        .collect();
+    matching.sort();
+    let total = matching.len() as u64;
+    matching.truncate(limit);
+    (matching, total)
+}
+
+#[test]
+fn short_procedure_prefixes_are_answered_from_their_counts_exactly_regression_19() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let s = Store::open(&path).unwrap();
+    // 3,000 procedures with names of mixed case and script, some shared by two addresses.
+    let stems = ["get", "Get", "SET", "straße", "Ärger", "_init", "x"];
+    let procs: Vec<(u64, Option<String>)> = (0..3000u64)
+        .map(|i| {
+            let name =
+                (i % 5 != 0).then(|| format!("{}{}", stems[(i % 7) as usize], (i / 2) % 700));
+            (0x1000 + i * 16, name)
+        })
+        .collect();
+    let borrowed: Vec<(u64, Option<&str>)> =
+        procs.iter().map(|(a, n)| (*a, n.as_deref())).collect();
+    s.open_target_blocking(target("t", &[("d", &borrowed)]))
+        .unwrap();
+    // The scope's values: every address, and each name that identifies one address.
+    let mut by_name: std::collections::BTreeMap<&str, u32> = Default::default();
+    for (_, n) in &borrowed {
+        if let Some(n) = n {
+            *by_name.entry(n).or_default() += 1;
+        }
+    }
+    let mut values: Vec<String> = borrowed
+        .iter()
+        .map(|(a, _)| rea::ids::Address(*a).to_string())
+        .collect();
+    values.extend(
+        by_name
+            .iter()
+            .filter(|(_, c)| **c == 1)
+            .map(|(n, _)| n.to_string()),
+    );
+
+    let check = |s: &Store, what: &str| {
+        for typed in [
+            "", "0", "0x", "0X1", "0x1f", "g", "G", "ge", "s", "S", "st", "STR", "ä", "Är", "_",
+            "_i", "x", "z", "ß", "ss",
+        ] {
+            for limit in [100, 7] {
+                let (expected, total) = naive_page(&values, typed, limit);
+                let page = s
+                    .complete_procedures(ProcedureScope::Document("d"), typed, limit)
+                    .unwrap();
+                assert_eq!(page.total, total, "{what}: total for {typed:?}");
+                assert_eq!(page.values, expected, "{what}: values for {typed:?}");
+                assert_eq!(page.has_more, total > expected.len() as u64);
+                let target = s
+                    .complete_procedures(ProcedureScope::Target, typed, limit)
+                    .unwrap();
+                assert_eq!(target, page, "{what}: one document is the whole target");
+            }
+        }
+    };
+    check(&s, "counted");
+    s.close();
+    drop(s);
+
+    // A ledger whose counts are missing (stored before they existed) gets them on open.
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("delete from procedure_completion_prefixes", [])
+        .unwrap();
+    drop(raw);
+    let s = Store::open(&path).unwrap();
+    let rows: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "select count(*) from procedure_completion_prefixes",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(rows > 0);
+    check(&s, "recounted on open");
+    s.close();
+    drop(s);
+
+    // Short prefixes are answered from the counts alone: with the values gone, "g" still has
+    // its total, and a three-character prefix (which scans the values) has none.
+    let (_, g_total) = naive_page(&values, "g", 100);
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("delete from procedure_completions", [])
+        .unwrap();
+    drop(raw);
+    let s = Store::open(&path).unwrap();
+    let scope = ProcedureScope::Document("d");
+    assert_eq!(
+        s.complete_procedures(scope, "g", 100).unwrap().total,
+        g_total
+    );
+    assert_eq!(s.complete_procedures(scope, "get", 100).unwrap().total, 0);
 }
