@@ -526,16 +526,15 @@ fn procedures_evidence(
 
 fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     use std::io::Write;
-    let t = native::admit(target)?;
+    let documents = native::documents_of(target)?;
     if let Some(d) = document
-        && !t.documents.iter().any(|x| x.name == d)
+        && !documents.iter().any(|x| x.name == d)
     {
-        bail!("no document {d:?} in {}", t.path.display());
+        bail!("no document {d:?} in {}", target.display());
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for doc in t
-        .documents
+    for doc in documents
         .iter()
         .filter(|d| document.is_none_or(|n| n == d.name))
     {

@@ -34,7 +34,7 @@ mod symbols;
 mod types;
 
 pub use address::{format_address, hex, hex_opt, parse_address};
-pub use admit::{admit, admit_opened, admit_with};
+pub use admit::{admit, admit_opened, admit_with, documents_of};
 pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
