@@ -530,7 +530,13 @@ impl Investigation {
             limit: args.limit.unwrap_or(50).clamp(1, 1000),
             include_code: args.include_code.unwrap_or(true),
         };
-        let matches = blocking(move || Ok(image.strings(&query)?)).await?;
+        let mut matches = blocking(move || Ok(image.strings(&query)?)).await?;
+        // Long strings are cut at 512 characters each; a page of many ends early to fit the
+        // message bound, and its next_offset resumes after the last match shown.
+        let budget = super::bound::items_budget(self.max_result_bytes()?);
+        if super::bound::fit(&mut matches.matches, budget) > 0 {
+            matches.next_offset = Some(matches.offset + matches.matches.len());
+        }
         let found = StringsFound {
             document: doc.name.clone(),
             matches,
@@ -617,9 +623,12 @@ impl Investigation {
                     .unwrap_or(start.saturating_add(0x1000));
                 let d = r.doc.clone();
                 let (offset, limit) = (args.offset, args.limit.unwrap_or(64).clamp(1, 2000));
+                // The result is sent twice (text and structured content) beside its envelope:
+                // a quarter of the bound for the instructions keeps the whole under it.
+                let max_bytes = usize::try_from(self.max_result_bytes()? / 4).unwrap_or(usize::MAX);
                 let output = blocking(move || {
-                    Ok(deep::run_assembly_page(
-                        &candidate, &d, start, end, offset, limit,
+                    Ok(deep::run_assembly_page_within(
+                        &candidate, &d, start, end, offset, limit, max_bytes,
                     )?)
                 })
                 .await?;

@@ -7,6 +7,7 @@ mod architecture;
 mod arm64;
 mod artifacts;
 mod backtrace;
+mod bounded;
 mod capture;
 mod cli_output;
 mod common;
