@@ -485,8 +485,22 @@ fn document_file(doc: &DocumentSpec) -> Result<(RegularFile, OsString), DeepErro
     Ok((file, name))
 }
 
+/// The tools whose `provider_id` argument takes a deep provider: what provider completion offers
+/// candidates for. A tool that starts taking one is added here and to [`answers`].
+pub const PROVIDER_TOOLS: [&str; 1] = ["procedure_assembly"];
+
+/// Whether rea runs `tool` with candidate `c`: `procedure_assembly` (and `list_procedures` of a
+/// deep inventory) with objdump or llvm-objdump only; gdb, radare2, rizin, Ghidra and angr are
+/// found and reported by doctor but answer none of these tools.
+pub fn answers(c: &Candidate, tool: &str) -> bool {
+    match tool {
+        "procedure_assembly" | "list_procedures" => c.id == "objdump" || is_llvm(c),
+        _ => false,
+    }
+}
+
 fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepError> {
-    if c.id == "objdump" || is_llvm(c) {
+    if answers(c, operation) {
         Ok(())
     } else {
         Err(DeepError::Unsupported {
@@ -1167,8 +1181,9 @@ mod tests {
         assert_eq!(last.instructions.len(), 2);
         assert_eq!(last.next_offset, None);
         assert!(page(listing.clone(), 0x1030, 20, 5).instructions.is_empty());
-        // {"address":"0x1000","bytes":"1f2003d5","text":"nop"} is 50 bytes, 51 with its comma.
-        assert_eq!(serde_json::to_vec(&listing[0]).unwrap().len(), 50);
+        // {"address":"0x1000","bytes":"1f2003d5","text":"nop"} is 52 bytes, 53 with its comma:
+        // three take 159 bytes, four would take 212.
+        assert_eq!(serde_json::to_vec(&listing[0]).unwrap().len(), 52);
         let bounded = page_within(listing.clone(), 0x1030, 0, 12, 160);
         assert_eq!(bounded.instructions.len(), 3);
         assert_eq!(bounded.next_offset, Some(3));
