@@ -223,6 +223,22 @@ pub struct FaultProcedure {
     pub instruction: Address,
 }
 
+/// Where one backtrace frame is: its module, and the procedure of the active target holding it
+/// when the module is one of the target's documents.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FrameProcedure {
+    /// The frame's `index` in `fault.backtrace.frames`.
+    pub index: u32,
+    /// File name of the frame's module; absent for anonymous memory, the stack or the vDSO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// The procedure of the active target holding the frame's static address (for a caller, a
+    /// byte of its call instruction); absent when the module is not the target or no
+    /// procedure holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub procedure: Option<FaultProcedure>,
+}
+
 /// A capture as recorded.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Captured {
@@ -232,6 +248,10 @@ pub struct Captured {
     /// For a crash in the active target: the procedure holding the faulting instruction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_procedure: Option<FaultProcedure>,
+    /// For a crash with a backtrace: each frame's module and, in the active target, procedure,
+    /// innermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frame_procedures: Vec<FrameProcedure>,
 }
 
 /// Arguments of `compare_process_captures`.
@@ -269,6 +289,53 @@ async fn fault_procedure(snapshot: &Snapshot, capture: &Capture) -> Option<Fault
         name: p.name.clone(),
         instruction,
     })
+}
+
+/// Maps every backtrace frame to its module and, when the module is a document of the
+/// snapshot's active target, to the procedure holding its static address.
+async fn frame_procedures(snapshot: &Snapshot, capture: &Capture) -> Vec<FrameProcedure> {
+    let Some(backtrace) = capture.fault.as_ref().and_then(|f| f.backtrace.as_ref()) else {
+        return vec![];
+    };
+    let documents = snapshot
+        .active
+        .as_ref()
+        .map(|a| a.target.documents.clone())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(backtrace.frames.len());
+    for frame in &backtrace.frames {
+        let module = frame.module.as_ref();
+        // Documents keep the canonical path they were opened by; maps name the file the same
+        // way unless a link was followed.
+        let canonical = module.and_then(|m| std::fs::canonicalize(m).ok());
+        let doc = canonical
+            .as_ref()
+            .and_then(|m| documents.iter().find(|d| &d.file == m));
+        let instruction = frame
+            .static_address
+            .as_deref()
+            .and_then(|a| Address::parse(a).ok());
+        let procedure = match (doc, instruction) {
+            (Some(doc), Some(instruction)) => match snapshot.session.images.get(doc).await {
+                Ok(image) => image.procedure_at(instruction.0).map(|p| FaultProcedure {
+                    document: doc.name.clone(),
+                    address: Address(p.address),
+                    name: p.name.clone(),
+                    instruction,
+                }),
+                Err(_) => None,
+            },
+            _ => None,
+        };
+        out.push(FrameProcedure {
+            index: frame.index,
+            module: module
+                .and_then(|m| m.file_name())
+                .map(|n| n.to_string_lossy().into_owned()),
+            procedure,
+        });
+    }
+    out
 }
 
 /// The recording of a capture: about the snapshot's active target when there is one.
@@ -328,9 +395,11 @@ impl Investigation {
         // One snapshot for both the fault's procedure and the record's subject.
         let snapshot = self.ensure_session().await?;
         let fault_procedure = fault_procedure(&snapshot, &capture).await;
+        let frame_procedures = frame_procedures(&snapshot, &capture).await;
         let mut result = Captured {
             capture,
             fault_procedure,
+            frame_procedures,
         };
         let bound = self.max_result_bytes()?;
         let recording = capture_recording(Some(&snapshot), &scenario, &mut result, bound)?;
@@ -349,6 +418,7 @@ impl Investigation {
         let mut result = Captured {
             capture,
             fault_procedure: None,
+            frame_procedures: vec![],
         };
         let bound = self.max_result_bytes()?;
         let recording = capture_recording(None, scenario, &mut result, bound)?;

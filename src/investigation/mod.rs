@@ -45,7 +45,8 @@ pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
 };
 pub use capture::{
-    CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, OUTPUT_PAGE_OPERATION,
+    CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, FrameProcedure,
+    OUTPUT_PAGE_OPERATION,
     OutputPage,
 };
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};

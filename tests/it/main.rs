@@ -16,6 +16,7 @@ mod corpus;
 mod crash;
 mod differential;
 mod disconnect;
+mod frames;
 mod golden;
 mod hostile;
 mod http;
