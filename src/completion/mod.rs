@@ -171,7 +171,14 @@ mod tests {
     fn only_providers_a_tool_accepts_are_offered_regression_17() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        for name in ["gdb", "objdump", "llvm-objdump-14", "radare2", "rizin", "analyzeHeadless"] {
+        for name in [
+            "gdb",
+            "objdump",
+            "llvm-objdump-14",
+            "radare2",
+            "rizin",
+            "analyzeHeadless",
+        ] {
             let path = dir.path().join(name);
             std::fs::write(&path, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -181,7 +188,14 @@ mod tests {
         let ids: Vec<&str> = found.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(
             ids,
-            ["gdb", "ghidra", "llvm-objdump-14", "objdump", "radare2", "rizin"]
+            [
+                "gdb",
+                "ghidra",
+                "llvm-objdump-14",
+                "objdump",
+                "radare2",
+                "rizin"
+            ]
         );
         assert_eq!(
             offered(found).collect::<Vec<_>>(),

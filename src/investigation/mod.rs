@@ -46,8 +46,7 @@ pub use artifacts::{
 };
 pub use capture::{
     CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, FrameProcedure,
-    OUTPUT_PAGE_OPERATION,
-    OutputPage,
+    OUTPUT_PAGE_OPERATION, OutputPage,
 };
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
