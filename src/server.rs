@@ -642,3 +642,57 @@ pub fn watch_config(shared: Arc<Shared>) -> Option<notify::RecommendedWatcher> {
     });
     Some(watcher)
 }
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    fn text(response: &CallToolResponse) -> (Option<bool>, String) {
+        let CallToolResponse::Complete(r) = response else {
+            panic!("not a complete result");
+        };
+        let text = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        (r.is_error, text)
+    }
+
+    /// The last guard: a result over the bound is replaced by an error naming its size and the
+    /// bound; one within it goes out unchanged.
+    #[test]
+    fn results_over_the_bound_are_refused_not_sent() {
+        let big = CallToolResult::structured(serde_json::json!({ "data": "x".repeat(70_000) }));
+        let size = serde_json::to_vec(&big).unwrap().len();
+        let (error, message) = text(&bounded("some_tool", big.clone().into(), Ok(65_536)));
+        assert_eq!(error, Some(true));
+        assert!(
+            message.starts_with(&format!(
+                "some_tool: the result takes {size} bytes, more than the message bound of 65536 bytes"
+            )),
+            "{message}"
+        );
+        let CallToolResponse::Complete(kept) =
+            bounded("some_tool", big.clone().into(), Ok(1 << 20))
+        else {
+            panic!("not a complete result");
+        };
+        assert_eq!(kept, big);
+        let refused = bounded(
+            "some_tool",
+            big.into(),
+            Err(crate::settings::MessagesError::TooSmall {
+                path: "/c/rea.toml".into(),
+                value: 5,
+            }
+            .into()),
+        );
+        let (error, message) = text(&refused);
+        assert_eq!(error, Some(true));
+        assert!(
+            message.contains("max_result_bytes = 5 is below"),
+            "{message}"
+        );
+    }
+}

@@ -27,6 +27,19 @@ pub(crate) fn fit<T: Serialize>(items: &mut Vec<T>, max_bytes: usize) -> usize {
     dropped
 }
 
+/// Ends a listing page early (see [`fit`]) to fit `bound`; `next_offset` then resumes after
+/// the last item kept, the page having started at `offset`.
+pub(crate) fn fit_listing<T: Serialize>(
+    items: &mut Vec<T>,
+    next_offset: &mut Option<u64>,
+    offset: u64,
+    bound: u64,
+) {
+    if fit(items, items_budget(bound)) > 0 {
+        *next_offset = Some(offset + items.len() as u64);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -308,7 +308,14 @@ impl Investigation {
         let (rows, total) =
             s.store()
                 .procedures(a.target_id, document.name(), request.offset, request.limit)?;
-        let page = ProcedurePage::from(Page::new(rows, total, &request));
+        let mut page = ProcedurePage::from(Page::new(rows, total, &request));
+        let bound = self.max_result_bytes()?;
+        super::bound::fit_listing(
+            &mut page.procedures,
+            &mut page.next_offset,
+            request.offset,
+            bound,
+        );
         observe::observe(
             s.store(),
             "list_procedures",
@@ -337,7 +344,14 @@ impl Investigation {
             .iter()
             .map(|d| Ok((d, native::procedures(d)?)))
             .collect::<Result<Vec<_>>>()?;
-        let page = ProcedurePage::from(inventory_page(inventories, &document, &request));
+        let mut page = ProcedurePage::from(inventory_page(inventories, &document, &request));
+        let bound = self.max_result_bytes()?;
+        super::bound::fit_listing(
+            &mut page.procedures,
+            &mut page.next_offset,
+            request.offset,
+            bound,
+        );
         let record = observe::record(
             "list_procedures",
             Some(subject_of(&target)),
@@ -372,7 +386,14 @@ impl Investigation {
             request.offset,
             request.limit,
         )?;
-        let page = ProcedurePage::from(Page::new(rows, total, &request));
+        let mut page = ProcedurePage::from(Page::new(rows, total, &request));
+        let bound = self.max_result_bytes()?;
+        super::bound::fit_listing(
+            &mut page.procedures,
+            &mut page.next_offset,
+            request.offset,
+            bound,
+        );
         observe::observe(
             s.store(),
             "search_procedures",
@@ -592,7 +613,12 @@ impl Investigation {
                     args.offset,
                     args.limit.unwrap_or(64).clamp(1, 2000),
                 );
-                let page = blocking(move || Ok(image.assembly(start, offset, limit)?)).await?;
+                let mut page = blocking(move || Ok(image.assembly(start, offset, limit)?)).await?;
+                // Paged by count; a page of long instructions ends early to fit the bound.
+                let budget = super::bound::items_budget(self.max_result_bytes()?);
+                if super::bound::fit(&mut page.instructions, budget) > 0 {
+                    page.next_offset = Some(page.offset + page.instructions.len());
+                }
                 let result = AssemblyResult::Native(About {
                     procedure: r.procedure.clone(),
                     result: page,
