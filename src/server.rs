@@ -11,11 +11,12 @@ use std::sync::{Arc, RwLock};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion, Reference,
-    ResultType, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ProtocolVersion, Reference, ResultType, Role, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -311,6 +312,39 @@ fn wire_prompt(def: &PromptDef) -> Prompt {
     p
 }
 
+/// The last guard of the message bound: operations with long output page or cut it themselves,
+/// and a result that is still larger than `bound` bytes of JSON is replaced by an error result
+/// saying so, rather than sent to a client that may close the connection over it.
+fn bounded(
+    tool: &str,
+    response: CallToolResponse,
+    bound: Result<u64, crate::investigation::InvestigationError>,
+) -> CallToolResponse {
+    let CallToolResponse::Complete(result) = &response else {
+        return response;
+    };
+    let bound = match bound {
+        Ok(bound) => bound,
+        Err(e) => {
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "{tool}: the result was not sent: {e}"
+            ))])
+            .into();
+        }
+    };
+    // Measured as it goes on the wire (the JSON-RPC envelope adds a few dozen bytes).
+    let size = serde_json::to_vec(result).map_or(u64::MAX, |v| v.len() as u64);
+    if size <= bound {
+        return response;
+    }
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "{tool}: the result takes {size} bytes, more than the message bound of {bound} bytes \
+         ([messages] max_result_bytes in rea.toml), so it was not sent; ask for a smaller page \
+         (a lower limit or a narrower range). What was recorded stays in the ledger."
+    ))])
+    .into()
+}
+
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
@@ -425,9 +459,15 @@ impl ServerHandler for ReaServer {
         }
         // Arguments that do not fit a tool's struct come back from rmcp as in-band tool errors
         // (isError) naming the mismatch, so the caller can correct them.
-        self.router
+        let response = self
+            .router
             .call(ToolCallContext::new(&self.tools, request, context))
-            .await
+            .await?;
+        Ok(bounded(
+            &name,
+            response,
+            self.investigation.max_result_bytes(),
+        ))
     }
 
     async fn list_tools(
@@ -601,4 +641,58 @@ pub fn watch_config(shared: Arc<Shared>) -> Option<notify::RecommendedWatcher> {
         }
     });
     Some(watcher)
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    fn text(response: &CallToolResponse) -> (Option<bool>, String) {
+        let CallToolResponse::Complete(r) = response else {
+            panic!("not a complete result");
+        };
+        let text = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        (r.is_error, text)
+    }
+
+    /// The last guard: a result over the bound is replaced by an error naming its size and the
+    /// bound; one within it goes out unchanged.
+    #[test]
+    fn results_over_the_bound_are_refused_not_sent() {
+        let big = CallToolResult::structured(serde_json::json!({ "data": "x".repeat(70_000) }));
+        let size = serde_json::to_vec(&big).unwrap().len();
+        let (error, message) = text(&bounded("some_tool", big.clone().into(), Ok(65_536)));
+        assert_eq!(error, Some(true));
+        assert!(
+            message.starts_with(&format!(
+                "some_tool: the result takes {size} bytes, more than the message bound of 65536 bytes"
+            )),
+            "{message}"
+        );
+        let CallToolResponse::Complete(kept) =
+            bounded("some_tool", big.clone().into(), Ok(1 << 20))
+        else {
+            panic!("not a complete result");
+        };
+        assert_eq!(kept, big);
+        let refused = bounded(
+            "some_tool",
+            big.into(),
+            Err(crate::settings::MessagesError::TooSmall {
+                path: "/c/rea.toml".into(),
+                value: 5,
+            }
+            .into()),
+        );
+        let (error, message) = text(&refused);
+        assert_eq!(error, Some(true));
+        assert!(
+            message.contains("max_result_bytes = 5 is below"),
+            "{message}"
+        );
+    }
 }

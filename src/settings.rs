@@ -6,9 +6,82 @@ use std::path::{Path, PathBuf};
 
 use crate::fsroot::{NewFile, Opened, Roots};
 
-/// The operator's configuration file in `$REA_CONFIG_DIR`: the capture policy (`[capture]`) and
-/// deep providers' settings (`[providers.angr]`).
+/// The operator's configuration file in `$REA_CONFIG_DIR`: the capture policy (`[capture]`),
+/// deep providers' settings (`[providers.angr]`) and the message bound (`[messages]`).
 pub const CONFIG_FILE_NAME: &str = "rea.toml";
+
+/// The largest tool result rea sends when `rea.toml` sets no other (`[messages]
+/// max_result_bytes`): 1 MiB, under every MCP client's message limit that we know of.
+pub const DEFAULT_MAX_RESULT_BYTES: u64 = 1 << 20;
+
+/// The smallest bound an operator may set: a capture's or a listing's envelope (scenario, limits,
+/// Evidence inline) must still fit beside a useful part of its output.
+pub const MIN_MAX_RESULT_BYTES: u64 = 64 << 10;
+
+/// Why the `[messages]` table of `rea.toml` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MessagesError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The configuration file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not TOML, or `[messages]` has a wrong type or an unknown key.
+    #[error("{path}: the [messages] table is not valid: {reason}")]
+    Syntax {
+        /// The configuration file.
+        path: PathBuf,
+        /// What the TOML parser said.
+        reason: String,
+    },
+    /// `max_result_bytes` is below the smallest bound that still holds a result.
+    #[error(
+        "{path}: [messages] max_result_bytes = {value} is below the smallest bound {MIN_MAX_RESULT_BYTES}; raise it or remove the key for the default {DEFAULT_MAX_RESULT_BYTES}"
+    )]
+    TooSmall {
+        /// The configuration file.
+        path: PathBuf,
+        /// The value set.
+        value: u64,
+    },
+}
+
+/// The part of `rea.toml` read here; other tables belong to other modules.
+#[derive(serde::Deserialize, Default)]
+struct ConfigFile {
+    #[serde(default)]
+    messages: Option<MessagesTable>,
+}
+
+/// `[messages]`: how large one message to the client may be.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessagesTable {
+    max_result_bytes: Option<u64>,
+}
+
+/// The message bound a `rea.toml` text sets (the default when it sets none).
+pub fn max_result_bytes_from_toml(text: &str, path: &Path) -> Result<u64, MessagesError> {
+    let file: ConfigFile = toml::from_str(text).map_err(|e| MessagesError::Syntax {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let value = file
+        .messages
+        .and_then(|m| m.max_result_bytes)
+        .unwrap_or(DEFAULT_MAX_RESULT_BYTES);
+    if value < MIN_MAX_RESULT_BYTES {
+        return Err(MessagesError::TooSmall {
+            path: path.to_owned(),
+            value,
+        });
+    }
+    Ok(value)
+}
 
 /// Operator settings shared by every connection.
 #[derive(Debug, Clone)]
@@ -46,6 +119,21 @@ impl Settings {
         self.config_dir.as_ref().map(|d| d.join("prompts"))
     }
 
+    /// The largest tool result to send, in bytes of its JSON: `[messages] max_result_bytes` of
+    /// `rea.toml`, else [`DEFAULT_MAX_RESULT_BYTES`]. Read at each use (a small file), so an
+    /// operator's change applies to the next call without a restart.
+    pub fn max_result_bytes(&self) -> Result<u64, MessagesError> {
+        let Some(dir) = &self.config_dir else {
+            return Ok(DEFAULT_MAX_RESULT_BYTES);
+        };
+        let path = dir.join(CONFIG_FILE_NAME);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => max_result_bytes_from_toml(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DEFAULT_MAX_RESULT_BYTES),
+            Err(source) => Err(MessagesError::Read { path, source }),
+        }
+    }
+
     /// Resolves `path` beneath the allowed roots and opens it: the returned file or directory is
     /// what the operation reads from then on, by descriptor (see [`crate::fsroot`]).
     pub fn check_path(&self, path: &Path) -> Result<Opened, String> {
@@ -56,5 +144,30 @@ impl Settings {
     /// the allowed roots; the file is created in it by descriptor.
     pub fn check_new_path(&self, path: &Path) -> Result<NewFile, String> {
         self.allowed_roots.open_new(path).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_bound_is_read_from_its_table() {
+        let path = Path::new("/etc/rea/rea.toml");
+        assert_eq!(
+            max_result_bytes_from_toml("[capture]\nenabled = true\n", path).unwrap(),
+            1_048_576
+        );
+        assert_eq!(
+            max_result_bytes_from_toml("[messages]\nmax_result_bytes = 200000\n", path).unwrap(),
+            200_000
+        );
+        let small = max_result_bytes_from_toml("[messages]\nmax_result_bytes = 100\n", path);
+        assert!(matches!(
+            small,
+            Err(MessagesError::TooSmall { value: 100, .. })
+        ));
+        let typo = max_result_bytes_from_toml("[messages]\nmax_bytes = 100000\n", path);
+        assert!(matches!(typo, Err(MessagesError::Syntax { .. })));
     }
 }

@@ -126,8 +126,19 @@ pub fn complete(
     })
 }
 
-/// `auto`, plus the deep candidates for the active target's format when a target is open. Looking
-/// for candidates reads PATH; it never starts them, and without a target it does not even look.
+/// The candidates a `provider_id` may name: those that some tool taking one runs (objdump and
+/// llvm-objdump for procedure_assembly), never one every such tool would refuse (gdb, angr…).
+fn offered(candidates: Vec<crate::providers::deep::Candidate>) -> impl Iterator<Item = String> {
+    use crate::providers::deep::{PROVIDER_TOOLS, answers};
+    candidates
+        .into_iter()
+        .filter(|c| PROVIDER_TOOLS.iter().any(|tool| answers(c, tool)))
+        .map(|c| c.id)
+}
+
+/// `auto`, plus the deep candidates for the active target's format that a tool taking
+/// `provider_id` accepts, when a target is open. Looking for candidates reads PATH; it never
+/// starts them, and without a target it does not even look.
 fn complete_providers(
     session: Option<&ReadOnlyStore>,
     typed: &str,
@@ -136,11 +147,10 @@ fn complete_providers(
     let mut candidates = vec![crate::providers::native::PROVIDER_ID.to_owned()];
     match session.map(ReadOnlyStore::active_target) {
         Some(Ok(Some(target))) => {
-            candidates.extend(
-                crate::providers::deep::candidates(target.format.as_str(), None)
-                    .into_iter()
-                    .map(|c| c.id),
-            );
+            candidates.extend(offered(crate::providers::deep::candidates(
+                target.format.as_str(),
+                None,
+            )));
         }
         Some(Err(error)) => {
             tracing::warn!(%error, "provider completion could not read the active target; answering with no values");
@@ -149,4 +159,49 @@ fn complete_providers(
         _ => {}
     }
     complete_in_memory(candidates, typed, limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 17 item 7 / issue 15 item 11: gdb was offered as a provider_id that
+    /// procedure_assembly then refused.
+    #[test]
+    fn only_providers_a_tool_accepts_are_offered_regression_17() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "gdb",
+            "objdump",
+            "llvm-objdump-14",
+            "radare2",
+            "rizin",
+            "analyzeHeadless",
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = dir.path().as_os_str();
+        let found = crate::providers::deep::candidates_with("elf", Some(path), None);
+        let ids: Vec<&str> = found.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "gdb",
+                "ghidra",
+                "llvm-objdump-14",
+                "objdump",
+                "radare2",
+                "rizin"
+            ]
+        );
+        assert_eq!(
+            offered(found).collect::<Vec<_>>(),
+            ["llvm-objdump-14", "objdump"]
+        );
+        let macho = crate::providers::deep::candidates_with("macho", Some(path), None);
+        assert_eq!(offered(macho).collect::<Vec<_>>(), ["llvm-objdump-14"]);
+    }
 }

@@ -17,6 +17,7 @@
 //!   at a time, and every operation reads one immutable snapshot of it.
 //! - `native`: documents, procedures, strings, assembly, call graph, cross-references, dossiers.
 //! - `artifacts`: inventories, their comparison and reconstruction verification.
+//! - `bound`: pages ended early to fit the message bound.
 //! - `javascript`: JavaScript/Electron application analysis.
 //! - `capture`: bounded process capture and the comparison of two captures.
 //! - `ledger`: reading and exporting the Evidence ledger.
@@ -25,6 +26,7 @@
 
 mod args;
 mod artifacts;
+mod bound;
 mod capture;
 mod doctor;
 mod javascript;
@@ -42,7 +44,10 @@ pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderC
 pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
 };
-pub use capture::{CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure};
+pub use capture::{
+    CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, FrameProcedure,
+    OUTPUT_PAGE_OPERATION, OutputPage,
+};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{
@@ -144,6 +149,9 @@ pub enum InvestigationError {
     /// A result could not be serialized into its record.
     #[error("a result could not be serialized: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The operator's message bound in `rea.toml` cannot be used.
+    #[error(transparent)]
+    Messages(#[from] crate::settings::MessagesError),
     /// A worker thread of the operation failed.
     #[error("the operation's worker failed: {0}")]
     Worker(#[from] tokio::task::JoinError),
@@ -235,6 +243,12 @@ impl Investigation {
             policy,
             session: session::SessionSlot::default(),
         }
+    }
+
+    /// The largest result an operation may return, in bytes of JSON (see
+    /// [`Settings::max_result_bytes`]); operations with long output page or cut to fit it.
+    pub fn max_result_bytes(&self) -> Result<u64> {
+        Ok(self.settings.max_result_bytes()?)
     }
 
     /// Resolves `path` beneath the operator's allowed roots and opens it: what the operation

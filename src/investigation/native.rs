@@ -308,7 +308,14 @@ impl Investigation {
         let (rows, total) =
             s.store()
                 .procedures(a.target_id, document.name(), request.offset, request.limit)?;
-        let page = ProcedurePage::from(Page::new(rows, total, &request));
+        let mut page = ProcedurePage::from(Page::new(rows, total, &request));
+        let bound = self.max_result_bytes()?;
+        super::bound::fit_listing(
+            &mut page.procedures,
+            &mut page.next_offset,
+            request.offset,
+            bound,
+        );
         observe::observe(
             s.store(),
             "list_procedures",
@@ -337,7 +344,14 @@ impl Investigation {
             .iter()
             .map(|d| Ok((d, native::procedures(d)?)))
             .collect::<Result<Vec<_>>>()?;
-        let page = ProcedurePage::from(inventory_page(inventories, &document, &request));
+        let mut page = ProcedurePage::from(inventory_page(inventories, &document, &request));
+        let bound = self.max_result_bytes()?;
+        super::bound::fit_listing(
+            &mut page.procedures,
+            &mut page.next_offset,
+            request.offset,
+            bound,
+        );
         let record = observe::record(
             "list_procedures",
             Some(subject_of(&target)),
@@ -372,7 +386,14 @@ impl Investigation {
             request.offset,
             request.limit,
         )?;
-        let page = ProcedurePage::from(Page::new(rows, total, &request));
+        let mut page = ProcedurePage::from(Page::new(rows, total, &request));
+        let bound = self.max_result_bytes()?;
+        super::bound::fit_listing(
+            &mut page.procedures,
+            &mut page.next_offset,
+            request.offset,
+            bound,
+        );
         observe::observe(
             s.store(),
             "search_procedures",
@@ -530,7 +551,13 @@ impl Investigation {
             limit: args.limit.unwrap_or(50).clamp(1, 1000),
             include_code: args.include_code.unwrap_or(true),
         };
-        let matches = blocking(move || Ok(image.strings(&query)?)).await?;
+        let mut matches = blocking(move || Ok(image.strings(&query)?)).await?;
+        // Long strings are cut at 512 characters each; a page of many ends early to fit the
+        // message bound, and its next_offset resumes after the last match shown.
+        let budget = super::bound::items_budget(self.max_result_bytes()?);
+        if super::bound::fit(&mut matches.matches, budget) > 0 {
+            matches.next_offset = Some(matches.offset + matches.matches.len());
+        }
         let found = StringsFound {
             document: doc.name.clone(),
             matches,
@@ -586,7 +613,12 @@ impl Investigation {
                     args.offset,
                     args.limit.unwrap_or(64).clamp(1, 2000),
                 );
-                let page = blocking(move || Ok(image.assembly(start, offset, limit)?)).await?;
+                let mut page = blocking(move || Ok(image.assembly(start, offset, limit)?)).await?;
+                // Paged by count; a page of long instructions ends early to fit the bound.
+                let budget = super::bound::items_budget(self.max_result_bytes()?);
+                if super::bound::fit(&mut page.instructions, budget) > 0 {
+                    page.next_offset = Some(page.offset + page.instructions.len());
+                }
                 let result = AssemblyResult::Native(About {
                     procedure: r.procedure.clone(),
                     result: page,
@@ -617,9 +649,12 @@ impl Investigation {
                     .unwrap_or(start.saturating_add(0x1000));
                 let d = r.doc.clone();
                 let (offset, limit) = (args.offset, args.limit.unwrap_or(64).clamp(1, 2000));
+                // The result is sent twice (text and structured content) beside its envelope:
+                // a quarter of the bound for the instructions keeps the whole under it.
+                let max_bytes = usize::try_from(self.max_result_bytes()? / 4).unwrap_or(usize::MAX);
                 let output = blocking(move || {
-                    Ok(deep::run_assembly_page(
-                        &candidate, &d, start, end, offset, limit,
+                    Ok(deep::run_assembly_page_within(
+                        &candidate, &d, start, end, offset, limit, max_bytes,
                     )?)
                 })
                 .await?;

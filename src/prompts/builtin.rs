@@ -124,6 +124,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
                 step("open_binary", "If target_path is given and is not the active target, open it with open_binary."),
                 step("get_evidence", "If capture_evidence_id is given, read that capture: signal, faulting address, instruction pointer and the procedure it maps to."),
                 step("capture_process_scenario", "If no capture exists and the operator has enabled process capture, reproduce the crash in a bounded scenario (approved: true) to get the faulting address."),
+                note("Use the capture's backtrace to see how the program got there: fault.backtrace.frames lists the calls innermost first, with registers at the fault, and frame_procedures maps each frame to the active target's procedure (address and name) or names the module it is in. Note why the walk ended (fault.backtrace.end) before trusting the outer frames."),
                 step("procedure_info", "Look up the procedure containing the faulting address, or the requested procedure."),
                 step("procedure_assembly", "Read the instructions around the fault."),
                 step("procedure_callers", "Walk callers to find the paths that reach it."),

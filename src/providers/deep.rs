@@ -485,8 +485,22 @@ fn document_file(doc: &DocumentSpec) -> Result<(RegularFile, OsString), DeepErro
     Ok((file, name))
 }
 
+/// The tools whose `provider_id` argument takes a deep provider: what provider completion offers
+/// candidates for. A tool that starts taking one is added here and to [`answers`].
+pub const PROVIDER_TOOLS: [&str; 1] = ["procedure_assembly"];
+
+/// Whether rea runs `tool` with candidate `c`: `procedure_assembly` (and `list_procedures` of a
+/// deep inventory) with objdump or llvm-objdump only; gdb, radare2, rizin, Ghidra and angr are
+/// found and reported by doctor but answer none of these tools.
+pub fn answers(c: &Candidate, tool: &str) -> bool {
+    match tool {
+        "procedure_assembly" | "list_procedures" => c.id == "objdump" || is_llvm(c),
+        _ => false,
+    }
+}
+
 fn require_objdump(c: &Candidate, operation: &'static str) -> Result<(), DeepError> {
-    if c.id == "objdump" || is_llvm(c) {
+    if answers(c, operation) {
         Ok(())
     } else {
         Err(DeepError::Unsupported {
@@ -677,8 +691,33 @@ pub fn page(
     offset: usize,
     limit: usize,
 ) -> DeepAssemblyPage {
+    page_within(instructions, end, offset, limit, usize::MAX)
+}
+
+/// [`page`], ending the page early once its instructions would take more than `max_bytes` of
+/// JSON (at least one instruction is shown, so paging always moves on); `next_offset` then
+/// names the first instruction left out.
+pub fn page_within(
+    instructions: Vec<DeepInstruction>,
+    end: u64,
+    offset: usize,
+    limit: usize,
+    max_bytes: usize,
+) -> DeepAssemblyPage {
     let total = instructions.len();
-    let shown: Vec<DeepInstruction> = instructions.into_iter().skip(offset).take(limit).collect();
+    let mut used = 0usize;
+    let shown: Vec<DeepInstruction> = instructions
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .enumerate()
+        .take_while(|(index, i)| {
+            // One comma between items; a failed measure counts as too large.
+            used = used.saturating_add(serde_json::to_vec(i).map_or(usize::MAX, |v| v.len() + 1));
+            *index == 0 || used <= max_bytes
+        })
+        .map(|(_, i)| i)
+        .collect();
     let shown_end = offset.saturating_add(shown.len());
     DeepAssemblyPage {
         end,
@@ -753,12 +792,26 @@ pub fn run_assembly_page(
     offset: usize,
     limit: usize,
 ) -> Result<DeepOutput<DeepAssemblyPage>, DeepError> {
+    run_assembly_page_within(c, doc, start, end, offset, limit, usize::MAX)
+}
+
+/// [`run_assembly_page`] with at most `max_bytes` of instructions' JSON in the page (see
+/// [`page_within`]).
+pub fn run_assembly_page_within(
+    c: &Candidate,
+    doc: &DocumentSpec,
+    start: u64,
+    end: u64,
+    offset: usize,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<DeepOutput<DeepAssemblyPage>, DeepError> {
     let output = run_assembly(c, doc, start, end)?;
     Ok(DeepOutput {
         provider: output.provider,
         name: output.name,
         version: output.version,
-        result: page(output.result, end, offset, limit),
+        result: page_within(output.result, end, offset, limit, max_bytes),
     })
 }
 
@@ -1127,7 +1180,17 @@ mod tests {
         assert_eq!(last.instructions[0].address, 0x1028);
         assert_eq!(last.instructions.len(), 2);
         assert_eq!(last.next_offset, None);
-        assert!(page(listing, 0x1030, 20, 5).instructions.is_empty());
+        assert!(page(listing.clone(), 0x1030, 20, 5).instructions.is_empty());
+        // {"address":"0x1000","bytes":"1f2003d5","text":"nop"} is 52 bytes, 53 with its comma:
+        // three take 159 bytes, four would take 212.
+        assert_eq!(serde_json::to_vec(&listing[0]).unwrap().len(), 52);
+        let bounded = page_within(listing.clone(), 0x1030, 0, 12, 160);
+        assert_eq!(bounded.instructions.len(), 3);
+        assert_eq!(bounded.next_offset, Some(3));
+        assert_eq!(bounded.total_instructions, 12);
+        let at_least_one = page_within(listing, 0x1030, 11, 5, 10);
+        assert_eq!(at_least_one.instructions.len(), 1);
+        assert_eq!(at_least_one.next_offset, None);
     }
 
     /// The deep provider is given the descriptor kept since admission (`/proc/self/fd/N`), so a

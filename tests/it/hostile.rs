@@ -60,11 +60,19 @@ impl Run {
 /// their results with the server's peak RSS.
 fn serve(roots: Option<&Path>, calls: &[(&str, Value)]) -> Run {
     let state = tempfile::tempdir().unwrap();
+    // These tests measure the time and memory hostile inputs cost, not the message bound
+    // (tests/it/bounded.rs): analyze_javascript_application lists every module unpaged, 3.9 MB
+    // for the 200,000-file asar, which the default 1 MiB bound refuses.
+    std::fs::write(
+        state.path().join("rea.toml"),
+        "[messages]\nmax_result_bytes = 67108864\n",
+    )
+    .unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_rea"));
     command
         .arg("serve")
         .env("REA_STATE_DIR", state.path())
-        .env_remove("REA_CONFIG_DIR")
+        .env("REA_CONFIG_DIR", state.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());

@@ -37,7 +37,7 @@ pub use compare::{
     NormalizationRule, Verdict, compare, validate_rules,
 };
 pub use outcome::{
-    Capture, CapturedStream, EndedBy, ExecutableFormat, Fault, LeaderMemory, Limits,
+    Capture, CapturedStream, DataTruncated, EndedBy, ExecutableFormat, Fault, LeaderMemory, Limits,
     NetworkIsolation, OutputOverflow, ScenarioEcho, SignalId, StreamEncoding, Termination,
 };
 pub use policy::{CONFIG_FILE_NAME, Policy, PolicyError, load_policy};

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use super::backtrace::{Backtrace, RegisterValue};
+use crate::ids::EvidenceId;
 
 /// What happens when a program writes more than the cap to stdout or stderr.
 #[derive(
@@ -218,6 +219,22 @@ pub struct CapturedStream {
     pub total_bytes: u64,
     /// Whether bytes were discarded: the stream went past its cap.
     pub truncated: bool,
+    /// Set when `data` holds only the first bytes of the kept bytes, so that the result fits the
+    /// message bound; every kept byte is then in a chain of Evidence pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_truncated: Option<DataTruncated>,
+}
+
+/// Where the kept bytes of a stream cut for the message bound are: `pages` Evidence records of
+/// operation `capture_output_page`, the first named here and each naming the next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DataTruncated {
+    /// How many of the kept bytes `data` holds (a prefix).
+    pub inline_bytes: u64,
+    /// How many pages hold all `captured_bytes`.
+    pub pages: u64,
+    /// The first page (read it with get_evidence; its `next_page` names the next).
+    pub first_page: EvidenceId,
 }
 
 impl CapturedStream {
@@ -243,6 +260,7 @@ impl CapturedStream {
             captured_bytes: captured as u64,
             total_bytes,
             truncated,
+            data_truncated: None,
         }
     }
 
