@@ -26,6 +26,7 @@
 mod args;
 mod artifacts;
 mod capture;
+mod compare;
 mod doctor;
 mod javascript;
 mod ledger;
@@ -43,6 +44,7 @@ pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
 };
 pub use capture::{CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure};
+pub use compare::{CallPathsArgs, CompareProceduresArgs};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{

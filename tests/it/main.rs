@@ -10,6 +10,7 @@ mod backtrace;
 mod capture;
 mod cli_output;
 mod common;
+mod compare;
 mod completion;
 mod corpus;
 mod crash;
