@@ -278,11 +278,15 @@ impl SessionSlot {
 
 /// A snapshot of a session that has just been created or resumed.
 fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
+    let opened = OpenedTargets::default();
+    if let Some(a) = &active {
+        opened.remember(&a.target);
+    }
     Snapshot {
         session: Arc::new(OpenSession {
             session,
             images: ImageCache::default(),
-            opened: OpenedTargets::default(),
+            opened,
         }),
         active: active.map(Arc::new),
     }

@@ -202,6 +202,7 @@ async fn compare_artifacts_counts_procedures_not_names_regression_15() {
         )
         .await;
     let p = &added["procedures"];
+    assert_eq!(p["status"], "different", "{p}");
     assert_eq!(totals(p), ("different", 1, 0, 0, stripped_procs), "{p}");
     assert_eq!(p["parts"].as_array().unwrap().len(), 1, "{p}");
     assert_eq!(p["parts"][0]["added_total"], 1);
@@ -214,6 +215,7 @@ async fn compare_artifacts_counts_procedures_not_names_regression_15() {
         )
         .await;
     let p = &changed["procedures"];
+    assert_eq!(p["status"], "different", "{p}");
     assert_eq!(totals(p), ("different", 0, 0, 1, procs - 1), "{p}");
     assert_eq!(
         p["matched_by"]["name"], procs,

@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
-
 pytestmark = pytest.mark.anyio
 
-STORE = REPO / "src" / "analyzers" / "procdiff" / "testdata" / "store.c"
+STORE = Path(__file__).resolve().parents[2] / "src" / "analyzers" / "procdiff" / "testdata" / "store.c"
 
 CALLS = r"""
 #include <stdio.h>
