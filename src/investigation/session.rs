@@ -165,6 +165,8 @@ pub(crate) struct OpenSession {
     /// Every target this process opened in the session, held by descriptor, so comparisons
     /// can read a side that is no longer active.
     pub opened: OpenedTargets,
+    /// The last procedure comparison and call graph.
+    pub analyses: super::compare::AnalysisCache,
 }
 
 /// Targets opened in a session, by digest, most recent first.
@@ -287,6 +289,7 @@ fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
             session,
             images: ImageCache::default(),
             opened,
+            analyses: Default::default(),
         }),
         active: active.map(Arc::new),
     }
