@@ -7,7 +7,6 @@
 //! completion in that same transaction. Page ids are digests of the page records, so the whole
 //! recording is built before anything is stored, and without a session for the command line.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use schemars::JsonSchema;
@@ -20,10 +19,11 @@ use crate::analyzers::artifact::{
     InventoryEvidence, InventorySummary, Manifest, OccurrencePage, OccurrenceSet,
     ProcedureEvidence, ProviderStamp as InventoryStamp, ReconstructionSpec, Verdict,
 };
+use crate::analyzers::procdiff::ProcedureDiffPage;
 use crate::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp, Subject};
 use crate::fsroot::Deadline;
 use crate::ids::{EvidenceId, ManifestId};
-use crate::providers::native::{self, Target};
+use crate::providers::native::Target;
 use crate::store::{
     LoadError, ManifestRegistration, OccurrenceRegistration, OccurrenceRow, ReadOnlyStore,
     Recording,
@@ -227,38 +227,14 @@ fn load_inventory(store: &ReadOnlyStore, evidence: &EvidenceId) -> Result<Invent
     })
 }
 
-/// Procedure names per document of the target with this digest, when the session opened it.
-fn stored_procedure_names(
-    store: &ReadOnlyStore,
-    sha256: &str,
-) -> Result<Option<artifact::ProcedureNames>> {
-    let Some(target) = store.targets()?.into_iter().find(|t| t.sha256 == sha256) else {
-        return Ok(None);
-    };
-    let mut names = artifact::ProcedureNames::new();
-    for doc in store.documents(target.id)? {
-        let set: BTreeSet<String> = store
-            .document_procedures(target.id, &doc.name)?
-            .into_iter()
-            .filter_map(|p| p.name)
-            .collect();
-        names.insert(doc.name, set);
-    }
-    Ok(Some(names))
-}
-
-/// Procedure names per document of `target`, read by the native provider (what opening it
-/// stores).
-fn procedure_names(target: &Target) -> Result<artifact::ProcedureNames> {
-    let mut names = artifact::ProcedureNames::new();
-    for doc in &target.documents {
-        let set = native::procedures(doc)?
-            .into_iter()
-            .filter_map(|p| p.name)
-            .collect();
-        names.insert(doc.name.clone(), set);
-    }
-    Ok(names)
+/// The documents of `target` by part path: what `compare_artifacts` compares function by
+/// function when a part changed.
+fn part_documents(target: &Target) -> artifact::PartDocuments {
+    target
+        .documents
+        .iter()
+        .map(|doc| (doc.name.clone(), doc.clone()))
+        .collect()
 }
 
 /// The record of a comparison of the inventories carried by `left` and `right`.
@@ -310,10 +286,23 @@ impl Investigation {
         let (right_ev, right_sha) = side(&args.right_manifest_id)?;
         let left = load_inventory(&store, &left_ev)?;
         let right = load_inventory(&store, &right_ev)?;
-        let left_procs = stored_procedure_names(&store, &left_sha)?;
-        let right_procs = stored_procedure_names(&store, &right_sha)?;
-        let comparison =
-            artifact::compare(&left, &right, left_procs.as_ref(), right_procs.as_ref());
+        // Only targets this process opened are held by descriptor; a side opened before a
+        // restart leaves the procedures unknown until it is opened again.
+        let left_docs = s.session.opened.find(&left_sha).map(|t| part_documents(&t));
+        let right_docs = s
+            .session
+            .opened
+            .find(&right_sha)
+            .map(|t| part_documents(&t));
+        let comparison = blocking(move || {
+            Ok(artifact::compare(
+                &left,
+                &right,
+                left_docs.as_ref(),
+                right_docs.as_ref(),
+            ))
+        })
+        .await?;
         let recording = comparison_recording(&args, &comparison, left_ev, right_ev)?;
         observe::commit(&store, recording, comparison).await
     }
@@ -324,11 +313,7 @@ impl Investigation {
         let sides = [left, right].map(|path| -> Result<_> {
             let target = super::admit(&self.checked_path(path)?)?;
             let (inventory, _, recording) = inspect_target(&target, &InspectArgs::default())?;
-            Ok((
-                inventory,
-                recording.primary_id()?,
-                procedure_names(&target)?,
-            ))
+            Ok((inventory, recording.primary_id()?, part_documents(&target)))
         });
         let [left, right] = sides;
         let (left, right) = (left?, right?);
@@ -381,6 +366,15 @@ impl Investigation {
                     names,
                     complete: true,
                 });
+            }
+        }
+        for ev in store.evidence_ids_of("compare_procedures")? {
+            if let Ok(loaded) = store.load::<ProcedureDiffPage>(&ev, "compare_procedures") {
+                view.procedure_comparisons
+                    .push(artifact::ProcedureComparisonEvidence {
+                        evidence_id: ev.to_string(),
+                        page: loaded.result,
+                    });
             }
         }
         let verdict = artifact::verify(&args.spec, &view);

@@ -28,6 +28,7 @@ mod args;
 mod artifacts;
 mod bound;
 mod capture;
+mod compare;
 mod doctor;
 mod javascript;
 mod ledger;
@@ -48,6 +49,7 @@ pub use capture::{
     CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, FrameProcedure,
     OUTPUT_PAGE_OPERATION, OutputPage,
 };
+pub use compare::{CallPathsArgs, CompareProceduresArgs};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{

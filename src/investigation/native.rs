@@ -243,9 +243,9 @@ pub enum AssemblyResult {
 
 /// A procedure resolved in one snapshot: its document, the procedure, and the address asked
 /// about when it lies inside the procedure rather than at its start.
-struct Resolved {
-    doc: DocumentSpec,
-    procedure: ResolvedProcedure,
+pub(super) struct Resolved {
+    pub(super) doc: DocumentSpec,
+    pub(super) procedure: ResolvedProcedure,
     inside: Option<u64>,
 }
 
@@ -407,7 +407,7 @@ impl Investigation {
 
     /// Resolves a procedure selector against the snapshot's inventory (and, for an address
     /// inside a procedure, the document's image).
-    async fn resolve_procedure(
+    pub(super) async fn resolve_procedure(
         &self,
         s: &Snapshot,
         a: &ActiveTarget,

@@ -162,6 +162,37 @@ pub(crate) struct ActiveTarget {
 pub(crate) struct OpenSession {
     pub session: Session,
     pub images: ImageCache,
+    /// Every target this process opened in the session, held by descriptor, so comparisons
+    /// can read a side that is no longer active.
+    pub opened: OpenedTargets,
+    /// The last procedure comparison and call graph.
+    pub analyses: super::compare::AnalysisCache,
+}
+
+/// Targets opened in a session, by digest, most recent first.
+#[derive(Debug, Default)]
+pub(crate) struct OpenedTargets(Mutex<Vec<Target>>);
+
+/// Most targets kept open for comparisons; each holds a descriptor.
+const OPENED_TARGETS: usize = 16;
+
+impl OpenedTargets {
+    fn remember(&self, target: &Target) {
+        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        list.retain(|t| t.sha256 != target.sha256);
+        list.insert(0, target.clone());
+        list.truncate(OPENED_TARGETS);
+    }
+
+    /// The target with this digest, when this process opened it in the session.
+    pub fn find(&self, sha256: &str) -> Option<Target> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|t| t.sha256 == sha256)
+            .cloned()
+    }
 }
 
 /// The session and active target one operation works on, as they were when it began.
@@ -249,10 +280,16 @@ impl SessionSlot {
 
 /// A snapshot of a session that has just been created or resumed.
 fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
+    let opened = OpenedTargets::default();
+    if let Some(a) = &active {
+        opened.remember(&a.target);
+    }
     Snapshot {
         session: Arc::new(OpenSession {
             session,
             images: ImageCache::default(),
+            opened,
+            analyses: Default::default(),
         }),
         active: active.map(Arc::new),
     }
@@ -411,6 +448,7 @@ impl Investigation {
         let target_id = committed
             .target_id
             .ok_or_else(|| InvestigationError::SessionState("the target was not stored".into()))?;
+        snapshot.session.opened.remember(&target);
         t.replace(Some(Snapshot {
             session: snapshot.session.clone(),
             active: Some(Arc::new(ActiveTarget { target, target_id })),

@@ -11,6 +11,7 @@ mod bounded;
 mod capture;
 mod cli_output;
 mod common;
+mod compare;
 mod completion;
 mod corpus;
 mod crash;

@@ -7,13 +7,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::analyzers::procdiff::{self, MatchedBy, ProceduresSummary};
+use crate::providers::native::DocumentSpec;
+
 use super::{
     Edge, EdgeKind, Inventory, KindGap, ManifestId, OccurrenceKind, Part, PartKind, ProviderStamp,
     TargetInfo, TargetKind,
 };
 
-/// Procedure names per part path (a document: a thin executable, a slice `<file>#<arch>`, …).
-pub type ProcedureNames = BTreeMap<String, BTreeSet<String>>;
+/// The analyzable document of each part path of one side (a thin executable, a slice
+/// `<file>#<arch>`, …), whose procedures are compared function by function when its digest
+/// changed.
+pub type PartDocuments = BTreeMap<String, DocumentSpec>;
 
 /// Most entries listed per added/removed/changed list; totals are always exact.
 pub const MAX_LISTED: usize = 1_000;
@@ -146,7 +151,7 @@ pub struct OccurrenceKindDiff {
     pub removed_total: u64,
 }
 
-/// Procedure differences of one changed executable part.
+/// Procedure differences of one changed executable part, function by function.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ProcedurePartDiff {
     /// Part path (right side's spelling).
@@ -156,23 +161,64 @@ pub struct ProcedurePartDiff {
     /// Why it is unknown, if it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Procedure names only on the right (first [`MAX_LISTED`]).
-    pub added: Vec<String>,
-    /// Procedure names only on the left (first [`MAX_LISTED`]).
-    pub removed: Vec<String>,
-    /// Exact number added.
+    /// Exact number of procedures only on the right.
     pub added_total: u64,
-    /// Exact number removed.
+    /// Exact number of procedures only on the left.
     pub removed_total: u64,
+    /// Exact number of matched procedures that differ.
+    pub changed_total: u64,
+    /// Exact number of matched procedures that do not differ.
+    pub unchanged_total: u64,
+    /// Matched pairs per pass.
+    pub matched_by: MatchedBy,
 }
 
-/// Procedure differences of changed executables.
+impl ProcedurePartDiff {
+    fn of(part: &str, summary: &ProceduresSummary) -> ProcedurePartDiff {
+        ProcedurePartDiff {
+            part: part.to_owned(),
+            status: summary.status,
+            reason: (!summary.reasons.is_empty()).then(|| summary.reasons.join("; ")),
+            added_total: summary.added_total,
+            removed_total: summary.removed_total,
+            changed_total: summary.changed_total,
+            unchanged_total: summary.unchanged_total,
+            matched_by: summary.matched_by,
+        }
+    }
+
+    fn unknown(part: &str, reason: String) -> ProcedurePartDiff {
+        ProcedurePartDiff {
+            part: part.to_owned(),
+            status: DimensionStatus::Unknown,
+            reason: Some(reason),
+            added_total: 0,
+            removed_total: 0,
+            changed_total: 0,
+            unchanged_total: 0,
+            matched_by: MatchedBy::default(),
+        }
+    }
+}
+
+/// Procedure differences of changed executables: the totals of every changed part.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ProceduresDiff {
-    /// Outcome across all changed executables.
+    /// Outcome across all changed executables: `equal` only when every changed executable's
+    /// procedures all matched unchanged.
     pub status: DimensionStatus,
     /// Why the outcome is unknown, if it is.
     pub reasons: Vec<String>,
+    /// Exact number of procedures only on the right.
+    pub added_total: u64,
+    /// Exact number of procedures only on the left.
+    pub removed_total: u64,
+    /// Exact number of matched procedures that differ.
+    pub changed_total: u64,
+    /// Exact number of matched procedures that do not differ.
+    pub unchanged_total: u64,
+    /// Matched pairs per pass.
+    pub matched_by: MatchedBy,
     /// One entry per changed executable part.
     pub parts: Vec<ProcedurePartDiff>,
 }
@@ -308,13 +354,14 @@ fn kind_reasons(
     reasons
 }
 
-/// Compares `left` (reference) with `right`. Procedure names, when given for both sides, are
-/// compared for executables whose digest changed.
+/// Compares `left` (reference) with `right`. The procedures of executables whose digest changed
+/// are compared function by function when both sides' documents are given. Blocking: that
+/// comparison decodes every procedure of both documents.
 pub fn compare(
     left: &Inventory,
     right: &Inventory,
-    left_procs: Option<&ProcedureNames>,
-    right_procs: Option<&ProcedureNames>,
+    left_docs: Option<&PartDocuments>,
+    right_docs: Option<&PartDocuments>,
 ) -> Comparison {
     let left_side = side(left);
     let right_side = side(right);
@@ -413,7 +460,7 @@ pub fn compare(
         })
         .collect();
 
-    let procedures = compare_procedures(right, &parts, &aligner, left_procs, right_procs);
+    let procedures = compare_procedures(right, &parts, &aligner, left_docs, right_docs);
 
     Comparison {
         left: left_side,
@@ -605,12 +652,17 @@ fn compare_procedures(
     right: &Inventory,
     parts: &PartsDiff,
     aligner: &Aligner,
-    left_procs: Option<&ProcedureNames>,
-    right_procs: Option<&ProcedureNames>,
+    left_docs: Option<&PartDocuments>,
+    right_docs: Option<&PartDocuments>,
 ) -> ProceduresDiff {
     let mut diff = ProceduresDiff {
         status: DimensionStatus::Unknown,
         reasons: Vec::new(),
+        added_total: 0,
+        removed_total: 0,
+        changed_total: 0,
+        unchanged_total: 0,
+        matched_by: MatchedBy::default(),
         parts: Vec::new(),
     };
     if parts.status == DimensionStatus::Unknown {
@@ -643,36 +695,25 @@ fn compare_procedures(
         })
         .collect();
     if changed.is_empty() {
-        // Identical digests imply identical procedures; nothing needs names.
+        // Identical digests imply identical procedures; nothing needs decoding.
         diff.status = DimensionStatus::Equal;
         return diff;
     }
-    let (Some(left_procs), Some(right_procs)) = (left_procs, right_procs) else {
+    let (Some(left_docs), Some(right_docs)) = (left_docs, right_docs) else {
         diff.reasons.push(format!(
-            "{} executable part(s) changed but procedure names were not supplied for both sides",
+            "{} executable part(s) changed but their documents are not open on both sides, so their procedures were not compared",
             changed.len()
         ));
         return diff;
     };
-    let left_procs: BTreeMap<String, &BTreeSet<String>> = left_procs
+    let left_docs: BTreeMap<String, &DocumentSpec> = left_docs
         .iter()
-        .map(|(part, names)| (aligner.path(part), names))
+        .map(|(part, doc)| (aligner.path(part), doc))
         .collect();
     for change in changed {
-        let entry = match (left_procs.get(&change.path), right_procs.get(&change.path)) {
+        let entry = match (left_docs.get(&change.path), right_docs.get(&change.path)) {
             (Some(l), Some(r)) => {
-                let added: Vec<String> = r.difference(l).cloned().collect();
-                let removed: Vec<String> = l.difference(r).cloned().collect();
-                let differs = !(added.is_empty() && removed.is_empty());
-                ProcedurePartDiff {
-                    part: change.path.clone(),
-                    status: status_of(&[], differs),
-                    reason: None,
-                    added_total: added.len() as u64,
-                    removed_total: removed.len() as u64,
-                    added: added.into_iter().take(MAX_LISTED).collect(),
-                    removed: removed.into_iter().take(MAX_LISTED).collect(),
-                }
+                ProcedurePartDiff::of(&change.path, procdiff::compare_documents(l, r).summary())
             }
             (l, r) => {
                 let missing = match (l.is_none(), r.is_none()) {
@@ -680,19 +721,23 @@ fn compare_procedures(
                     (true, false) => "the left side",
                     _ => "the right side",
                 };
-                let reason = format!("no procedure names for {} on {missing}", change.path);
-                diff.reasons.push(reason.clone());
-                ProcedurePartDiff {
-                    part: change.path.clone(),
-                    status: DimensionStatus::Unknown,
-                    reason: Some(reason),
-                    added: Vec::new(),
-                    removed: Vec::new(),
-                    added_total: 0,
-                    removed_total: 0,
-                }
+                ProcedurePartDiff::unknown(
+                    &change.path,
+                    format!("no analyzable document for {} on {missing}", change.path),
+                )
             }
         };
+        if let Some(reason) = &entry.reason {
+            diff.reasons.push(format!("{}: {reason}", entry.part));
+        }
+        diff.added_total += entry.added_total;
+        diff.removed_total += entry.removed_total;
+        diff.changed_total += entry.changed_total;
+        diff.unchanged_total += entry.unchanged_total;
+        diff.matched_by.name += entry.matched_by.name;
+        diff.matched_by.bytes += entry.matched_by.bytes;
+        diff.matched_by.shape += entry.matched_by.shape;
+        diff.matched_by.similarity += entry.matched_by.similarity;
         diff.parts.push(entry);
     }
     diff.status = combine(diff.parts.iter().map(|p| p.status));

@@ -40,7 +40,7 @@ use crate::vocabulary::Architecture;
 
 pub use compare::{
     Comparison, DimensionStatus, EdgeChange, EdgesDiff, OccurrenceKindDiff, OccurrenceRef,
-    PartChange, PartsDiff, ProcedureNames, ProcedurePartDiff, ProceduresDiff, SideInfo, compare,
+    PartChange, PartDocuments, PartsDiff, ProcedurePartDiff, ProceduresDiff, SideInfo, compare,
 };
 pub use ids::{ManifestId, OccurrenceId, occurrence_id};
 pub use inventory::{inspect, inspect_opened};
@@ -48,7 +48,8 @@ pub use page::validate_page;
 pub use report::{render_comparison_report, render_inventory_report};
 pub use verify::{
     Claim, ClaimResult, ClaimStatus, ComparisonEvidence, Dimension, EvidenceView,
-    InventoryEvidence, MAX_CLAIMS, ProcedureEvidence, ReconstructionSpec, Verdict, verify,
+    InventoryEvidence, MAX_CLAIMS, ProcedureComparisonEvidence, ProcedureEvidence,
+    ReconstructionSpec, Verdict, verify,
 };
 
 /// The provider id stamped on inventories made by this module (the built-in native provider).

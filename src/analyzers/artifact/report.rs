@@ -226,13 +226,9 @@ pub fn render_comparison_report(comparison: &Comparison) -> String {
         out,
         "| procedures | {} | {} | {} | {} |",
         status_name(procedures.status),
-        procedures.parts.iter().map(|p| p.added_total).sum::<u64>(),
-        procedures
-            .parts
-            .iter()
-            .map(|p| p.removed_total)
-            .sum::<u64>(),
-        procedures.parts.len()
+        procedures.added_total,
+        procedures.removed_total,
+        procedures.changed_total
     );
 
     let mut unknown = Vec::new();
@@ -319,11 +315,13 @@ pub fn render_comparison_report(comparison: &Comparison) -> String {
         for part in &procedures.parts {
             let _ = writeln!(
                 out,
-                "- {}: {} (+{} / -{})",
+                "- {}: {} (+{} / -{} / ~{} changed / {} unchanged)",
                 part.part,
                 status_name(part.status),
                 part.added_total,
-                part.removed_total
+                part.removed_total,
+                part.changed_total,
+                part.unchanged_total
             );
         }
     }

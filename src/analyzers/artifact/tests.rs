@@ -1,7 +1,7 @@
 //! Tests of the artifact inventory on real inputs: the fixtures' bundles and binaries, and
 //! bundles assembled here from fixture parts.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -827,21 +827,8 @@ fn seven_zip_releases_compare() {
         file_change.right_sha256.as_deref(),
         Some("b0cfdeaf429f5cc53f85123dd8f5a5feb92c19d31aa34df257edf9a26be05f95")
     );
-    // Without procedure names the procedure dimension is unknown, not equal.
+    // Without the documents the procedure dimension is unknown, not equal.
     assert_eq!(changed.procedures.status, DimensionStatus::Unknown);
-    let left_procs: ProcedureNames = BTreeMap::from([(
-        "7za.exe".to_string(),
-        BTreeSet::from(["a".to_string(), "b".to_string()]),
-    )]);
-    let right_procs: ProcedureNames = BTreeMap::from([(
-        "7za.exe".to_string(),
-        BTreeSet::from(["b".to_string(), "c".to_string()]),
-    )]);
-    let with_procs = compare(&left, &right, Some(&left_procs), Some(&right_procs));
-    assert_eq!(with_procs.procedures.status, DimensionStatus::Different);
-    assert_eq!(with_procs.procedures.parts[0].added, ["c"]);
-    assert_eq!(with_procs.procedures.parts[0].removed, ["a"]);
-
     // Whole packages as directories: added, removed and changed parts.
     let left = inspect_ok(&old);
     let right = inspect_ok(&new);
@@ -989,6 +976,7 @@ fn view_for_verify() -> (EvidenceView, Inventory) {
                 complete: false,
             },
         ],
+        procedure_comparisons: vec![],
     };
     (view, inv)
 }
@@ -1386,4 +1374,70 @@ fn the_specification_schema_states_the_claim_limit_in_words() {
     );
     assert!(description.contains(&limit), "{description}");
     assert!(!description.contains("MAX_CLAIMS"), "{description}");
+}
+
+/// A recorded compare_procedures page: `a` unchanged, two stripped entries changed at 0x20 and
+/// added at 0x40, with one more added procedure beyond the page.
+fn procedure_page() -> crate::analyzers::procdiff::ProcedureDiffPage {
+    serde_json::from_value(json!({
+        "left": {"name": "l", "architecture": "x86_64", "procedures": 2},
+        "right": {"name": "r", "architecture": "x86_64", "procedures": 4},
+        "summary": {"status": "different", "added_total": 2, "removed_total": 0,
+                    "changed_total": 1, "unchanged_total": 1,
+                    "matched_by": {"name": 1, "bytes": 0, "shape": 1, "similarity": 0}},
+        "notes": [], "status": null, "offset": 0, "total": 4, "next_offset": 3,
+        "entries": [
+            {"status": "unchanged", "matched_by": "name", "score": null,
+             "left": {"address": "0x10", "name": "a", "size": 4, "instructions": 2, "blocks": 1},
+             "right": {"address": "0x10", "name": "a", "size": 4, "instructions": 2, "blocks": 1}},
+            {"status": "changed", "matched_by": "shape", "score": null,
+             "left": {"address": "0x20", "name": null, "size": 8, "instructions": 3, "blocks": 1},
+             "right": {"address": "0x30", "name": null, "size": 9, "instructions": 4, "blocks": 1},
+             "changes": {"size": {"left": 8, "right": 9}}},
+            {"status": "added", "matched_by": null, "score": null, "left": null,
+             "right": {"address": "0x40", "name": null, "size": 1, "instructions": 1, "blocks": 1}}
+        ]
+    }))
+    .expect("a page")
+}
+
+#[test]
+fn function_level_claims_rest_on_the_recorded_page() {
+    let (mut view, _) = view_for_verify();
+    view.procedure_comparisons
+        .push(ProcedureComparisonEvidence {
+            evidence_id: "ev_procedures".into(),
+            page: procedure_page(),
+        });
+    let spec = claims(json!({"claims": [
+        {"claim": "procedure_unchanged", "comparison_evidence_id": "ev_procedures", "procedure": "a"},
+        {"claim": "procedure_changed", "comparison_evidence_id": "ev_procedures", "procedure": "0x30"},
+        {"claim": "procedure_changed", "comparison_evidence_id": "ev_procedures", "procedure": "0x20"},
+        {"claim": "procedure_unchanged", "comparison_evidence_id": "ev_procedures", "procedure": "0x40"},
+        {"claim": "procedure_changed", "comparison_evidence_id": "ev_procedures", "procedure": "b"},
+        {"claim": "procedures_added", "comparison_evidence_id": "ev_procedures", "count": 2},
+        {"claim": "procedures_added", "comparison_evidence_id": "ev_procedures", "count": 1},
+        {"claim": "procedure_changed", "comparison_evidence_id": "ev_comparison", "procedure": "a"},
+        {"claim": "procedures_added", "comparison_evidence_id": "ev_missing", "count": 0},
+    ]}));
+    let verdict = verify(&spec, &view);
+    let statuses: Vec<ClaimStatus> = verdict.claims.iter().map(|c| c.status).collect();
+    use ClaimStatus::{Fail, Pass, Unknown};
+    assert_eq!(
+        statuses,
+        [
+            Pass, Pass, Pass, Fail, Unknown, Pass, Fail, Unknown, Unknown
+        ],
+        "{verdict:#?}"
+    );
+    assert_eq!(
+        verdict.claims[3].reason,
+        "the comparison recorded procedure 0x40 added, not unchanged"
+    );
+    assert_eq!(
+        verdict.claims[4].reason,
+        "procedure b is not on the recorded page; call compare_procedures with the page or status that lists it"
+    );
+    assert_eq!(verdict.claims[0].evidence_ids, ["ev_procedures"]);
+    assert_eq!(verdict.status, Fail);
 }

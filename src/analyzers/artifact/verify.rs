@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::compare::{Comparison, DimensionStatus};
 use super::{Inventory, OccurrenceKind};
+use crate::analyzers::procdiff::{ProcedureDiffPage, ProcedureEntry, ProcedureStatus};
 
 /// Most claims one specification may hold; a longer one is not evaluated.
 pub const MAX_CLAIMS: usize = 1_000;
@@ -141,6 +142,28 @@ pub enum Claim {
         /// Dimension.
         dimension: Dimension,
     },
+    /// A compare_procedures page recorded this procedure unchanged.
+    ProcedureUnchanged {
+        /// Evidence id of the compare_procedures result.
+        comparison_evidence_id: String,
+        /// Name or 0x start address, on either side.
+        procedure: String,
+    },
+    /// A compare_procedures page recorded this procedure changed.
+    ProcedureChanged {
+        /// Evidence id of the compare_procedures result.
+        comparison_evidence_id: String,
+        /// Name or 0x start address, on either side.
+        procedure: String,
+    },
+    /// The comparison (compare_artifacts or compare_procedures) counted exactly this many
+    /// procedures added.
+    ProceduresAdded {
+        /// Evidence id of the comparison.
+        comparison_evidence_id: String,
+        /// Procedures added.
+        count: u64,
+    },
 }
 
 // The number in the sentence below is `MAX_CLAIMS` (a test keeps them equal): the doc becomes
@@ -184,6 +207,15 @@ pub struct ProcedureEvidence {
     pub complete: bool,
 }
 
+/// A function-level comparison page recorded as Evidence.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ProcedureComparisonEvidence {
+    /// Its Evidence id.
+    pub evidence_id: String,
+    /// The page as recorded: its totals are exact, its entries one page.
+    pub page: ProcedureDiffPage,
+}
+
 /// The evidence a verification may rest on, supplied by the caller.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct EvidenceView {
@@ -193,6 +225,9 @@ pub struct EvidenceView {
     pub comparisons: Vec<ComparisonEvidence>,
     /// Procedure name lists.
     pub procedures: Vec<ProcedureEvidence>,
+    /// Function-level comparisons.
+    #[serde(default)]
+    pub procedure_comparisons: Vec<ProcedureComparisonEvidence>,
 }
 
 /// Outcome of a claim or of a whole verification.
@@ -358,7 +393,154 @@ impl Context<'_> {
                 comparison_evidence_id,
                 dimension,
             } => self.dimension(claim, comparison_evidence_id, *dimension, true),
+            Claim::ProcedureUnchanged {
+                comparison_evidence_id,
+                procedure,
+            } => self.procedure_status(
+                claim,
+                comparison_evidence_id,
+                procedure,
+                ProcedureStatus::Unchanged,
+            ),
+            Claim::ProcedureChanged {
+                comparison_evidence_id,
+                procedure,
+            } => self.procedure_status(
+                claim,
+                comparison_evidence_id,
+                procedure,
+                ProcedureStatus::Changed,
+            ),
+            Claim::ProceduresAdded {
+                comparison_evidence_id,
+                count,
+            } => self.procedures_added(claim, comparison_evidence_id, *count),
         }
+    }
+
+    fn procedure_comparison(&self, id: &str) -> Option<&ProcedureComparisonEvidence> {
+        self.evidence
+            .procedure_comparisons
+            .iter()
+            .find(|c| c.evidence_id == id)
+    }
+
+    fn procedure_status(
+        &self,
+        claim: &Claim,
+        comparison_id: &str,
+        procedure: &str,
+        expected: ProcedureStatus,
+    ) -> ClaimResult {
+        let Some(item) = self.procedure_comparison(comparison_id) else {
+            return result(
+                claim,
+                ClaimStatus::Unknown,
+                Vec::new(),
+                format!(
+                    "compare_procedures evidence {comparison_id} was not supplied (a compare_artifacts comparison holds totals only)"
+                ),
+            );
+        };
+        let ids = vec![item.evidence_id.clone()];
+        let found: Vec<&ProcedureEntry> = item
+            .page
+            .entries
+            .iter()
+            .filter(|e| names_procedure(e, procedure))
+            .collect();
+        let want = status_word(expected);
+        match found.as_slice() {
+            [] => result(
+                claim,
+                ClaimStatus::Unknown,
+                ids,
+                format!(
+                    "procedure {procedure} is not on the recorded page; call compare_procedures with the page or status that lists it"
+                ),
+            ),
+            [one] if one.status == expected => result(
+                claim,
+                ClaimStatus::Pass,
+                ids,
+                format!("the comparison recorded procedure {procedure} {want}"),
+            ),
+            [one] => result(
+                claim,
+                ClaimStatus::Fail,
+                ids,
+                format!(
+                    "the comparison recorded procedure {procedure} {}, not {want}",
+                    status_word(one.status)
+                ),
+            ),
+            _ => result(
+                claim,
+                ClaimStatus::Unknown,
+                ids,
+                format!("{procedure} names several entries of the page; use a 0x address"),
+            ),
+        }
+    }
+
+    fn procedures_added(&self, claim: &Claim, comparison_id: &str, count: u64) -> ClaimResult {
+        let totals = if let Some(item) = self.procedure_comparison(comparison_id) {
+            let s = &item.page.summary;
+            Some((
+                item.evidence_id.clone(),
+                s.status,
+                s.reasons.clone(),
+                s.added_total,
+            ))
+        } else {
+            self.evidence
+                .comparisons
+                .iter()
+                .find(|c| c.evidence_id == comparison_id)
+                .map(|c| {
+                    let p = &c.comparison.procedures;
+                    (
+                        c.evidence_id.clone(),
+                        p.status,
+                        p.reasons.clone(),
+                        p.added_total,
+                    )
+                })
+        };
+        let Some((id, status, reasons, added)) = totals else {
+            return result(
+                claim,
+                ClaimStatus::Unknown,
+                Vec::new(),
+                format!("comparison evidence {comparison_id} was not supplied"),
+            );
+        };
+        if status == DimensionStatus::Unknown {
+            return result(
+                claim,
+                ClaimStatus::Unknown,
+                vec![id],
+                format!(
+                    "the comparison could not compare procedures: {}",
+                    reasons
+                        .first()
+                        .cloned()
+                        .unwrap_or_else(|| String::from("no reason recorded"))
+                ),
+            );
+        }
+        let (status, reason) = if added == count {
+            (
+                ClaimStatus::Pass,
+                format!("the comparison counted {added} procedure(s) added"),
+            )
+        } else {
+            (
+                ClaimStatus::Fail,
+                format!("the comparison counted {added} procedure(s) added, not {count}"),
+            )
+        };
+        result(claim, status, vec![id], reason)
     }
 
     /// The inventories a claim may consult, or the reason there are none.
@@ -648,5 +830,25 @@ impl Context<'_> {
                 format!("the comparison found no change in {dimension}"),
             ),
         }
+    }
+}
+
+/// Whether `procedure` (a name or a 0x start address) names either side of `entry`.
+fn names_procedure(entry: &ProcedureEntry, procedure: &str) -> bool {
+    let address = procedure
+        .strip_prefix("0x")
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+    [&entry.left, &entry.right]
+        .into_iter()
+        .flatten()
+        .any(|side| side.name.as_deref() == Some(procedure) || Some(side.address) == address)
+}
+
+fn status_word(status: ProcedureStatus) -> &'static str {
+    match status {
+        ProcedureStatus::Unchanged => "unchanged",
+        ProcedureStatus::Changed => "changed",
+        ProcedureStatus::Added => "added",
+        ProcedureStatus::Removed => "removed",
     }
 }

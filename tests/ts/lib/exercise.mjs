@@ -239,6 +239,21 @@ export async function investigate(session, t, { stateDir, root }) {
   });
   const changedFile = comparison.parts.changed.find((p) => p.left_kind === 'elf');
   assert.deepEqual([changedFile.left_sha256, changedFile.right_sha256], [sha256(t.prog), sha256(t.prog2)]);
+  // Function by function: prog2 only adds `extra` (tests/ts/compare.test.mjs goes further).
+  const procedureDiff = await session.tool('compare_procedures', {
+    left_manifest_id: inventory.manifest.id,
+    right_manifest_id: inventory2.manifest.id,
+    status: 'added',
+  });
+  assert.deepEqual(
+    procedureDiff.entries.map((e) => [e.status, e.right.name, e.right.address]),
+    [['added', 'extra', nmSymbol(t.prog2, 'extra').address]],
+  );
+  const paths = await session.tool('call_paths', { from: 'main', to: 'answer' });
+  assert.deepEqual(
+    paths.paths.map((p) => p.steps.map((s) => [s.node.name, s.node.address, s.site])),
+    [[['main', t.main.address, null], ['answer', t.answer.address, t.callSite]]],
+  );
   // Claims in the flattened, portable form the input schema describes.
   const verdict = await session.tool('verify_reconstruction', {
     spec: {
@@ -246,10 +261,11 @@ export async function investigate(session, t, { stateDir, root }) {
         { claim: 'procedure_exists', document: 'prog', name: 'answer' },
         { claim: 'part_exists', part: 'prog', sha256: sha256(t.prog) },
         { claim: 'no_change', comparison_evidence_id: comparison.evidence.id, dimension: 'procedures' },
+        { claim: 'procedures_added', comparison_evidence_id: comparison.evidence.id, count: 1 },
       ],
     },
   });
-  assert.deepEqual(verdict.claims.map((c) => c.status), ['pass', 'pass', 'fail']);
+  assert.deepEqual(verdict.claims.map((c) => c.status), ['pass', 'pass', 'fail', 'pass']);
   assert.equal(verdict.status, 'fail');
 
   const javascript = await session.tool('analyze_javascript_application', { input_path: t.app });

@@ -1,0 +1,261 @@
+//! Function-level comparison of two opened targets (`compare_procedures`) and shortest call
+//! paths in the active target (`call_paths`), over the engines of `analyzers::procdiff` and
+//! `analyzers::callpaths`.
+//!
+//! Both sides of a comparison are named by the manifest ids `inspect_artifact` gave them, like
+//! `compare_artifacts`, and read through the descriptors this process holds for the targets it
+//! opened in the session: a side whose file is not held (opened before a restart) is refused
+//! with what to do, rather than reopened by name.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::observe::{Observed, Qualifiers, in_document, subject_of};
+use super::session::Snapshot;
+use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking, observe};
+use crate::analyzers::callpaths::{self, CallGraph, CallPaths, PathQuery};
+use crate::analyzers::procdiff::{self, ProcedureDiff, ProcedureDiffPage, ProcedureStatus};
+use crate::ids::{EvidenceId, ManifestId};
+use crate::providers::native::{DocumentSpec, Target};
+
+/// Entries of one `compare_procedures` page unless `limit` says otherwise.
+const DEFAULT_ENTRIES: usize = 50;
+
+/// Paths of one `call_paths` answer unless `limit` says otherwise.
+const DEFAULT_PATHS: usize = 20;
+
+/// Time `call_paths` may search before it answers with what it has.
+const PATHS_BUDGET: Duration = Duration::from_secs(10);
+
+/// The last comparison and call graph of a session, so paging through them (or asking for
+/// another pair of procedures) does not decode both documents again. Keyed like the image cache.
+#[derive(Debug, Default)]
+pub(crate) struct AnalysisCache {
+    diff: Mutex<Option<(DocumentSpec, DocumentSpec, Arc<ProcedureDiff>)>>,
+    graph: Mutex<Option<(DocumentSpec, Arc<CallGraph>)>>,
+}
+
+impl AnalysisCache {
+    fn diff(&self, left: &DocumentSpec, right: &DocumentSpec) -> Option<Arc<ProcedureDiff>> {
+        let slot = self.diff.lock().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref()
+            .filter(|(l, r, _)| l == left && r == right)
+            .map(|(_, _, d)| d.clone())
+    }
+
+    fn keep_diff(&self, left: &DocumentSpec, right: &DocumentSpec, diff: Arc<ProcedureDiff>) {
+        *self.diff.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((left.clone(), right.clone(), diff));
+    }
+
+    fn graph(&self, doc: &DocumentSpec) -> Option<Arc<CallGraph>> {
+        let slot = self.graph.lock().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref()
+            .filter(|(d, _)| d == doc)
+            .map(|(_, g)| g.clone())
+    }
+
+    fn keep_graph(&self, doc: &DocumentSpec, graph: Arc<CallGraph>) {
+        *self.graph.lock().unwrap_or_else(|p| p.into_inner()) = Some((doc.clone(), graph));
+    }
+}
+
+/// Arguments of `compare_procedures`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompareProceduresArgs {
+    /// Manifest id of the left (older) side, from inspect_artifact in this session.
+    pub left_manifest_id: ManifestId,
+    /// Manifest id of the right (newer) side.
+    pub right_manifest_id: ManifestId,
+    /// The document to compare, when a side has several (a side with one is used whatever its
+    /// name).
+    #[serde(default)]
+    pub document: Option<String>,
+    /// Only entries with this status.
+    #[serde(default)]
+    pub status: Option<ProcedureStatus>,
+    /// Entries to skip.
+    #[serde(default)]
+    pub offset: usize,
+    /// Entries to return (default 50, at most 1000).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `call_paths`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallPathsArgs {
+    /// Where paths start: a procedure start (0x…), an address inside one, or a unique name.
+    pub from: String,
+    /// Where paths end: a procedure, or the address of an import or call target.
+    pub to: String,
+    /// The document, when the target has several.
+    #[serde(default)]
+    pub document: Option<String>,
+    /// Longest path in calls (default and most 12).
+    #[serde(default)]
+    pub max_depth: Option<usize>,
+    /// Paths to list (default 20, at most 1000); the count is exact regardless.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// The document of `target` a comparison reads: the one named, or the only one.
+fn side_document(target: &Target, wanted: Option<&str>) -> Result<DocumentSpec> {
+    let docs = &target.documents;
+    if let Some(name) = wanted
+        && let Some(doc) = docs.iter().find(|d| d.name == name)
+    {
+        return Ok(doc.clone());
+    }
+    match docs.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(InvestigationError::InvalidArgument(format!(
+            "{} has {} documents; name one of them in document: {}",
+            target.name,
+            docs.len(),
+            docs.iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// The target behind a manifest id, with the Evidence of its inventory.
+fn manifest_target(s: &Snapshot, id: &ManifestId) -> Result<(EvidenceId, Target)> {
+    let (evidence, sha256) = s.store().manifest_evidence(id)?.ok_or_else(|| {
+        InvestigationError::InvalidArgument(format!(
+            "manifest {id} is not in this session's ledger; inspect_artifact the target first"
+        ))
+    })?;
+    let target = s.session.opened.find(&sha256).ok_or_else(|| {
+        InvestigationError::SessionState(format!(
+            "the target of manifest {id} is not open in this server process: open_binary it again"
+        ))
+    })?;
+    Ok((evidence, target))
+}
+
+impl Investigation {
+    /// `compare_procedures`: every procedure of one document of the left target matched with
+    /// the right's, one page of the entries with the exact totals.
+    pub async fn compare_procedures(
+        &self,
+        args: CompareProceduresArgs,
+    ) -> Result<Observed<ProcedureDiffPage>> {
+        let s = self.open_session()?;
+        let (left_ev, left) = manifest_target(&s, &args.left_manifest_id)?;
+        let (right_ev, right) = manifest_target(&s, &args.right_manifest_id)?;
+        let left_doc = side_document(&left, args.document.as_deref())?;
+        let right_doc = side_document(&right, args.document.as_deref())?;
+        let request = procdiff::PageRequest {
+            status: args.status,
+            offset: args.offset,
+            limit: args
+                .limit
+                .unwrap_or(DEFAULT_ENTRIES)
+                .clamp(1, procdiff::MAX_PAGE),
+        };
+        let cache = &s.session.analyses;
+        let diff = match cache.diff(&left_doc, &right_doc) {
+            Some(diff) => diff,
+            None => {
+                let l = s.session.images.get(&left_doc).await?;
+                let r = s.session.images.get(&right_doc).await?;
+                let diff = blocking(move || Ok(Arc::new(procdiff::compare_images(&l, &r)))).await?;
+                cache.keep_diff(&left_doc, &right_doc, diff.clone());
+                diff
+            }
+        };
+        let page = diff.page(&request);
+        // Matching past names is heuristic (bytes, shape, similarity), so the result is derived.
+        let q = Qualifiers::derived()
+            .linked(vec![left_ev, right_ev])
+            .at(in_document(&right_doc.name, None));
+        observe::observe(
+            s.store(),
+            "compare_procedures",
+            Some(subject_of(&right)),
+            &args,
+            page,
+            q,
+        )
+        .await
+    }
+
+    /// `call_paths`: the shortest direct call paths between two procedures of the active target.
+    pub async fn call_paths(&self, args: CallPathsArgs) -> Result<Observed<CallPaths>> {
+        let max_depth = args.max_depth.unwrap_or(callpaths::MAX_DEPTH);
+        if max_depth == 0 || max_depth > callpaths::MAX_DEPTH {
+            return Err(InvestigationError::InvalidArgument(format!(
+                "max_depth must be 1 to {}",
+                callpaths::MAX_DEPTH
+            )));
+        }
+        let (s, a) = self.active()?;
+        let document = DocumentSelector::new(args.document.as_deref());
+        let from = self
+            .resolve_procedure(&s, &a, &document, &args.from)
+            .await?;
+        // The destination is looked up in the start's document; an address that starts no
+        // procedure may still be an import or a call target of the graph.
+        let in_from = DocumentSelector::new(Some(&from.procedure.document));
+        let to = match self.resolve_procedure(&s, &a, &in_from, &args.to).await {
+            Ok(r) => r.procedure.address.0,
+            Err(e) => match super::ProcedureSelector::parse(&args.to) {
+                super::ProcedureSelector::Address(address) => address.0,
+                _ => return Err(e),
+            },
+        };
+        let query = PathQuery {
+            from: from.procedure.address.0,
+            to,
+            max_depth,
+            limit: args
+                .limit
+                .unwrap_or(DEFAULT_PATHS)
+                .clamp(1, callpaths::MAX_PATHS),
+            budget: PATHS_BUDGET,
+        };
+        let cache = &s.session.analyses;
+        let graph = match cache.graph(&from.doc) {
+            Some(graph) => graph,
+            None => {
+                let image = s.session.images.get(&from.doc).await?;
+                let graph = blocking(move || {
+                    Ok(Arc::new(CallGraph::build(&image).map_err(callpath_error)?))
+                })
+                .await?;
+                cache.keep_graph(&from.doc, graph.clone());
+                graph
+            }
+        };
+        let paths = blocking(move || graph.paths(&query).map_err(callpath_error)).await?;
+        let q = Qualifiers::observed().at(in_document(
+            &from.procedure.document,
+            Some(from.procedure.address.to_string()),
+        ));
+        observe::observe(
+            s.store(),
+            "call_paths",
+            Some(subject_of(&a.target)),
+            &args,
+            paths,
+            q,
+        )
+        .await
+    }
+}
+
+fn callpath_error(e: callpaths::CallPathError) -> InvestigationError {
+    match e {
+        callpaths::CallPathError::Provider(p) => p.into(),
+        other => InvestigationError::InvalidArgument(other.to_string()),
+    }
+}
