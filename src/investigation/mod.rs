@@ -18,6 +18,7 @@
 //! - `native`: documents, procedures, strings, assembly, call graph, cross-references, dossiers.
 //! - `artifacts`: inventories, their comparison and reconstruction verification.
 //! - `javascript`: JavaScript/Electron application analysis.
+//! - `depth`: pseudo-code from a decompiler, and raw bytes at an address or matching a pattern.
 //! - `capture`: bounded process capture and the comparison of two captures.
 //! - `ledger`: reading and exporting the Evidence ledger.
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
@@ -26,6 +27,7 @@
 mod args;
 mod artifacts;
 mod capture;
+mod depth;
 mod doctor;
 mod javascript;
 mod ledger;
@@ -43,6 +45,7 @@ pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
 };
 pub use capture::{CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure};
+pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{
@@ -111,6 +114,12 @@ pub enum InvestigationError {
     /// A deep provider failed.
     #[error(transparent)]
     Deep(#[from] crate::providers::deep::DeepError),
+    /// A decompiler failed or is not installed.
+    #[error(transparent)]
+    Decompile(#[from] crate::providers::decompile::DecompileError),
+    /// A read or search of a document's bytes was refused.
+    #[error(transparent)]
+    Bytes(#[from] crate::providers::native::BytesError),
     /// The artifact inventory failed.
     #[error(transparent)]
     Artifact(#[from] crate::analyzers::artifact::ArtifactError),

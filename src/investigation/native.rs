@@ -243,9 +243,9 @@ pub enum AssemblyResult {
 
 /// A procedure resolved in one snapshot: its document, the procedure, and the address asked
 /// about when it lies inside the procedure rather than at its start.
-struct Resolved {
-    doc: DocumentSpec,
-    procedure: ResolvedProcedure,
+pub(super) struct Resolved {
+    pub(super) doc: DocumentSpec,
+    pub(super) procedure: ResolvedProcedure,
     inside: Option<u64>,
 }
 
@@ -503,7 +503,7 @@ impl Investigation {
     }
 
     /// The image of the procedure a call names, with the resolution.
-    async fn procedure_image(
+    pub(super) async fn procedure_image(
         &self,
         procedure: &str,
         document: Option<&str>,

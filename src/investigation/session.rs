@@ -162,6 +162,8 @@ pub(crate) struct ActiveTarget {
 pub(crate) struct OpenSession {
     pub session: Session,
     pub images: ImageCache,
+    /// Decompilers started for this session's documents.
+    pub decompilers: super::depth::Decompilers,
 }
 
 /// The session and active target one operation works on, as they were when it began.
@@ -253,6 +255,7 @@ fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
         session: Arc::new(OpenSession {
             session,
             images: ImageCache::default(),
+            decompilers: Default::default(),
         }),
         active: active.map(Arc::new),
     }
@@ -367,7 +370,16 @@ impl Investigation {
         }
         progress.report(total, total, "storing the inventory");
         let snapshot = match t.current() {
-            Some(s) => s,
+            Some(s) => {
+                // The session's decompiler worker holds the previous target; it goes now.
+                let previous = s.session.clone();
+                blocking(move || {
+                    previous.decompilers.stop();
+                    Ok(())
+                })
+                .await?;
+                s
+            }
             None => {
                 let state_dir = self.settings.state_dir.clone();
                 let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
@@ -430,6 +442,12 @@ impl Investigation {
         let (_, evidence) = snapshot.store().list_evidence(&EvidenceFilter::default())?;
         t.replace(None);
         let session = snapshot.session.clone();
+        let stopping = session.clone();
+        blocking(move || {
+            stopping.decompilers.stop();
+            Ok(())
+        })
+        .await?;
         let id = session.session.id().to_owned();
         // The files are deleted in the background; the session is gone from listings already.
         drop(blocking(move || Ok(session.session.close()?)).await?);

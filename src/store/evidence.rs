@@ -276,6 +276,54 @@ impl Store {
 }
 
 impl ReadOnlyStore {
+    /// The earliest record of `operation` about the subject with digest `subject_sha256` whose
+    /// parameters are `parameters`: an observation made before, to reuse rather than redo.
+    pub fn find_observation<P: serde::Serialize>(
+        &self,
+        operation: &str,
+        subject_sha256: &str,
+        parameters: &P,
+    ) -> Result<Option<StoredEvidence>, StoreError> {
+        let wanted =
+            serde_json::to_value(parameters).map_err(|source| StoreError::CorruptRecord {
+                id: format!("parameters of {operation}"),
+                source,
+            })?;
+        self.read(|conn| {
+            let mut statement = conn.prepare_cached(
+                "select id, seq, created_at, record from evidence where operation = ?1 and subject_sha256 = ?2 order by seq",
+            )?;
+            let rows = statement.query_map([operation, subject_sha256], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })?;
+            for row in rows {
+                let (id, seq, created_at, record) = row?;
+                let record: EvidenceRecord = serde_json::from_str(&record)
+                    .map_err(|source| StoreError::CorruptRecord { id: id.clone(), source })?;
+                if record.parameters != wanted {
+                    continue;
+                }
+                let Ok(id) = EvidenceId::parse(&id) else {
+                    continue;
+                };
+                return Ok(Some(StoredEvidence {
+                    id,
+                    seq,
+                    created_at,
+                    record,
+                }));
+            }
+            Ok(None)
+        })
+    }
+}
+
+impl ReadOnlyStore {
     /// One record by id, or `None` when this ledger does not hold it.
     pub fn evidence(&self, id: &EvidenceId) -> Result<Option<StoredEvidence>, StoreError> {
         self.read(|conn| get_evidence(conn, id))

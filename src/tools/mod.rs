@@ -7,6 +7,7 @@
 mod analysis;
 mod artifacts;
 mod capture;
+mod depth;
 mod javascript;
 mod ledger;
 mod native;
@@ -85,6 +86,7 @@ impl Tools {
             + Self::artifact_tools()
             + Self::javascript_tools()
             + Self::capture_tools()
+            + Self::depth_tools()
     }
 }
 
