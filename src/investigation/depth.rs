@@ -6,7 +6,7 @@
 //! provider, never the page) and every later page, in this call or another, is cut from that
 //! record in the ledger: asking again costs a lookup, not a decompilation.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,9 +18,9 @@ use crate::fsroot::Deadline;
 use crate::ids::Address;
 use crate::providers::angr::{self, Angr};
 use crate::providers::decompile::{
-    DEFAULT_PAGE_LINES, Decompiler, MAX_PAGE_LINES, PseudoCode, PseudoCodePage,
+    DEFAULT_PAGE_LINES, DecompileError, Decompiler, MAX_PAGE_LINES, PseudoCode, PseudoCodePage,
 };
-use crate::providers::native::{ByteHit, BytePattern, ByteRead, MAX_HITS_PAGE};
+use crate::providers::native::{ByteHit, BytePattern, ByteRead, Image, MAX_HITS_PAGE};
 use crate::store::RecordOutcome;
 
 /// The operation that records pseudo-code.
@@ -54,18 +54,85 @@ struct PseudoCodeKey<'a> {
     provider: &'a str,
 }
 
-/// The decompilers of one binary session: started on the first call that needs one, stopped when
-/// the session closes or switches target (and, through their parent-death signal, when rea exits).
+/// A decompilation asked of a session's decompiler thread, and where its answer goes.
+type Job = (
+    Arc<Image>,
+    u64,
+    tokio::sync::oneshot::Sender<std::result::Result<Arc<PseudoCode>, DecompileError>>,
+);
+
+/// The decompiler of one binary session: a thread of its own that owns the angr session and its
+/// worker, started on the first call that needs it and stopped when the session closes or
+/// switches target. The worker dies with the thread that started it (its parent-death signal
+/// is per thread), so it must be a thread that lives as long as the session, never one of the
+/// runtime's blocking threads, which end when idle; and with rea, since that thread does.
 #[derive(Debug, Default)]
-pub(crate) struct Decompilers(Mutex<Option<Angr>>);
+pub(crate) struct Decompilers(Mutex<Option<DecompilerThread>>);
+
+#[derive(Debug)]
+struct DecompilerThread {
+    jobs: std::sync::mpsc::Sender<Job>,
+    thread: std::thread::JoinHandle<()>,
+}
 
 impl Decompilers {
-    /// Stops every decompiler the session started. Blocking: waits for a call in progress.
+    /// The pseudo-code of the procedure starting at `start`, from the session's decompiler
+    /// (started now when it is not running).
+    async fn decompile(&self, image: Arc<Image>, start: u64) -> Result<Arc<PseudoCode>> {
+        let answer = {
+            let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                let angr = Angr::from_environment()?;
+                *slot = Some(DecompilerThread::start(angr)?);
+            }
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let running = slot.as_ref().expect("started above");
+            if running.jobs.send((image, start, reply)).is_err() {
+                *slot = None;
+                return Err(thread_gone());
+            }
+            answer
+        };
+        Ok(answer.await.map_err(|_| thread_gone())??)
+    }
+
+    /// Stops the session's decompiler and its worker. Blocking: waits for a call in progress.
     pub fn stop(&self) {
-        if let Some(mut angr) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            angr.close();
+        let running = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(running) = running {
+            drop(running.jobs);
+            let _ = running.thread.join();
         }
     }
+}
+
+impl DecompilerThread {
+    fn start(mut angr: Angr) -> Result<DecompilerThread> {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("rea-decompiler".into())
+            .spawn(move || {
+                for (image, start, reply) in queue {
+                    let _ = reply.send(angr.decompile(&image, start).map(|d| d.code));
+                }
+                angr.close();
+            })
+            .map_err(|source| DecompileError::Io {
+                provider: angr::PROVIDER_ID,
+                operation: "start the decompiler thread",
+                source,
+            })?;
+        Ok(DecompilerThread { jobs, thread })
+    }
+}
+
+fn thread_gone() -> InvestigationError {
+    DecompileError::Crashed {
+        provider: angr::PROVIDER_ID,
+        status: "its thread in rea ended".into(),
+        stderr: String::new(),
+    }
+    .into()
 }
 
 /// Arguments of `read_bytes`.
@@ -170,21 +237,11 @@ impl Investigation {
                 evidence: EvidenceInline::new(outcome, stored.record),
             });
         }
-        let session = s.session.clone();
-        let start = r.procedure.address.0;
-        let code = blocking(move || {
-            let mut slot = session
-                .decompilers
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if slot.is_none() {
-                *slot = Some(Angr::from_environment()?);
-            }
-            let angr = slot.as_mut().expect("set above");
-            Ok(angr.decompile(&image, start)?.code)
-        })
-        .await?;
+        let code = s
+            .session
+            .decompilers
+            .decompile(image, r.procedure.address.0)
+            .await?;
         let page = code.page(offset, limit);
         let q = Qualifiers {
             confidence: Confidence::Derived,

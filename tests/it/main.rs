@@ -13,6 +13,7 @@ mod common;
 mod completion;
 mod corpus;
 mod crash;
+mod depth;
 mod differential;
 mod disconnect;
 mod golden;
