@@ -170,7 +170,7 @@ impl BytePattern {
             reason: reason.to_owned(),
         };
         let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        if digits.len() % 2 != 0 {
+        if !digits.len().is_multiple_of(2) {
             return Err(bad("an odd number of hex digits; write each byte as two"));
         }
         let mut bytes = Vec::with_capacity(digits.len() / 2);
