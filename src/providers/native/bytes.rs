@@ -8,8 +8,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::address::{format_address, hex, hex_opt};
 use super::analysis::{containing_symbol, data_symbols};
-use super::{Image, format_address, hex, hex_opt};
+use super::image::Image;
+use super::types::SectionInfo;
 use crate::fsroot::{Deadline, DeadlineExceeded};
 
 /// Most bytes one `read_bytes` returns.
@@ -340,7 +342,7 @@ impl Image {
         deadline: &Deadline,
     ) -> Result<ByteSearch, BytesError> {
         let limit = limit.min(MAX_HITS_PAGE);
-        let mut sections: Vec<&super::SectionInfo> = self
+        let mut sections: Vec<&SectionInfo> = self
             .sections
             .iter()
             .filter(|s| s.file_offset.is_some() && s.file_size > 0)
