@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { accessSync, appendFileSync, constants } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
@@ -27,9 +27,8 @@ before(async () => {
   root = tempDir();
   graph = join(root, 'graph');
   execFileSync('cc', ['-O0', '-o', graph, join(REPO, 'tests', 'corpus', 'graph.c')]);
-  const dirs = serverDirs(root);
-  appendFileSync(join(dirs.config, 'rea.toml'), `[providers.angr]\npython = ${JSON.stringify(python)}\n`);
-  const connected = await connectStdio(dirs);
+  // serverDirs names REA_ANGR_PYTHON's interpreter in the server's rea.toml.
+  const connected = await connectStdio(serverDirs(root));
   // The SDK validates structuredContent with the output schemas tools/list gave it.
   await connected.client.listTools();
   session = new Session(connected.client);
