@@ -422,3 +422,60 @@ impl ReadOnlyStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{Subject, test_record};
+    use crate::vocabulary::{Architecture, Format};
+    use serde_json::json;
+
+    fn about(sha256: &str, parameters: serde_json::Value, result: u64) -> EvidenceRecord {
+        let mut record = test_record("procedure_pseudo_code", parameters, json!(result));
+        record.subject = Some(Subject {
+            name: "t".into(),
+            sha256: sha256.into(),
+            format: Format::Elf,
+            architecture: Architecture::parse("x86_64").unwrap(),
+            path: "/t".into(),
+        });
+        record
+    }
+
+    #[test]
+    fn an_observation_is_found_by_operation_subject_and_exact_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let key = json!({"document": "t", "procedure": "0x10", "provider": "angr"});
+        store
+            .record_blocking(about(
+                "aa",
+                json!({"document": "t", "procedure": "0x20", "provider": "angr"}),
+                1,
+            ))
+            .unwrap();
+        store.record_blocking(about("bb", key.clone(), 2)).unwrap();
+        let wanted = store.record_blocking(about("aa", key.clone(), 3)).unwrap();
+        store.record_blocking(about("aa", key.clone(), 4)).unwrap();
+        let found = store
+            .find_observation("procedure_pseudo_code", "aa", &key)
+            .unwrap()
+            .unwrap();
+        // The earliest of the two that match; the other subject and other parameters do not.
+        assert_eq!((found.id, found.seq), (wanted.id, wanted.seq));
+        assert_eq!(found.record.result, json!(3));
+        assert!(
+            store
+                .find_observation("procedure_assembly", "aa", &key)
+                .unwrap()
+                .is_none()
+        );
+        let other = json!({"document": "t", "procedure": "0x30", "provider": "angr"});
+        assert!(
+            store
+                .find_observation("procedure_pseudo_code", "aa", &other)
+                .unwrap()
+                .is_none()
+        );
+    }
+}
