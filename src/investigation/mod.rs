@@ -19,6 +19,7 @@
 //! - `artifacts`: inventories, their comparison and reconstruction verification.
 //! - `bound`: pages ended early to fit the message bound.
 //! - `javascript`: JavaScript/Electron application analysis.
+//! - `depth`: pseudo-code from a decompiler, and raw bytes at an address or matching a pattern.
 //! - `capture`: bounded process capture and the comparison of two captures.
 //! - `ledger`: reading and exporting the Evidence ledger.
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
@@ -29,6 +30,7 @@ mod artifacts;
 mod bound;
 mod capture;
 mod compare;
+mod depth;
 mod doctor;
 mod javascript;
 mod ledger;
@@ -50,6 +52,7 @@ pub use capture::{
     OUTPUT_PAGE_OPERATION, OutputPage,
 };
 pub use compare::{CallPathsArgs, CompareProceduresArgs};
+pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{
@@ -118,6 +121,12 @@ pub enum InvestigationError {
     /// A deep provider failed.
     #[error(transparent)]
     Deep(#[from] crate::providers::deep::DeepError),
+    /// A decompiler failed or is not installed.
+    #[error(transparent)]
+    Decompile(#[from] crate::providers::decompile::DecompileError),
+    /// A read or search of a document's bytes was refused.
+    #[error(transparent)]
+    Bytes(#[from] crate::providers::native::BytesError),
     /// The artifact inventory failed.
     #[error(transparent)]
     Artifact(#[from] crate::analyzers::artifact::ArtifactError),

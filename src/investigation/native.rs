@@ -524,7 +524,7 @@ impl Investigation {
     }
 
     /// The image of the procedure a call names, with the resolution.
-    async fn procedure_image(
+    pub(super) async fn procedure_image(
         &self,
         procedure: &str,
         document: Option<&str>,

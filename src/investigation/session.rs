@@ -167,6 +167,8 @@ pub(crate) struct OpenSession {
     pub opened: OpenedTargets,
     /// The last procedure comparison and call graph.
     pub analyses: super::compare::AnalysisCache,
+    /// Decompilers started for this session's documents.
+    pub decompilers: super::depth::Decompilers,
 }
 
 /// Targets opened in a session, by digest, most recent first.
@@ -290,6 +292,7 @@ fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
             images: ImageCache::default(),
             opened,
             analyses: Default::default(),
+            decompilers: Default::default(),
         }),
         active: active.map(Arc::new),
     }
@@ -404,7 +407,16 @@ impl Investigation {
         }
         progress.report(total, total, "storing the inventory");
         let snapshot = match t.current() {
-            Some(s) => s,
+            Some(s) => {
+                // The session's decompiler worker holds the previous target; it goes now.
+                let previous = s.session.clone();
+                blocking(move || {
+                    previous.decompilers.stop();
+                    Ok(())
+                })
+                .await?;
+                s
+            }
             None => {
                 let state_dir = self.settings.state_dir.clone();
                 let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
@@ -468,6 +480,12 @@ impl Investigation {
         let (_, evidence) = snapshot.store().list_evidence(&EvidenceFilter::default())?;
         t.replace(None);
         let session = snapshot.session.clone();
+        let stopping = session.clone();
+        blocking(move || {
+            stopping.decompilers.stop();
+            Ok(())
+        })
+        .await?;
         let id = session.session.id().to_owned();
         // The files are deleted in the background; the session is gone from listings already.
         drop(blocking(move || Ok(session.session.close()?)).await?);

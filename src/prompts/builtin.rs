@@ -61,6 +61,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
                 step_when(StepCondition::BinaryTarget, "analyze_function", "Build a dossier of the requested procedure, or of the candidates found above: callers, callees, strings, imports and first instructions."),
                 step_when(StepCondition::BinaryTarget, "procedure_callers", "Walk callers upward to find how the feature is reached."),
                 step_when(StepCondition::BinaryTarget, "procedure_assembly", "Read the instructions of a procedure when a dossier is not enough."),
+                step_when(StepCondition::BinaryTarget, "procedure_pseudo_code", "Read a procedure's pseudo-C when provider_id angr is offered, and follow the callees and strings its references name."),
                 step("record_unknown", "Record each question you could not settle as a residual unknown, citing the Evidence ids that bear on it."),
             ],
         },

@@ -278,6 +278,54 @@ impl Store {
 }
 
 impl ReadOnlyStore {
+    /// The earliest record of `operation` about the subject with digest `subject_sha256` whose
+    /// parameters are `parameters`: an observation made before, to reuse rather than redo.
+    pub fn find_observation<P: serde::Serialize>(
+        &self,
+        operation: &str,
+        subject_sha256: &str,
+        parameters: &P,
+    ) -> Result<Option<StoredEvidence>, StoreError> {
+        let wanted =
+            serde_json::to_value(parameters).map_err(|source| StoreError::CorruptRecord {
+                id: format!("parameters of {operation}"),
+                source,
+            })?;
+        self.read(|conn| {
+            let mut statement = conn.prepare_cached(
+                "select id, seq, created_at, record from evidence where operation = ?1 and subject_sha256 = ?2 order by seq",
+            )?;
+            let rows = statement.query_map([operation, subject_sha256], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })?;
+            for row in rows {
+                let (id, seq, created_at, record) = row?;
+                let record: EvidenceRecord = serde_json::from_str(&record)
+                    .map_err(|source| StoreError::CorruptRecord { id: id.clone(), source })?;
+                if record.parameters != wanted {
+                    continue;
+                }
+                let Ok(id) = EvidenceId::parse(&id) else {
+                    continue;
+                };
+                return Ok(Some(StoredEvidence {
+                    id,
+                    seq,
+                    created_at,
+                    record,
+                }));
+            }
+            Ok(None)
+        })
+    }
+}
+
+impl ReadOnlyStore {
     /// One record by id, or `None` when this ledger does not hold it.
     pub fn evidence(&self, id: &EvidenceId) -> Result<Option<StoredEvidence>, StoreError> {
         self.read(|conn| get_evidence(conn, id))
@@ -406,5 +454,62 @@ impl ReadOnlyStore {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{Subject, test_record};
+    use crate::vocabulary::{Architecture, Format};
+    use serde_json::json;
+
+    fn about(sha256: &str, parameters: serde_json::Value, result: u64) -> EvidenceRecord {
+        let mut record = test_record("procedure_pseudo_code", parameters, json!(result));
+        record.subject = Some(Subject {
+            name: "t".into(),
+            sha256: sha256.into(),
+            format: Format::Elf,
+            architecture: Architecture::parse("x86_64").unwrap(),
+            path: "/t".into(),
+        });
+        record
+    }
+
+    #[test]
+    fn an_observation_is_found_by_operation_subject_and_exact_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let key = json!({"document": "t", "procedure": "0x10", "provider": "angr"});
+        store
+            .record_blocking(about(
+                "aa",
+                json!({"document": "t", "procedure": "0x20", "provider": "angr"}),
+                1,
+            ))
+            .unwrap();
+        store.record_blocking(about("bb", key.clone(), 2)).unwrap();
+        let wanted = store.record_blocking(about("aa", key.clone(), 3)).unwrap();
+        store.record_blocking(about("aa", key.clone(), 4)).unwrap();
+        let found = store
+            .find_observation("procedure_pseudo_code", "aa", &key)
+            .unwrap()
+            .unwrap();
+        // The earliest of the two that match; the other subject and other parameters do not.
+        assert_eq!((found.id, found.seq), (wanted.id, wanted.seq));
+        assert_eq!(found.record.result, json!(3));
+        assert!(
+            store
+                .find_observation("procedure_assembly", "aa", &key)
+                .unwrap()
+                .is_none()
+        );
+        let other = json!({"document": "t", "procedure": "0x30", "provider": "angr"});
+        assert!(
+            store
+                .find_observation("procedure_pseudo_code", "aa", &other)
+                .unwrap()
+                .is_none()
+        );
     }
 }

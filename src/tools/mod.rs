@@ -8,6 +8,7 @@ mod analysis;
 mod artifacts;
 mod capture;
 mod compare;
+mod depth;
 mod javascript;
 mod ledger;
 mod native;
@@ -87,6 +88,7 @@ impl Tools {
             + Self::javascript_tools()
             + Self::capture_tools()
             + Self::compare_tools()
+            + Self::depth_tools()
     }
 }
 

@@ -15,6 +15,7 @@ mod compare;
 mod completion;
 mod corpus;
 mod crash;
+mod depth;
 mod differential;
 mod disconnect;
 mod frames;

@@ -20,7 +20,8 @@ pub fn install_hint() -> String {
         "Install it into a venv and name its interpreter: python3 -m venv ~/.local/share/rea/angr && \
          ~/.local/share/rea/angr/bin/pip install {PINNED} && \
          export {PYTHON_VARIABLE}=~/.local/share/rea/angr/bin/python \
-         (or set python = \"...\" in the [providers.angr] table of $REA_CONFIG_DIR/rea.toml)"
+         (or set python = \"...\" in the [providers.angr] table of $REA_CONFIG_DIR/rea.toml); \
+         in a checkout of rea, `bash .ci/angr-venv.sh` creates the pinned venv .venv-angr"
     )
 }
 

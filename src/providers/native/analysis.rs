@@ -971,7 +971,7 @@ fn relocated_pointers(file: &object::File<'_>) -> Vec<(u64, u64)> {
 
 /// Named symbols of data sections as `(address, size, displayed name)`, sorted by address; a
 /// size of zero means the format states none.
-fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String)> {
+pub(super) fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String)> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let macho = image.doc.format == "macho";
     let mut out: Vec<(u64, u64, String)> = file
@@ -1003,7 +1003,7 @@ fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String
 
 /// The data symbol whose extent holds `at`, with the offset into it: a sized symbol covers its
 /// size, an unsized one (Mach-O, PE) reaches to the next symbol of the same section.
-fn containing_symbol(symbols: &[(u64, u64, String)], at: u64) -> Option<(String, u64)> {
+pub(super) fn containing_symbol(symbols: &[(u64, u64, String)], at: u64) -> Option<(String, u64)> {
     let i = symbols.partition_point(|s| s.0 <= at);
     let (address, size, name) = symbols.get(i.checked_sub(1)?)?;
     let end = if *size > 0 {

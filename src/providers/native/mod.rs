@@ -21,6 +21,7 @@ mod admit;
 mod analysis;
 mod arm64_text;
 mod body;
+mod bytes;
 mod code_index;
 mod disasm;
 mod ehframe;
@@ -40,6 +41,10 @@ pub use analysis::{
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
 };
 pub use body::BodyFacts;
+pub use bytes::{
+    ByteHit, BytePattern, ByteRead, ByteSearch, BytesError, MAX_HITS_PAGE, MAX_READ_BYTES,
+    TypedValues,
+};
 pub use format::{
     FatSlice, HEAD_LEN, fat_slices, macho_cpu_name, macho_filetype, macho_is_64, sniff,
     thin_architecture,

@@ -226,6 +226,14 @@ export async function investigate(session, t, { stateDir, root }) {
   assert.deepEqual(xrefs.code.map((x) => [x.site, x.procedure, x.procedure_name]), [[t.callSite, t.main.address, 'main']]);
   const dossier = await session.tool('analyze_function', { procedure: 'answer' });
   assert.deepEqual([dossier.info.address, dossier.info.size], [t.answer.address, t.answer.size]);
+  // Deeper reads; depth.test.mjs checks each of them in detail.
+  const code = await session.tool('procedure_pseudo_code', { procedure: 'answer' });
+  assert.equal(code.procedure, t.answer.address);
+  assert.ok(code.lines.some((l) => l.includes('* 42')), code.lines.join('\n'));
+  const marker = await session.tool('read_bytes', { address: t.markerAddress.address, length: MARKER.length });
+  assert.deepEqual([marker.printable, marker.section], [MARKER, t.markerAddress.section]);
+  const markers = await session.tool('search_bytes', { pattern: Buffer.from(MARKER).toString('hex') });
+  assert.deepEqual([markers.total, markers.hits.map((h) => h.address)], [1, [t.markerAddress.address]]);
 
   const inventory = await session.tool('inspect_artifact', {});
   assert.match(inventory.manifest.id, /^agm_[0-9a-f]{64}$/);
@@ -301,7 +309,9 @@ export async function investigate(session, t, { stateDir, root }) {
   const procedure = await session.complete('investigate_feature', 'procedure', 'ans', { document: 'prog' });
   assert.deepEqual([procedure.values, procedure.total], [['answer'], 1]);
   const providers = await session.complete('investigate_feature', 'provider_id', '');
-  assert.equal(providers.values[0], 'auto');
+  // auto and angr (serverDirs names the angr venv), among the deep candidates, sorted.
+  assert.ok(['auto', 'angr'].every((id) => providers.values.includes(id)), JSON.stringify(providers.values));
+  assert.deepEqual(providers.values, [...providers.values].sort());
   const evidence = await session.complete('verify_reconstruction', 'comparison_evidence_id', comparison.evidence.id.slice(0, 20));
   assert.ok(evidence.values.includes(comparison.evidence.id));
   assert.deepEqual(

@@ -2,7 +2,7 @@
 // over stdio or streamable HTTP, programs compiled for the test, and the schema checks.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -71,6 +71,10 @@ export function serverDirs(root) {
     join(config, 'rea.toml'),
     `[capture]\nenabled = true\nexecutable_roots = [${JSON.stringify(root)}]\nworking_directory_roots = [${JSON.stringify(root)}]\n`,
   );
+  // The angr decompiler, as scripts/test.sh names it (the server's environment is not this one).
+  if (process.env.REA_ANGR_PYTHON) {
+    appendFileSync(join(config, 'rea.toml'), `[providers.angr]\npython = ${JSON.stringify(process.env.REA_ANGR_PYTHON)}\n`);
+  }
   return { state, config };
 }
 
