@@ -21,6 +21,7 @@ use crate::store::{RecordOutcome, Recording, Store};
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct EvidenceInline {
     /// `ev_` + SHA-256 of the record's canonical JSON; cite it for every observation you report.
+    #[schemars(with = "String")]
     pub id: EvidenceId,
     /// Order of the record in the session ledger.
     pub seq: i64,
@@ -48,6 +49,7 @@ pub struct EvidenceInline {
     pub limitations: Vec<String>,
     /// Other Evidence it rests on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<String>")]
     pub links: Vec<EvidenceId>,
 }
 

@@ -487,14 +487,15 @@ fn document_file(doc: &DocumentSpec) -> Result<(RegularFile, OsString), DeepErro
 
 /// The tools whose `provider_id` argument takes a deep provider: what provider completion offers
 /// candidates for. A tool that starts taking one is added here and to [`answers`].
-pub const PROVIDER_TOOLS: [&str; 1] = ["procedure_assembly"];
+pub const PROVIDER_TOOLS: [&str; 2] = ["procedure_assembly", "procedure_pseudo_code"];
 
 /// Whether rea runs `tool` with candidate `c`: `procedure_assembly` (and `list_procedures` of a
-/// deep inventory) with objdump or llvm-objdump only; gdb, radare2, rizin, Ghidra and angr are
-/// found and reported by doctor but answer none of these tools.
+/// deep inventory) with objdump or llvm-objdump, `procedure_pseudo_code` with angr; gdb,
+/// radare2, rizin and Ghidra are found and reported by doctor but answer none of these tools.
 pub fn answers(c: &Candidate, tool: &str) -> bool {
     match tool {
         "procedure_assembly" | "list_procedures" => c.id == "objdump" || is_llvm(c),
+        "procedure_pseudo_code" => c.id == "angr",
         _ => false,
     }
 }

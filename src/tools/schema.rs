@@ -207,6 +207,9 @@ fn output_node(node: &Value) -> Value {
         .is_some_and(|f| f.starts_with("uint"))
     {
         map.remove("format");
+        if map.get("minimum") == Some(&json!(0)) {
+            map.remove("minimum");
+        }
     }
     standard_format(&mut map);
     for keyword in ["oneOf", "anyOf"] {

@@ -247,7 +247,10 @@ pub enum ClaimStatus {
 pub struct ClaimResult {
     /// Position of the claim in the specification.
     pub index: u32,
-    /// The claim as evaluated.
+    /// The claim as evaluated: the specification's own claim at `index`, echoed back. Its
+    /// schema is the input's (`verify_reconstruction`'s `spec.claims`), so the output schema
+    /// says only that it is an object.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub claim: Claim,
     /// Outcome.
     pub status: ClaimStatus,
