@@ -7,7 +7,9 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice};
+use super::args::{
+    DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice, names_by_short_form,
+};
 use super::observe::{self, Observed, Qualifiers, in_document, subject_of};
 use super::session::{ActiveTarget, Snapshot};
 use super::{Investigation, InvestigationError, Result, blocking};
@@ -275,6 +277,7 @@ fn inventory_page(
             name: p.name,
             raw_name: p.raw_name,
             size: p.size,
+            aliases: p.aliases,
         }));
     }
     Page::of_all(rows, request)
@@ -401,6 +404,21 @@ impl Investigation {
                 store.find_procedures(a.target_id, document.name(), None, Some(name))?
             }
             _ => vec![],
+        };
+        // No exact name: a C++ or Rust name by its short form (`GetPassword` for
+        // `vault::Store::GetPassword(int) const`), among the named or every document.
+        let by_name = match &selector {
+            ProcedureSelector::Name { name, .. } if by_name.is_empty() => {
+                let (all, _) = store.procedures(a.target_id, document.name(), 0, u64::MAX >> 1)?;
+                all.into_iter()
+                    .filter(|r| {
+                        r.name
+                            .as_deref()
+                            .is_some_and(|n| names_by_short_form(n, name))
+                    })
+                    .collect()
+            }
+            _ => by_name,
         };
         let rows = if !by_name.is_empty() {
             by_name

@@ -22,6 +22,7 @@ mod idle;
 mod invariants;
 mod javascript;
 mod jsonrpc;
+mod names_15;
 mod parity;
 mod prompts;
 mod readonly;

@@ -1,0 +1,307 @@
+//! Issue 15, item 11 at the tool level: how procedures and slices are named, selected and
+//! searched through MCP, and the small paging and ledger rules around them. Truth comes from
+//! the corpus sources and from readelf / llvm-nm on the same files.
+
+use serde_json::{Value, json};
+
+use crate::common::{Harness, start};
+use crate::corpus::{self, Opt, Source, Toolchain, Variant, reference};
+
+/// A server with `path` open.
+async fn opened(path: &std::path::Path) -> (Harness, Value) {
+    let h = start().await;
+    let opened = h.call("open_binary", json!({ "path": path })).await;
+    (h, opened)
+}
+
+/// The address of the function symbol `raw` as the reference tool prints it.
+fn symbol(path: &std::path::Path, toolchain: Toolchain, raw: &str) -> String {
+    let found: Vec<u64> = reference::functions(path, toolchain)
+        .into_iter()
+        .filter(|s| s.name == raw)
+        .map(|s| s.address)
+        .collect();
+    assert!(!found.is_empty(), "{raw} not in the symbols of {path:?}");
+    format!("{:#x}", found[0])
+}
+
+#[tokio::test]
+async fn list_procedures_limit_zero_is_the_total_only_regression_15() {
+    let path = corpus::build(Variant::new(
+        Source::Graph,
+        Toolchain::ElfX64,
+        Opt::O2,
+        false,
+    ));
+    let (h, opened) = opened(&path).await;
+    let total = opened["documents"][0]["procedures"].as_u64().unwrap();
+    assert!(total > 10, "{opened}");
+    let page = h.call("list_procedures", json!({ "limit": 0 })).await;
+    assert_eq!(page["procedures"], json!([]), "{page}");
+    assert_eq!(page["total"].as_u64(), Some(total));
+    // Nothing was returned, so the listing still starts where it was asked to.
+    assert_eq!(page["next_offset"], 0);
+    let search = h
+        .call("search_procedures", json!({ "query": "say_", "limit": 0 }))
+        .await;
+    assert_eq!(search["procedures"], json!([]));
+    assert!(search["total"].as_u64().unwrap() >= 4, "{search}");
+}
+
+#[tokio::test]
+async fn update_unknown_keeps_its_evidence_unless_given_anew_regression_15() {
+    let path = corpus::build(Variant::new(
+        Source::Graph,
+        Toolchain::ElfX64,
+        Opt::O0,
+        false,
+    ));
+    let (h, opened) = opened(&path).await;
+    let opened_id = opened["evidence"]["id"].as_str().unwrap().to_string();
+    let listed = h.call("list_procedures", json!({ "limit": 1 })).await;
+    let listed_id = listed["evidence"]["id"].as_str().unwrap().to_string();
+    let unknown = h
+        .call(
+            "record_unknown",
+            json!({ "question": "who calls say_cobalt?", "evidence_ids": [opened_id] }),
+        )
+        .await;
+    let id = unknown["id"].as_str().unwrap();
+    assert_eq!(unknown["head"]["supporting"], json!([opened_id]));
+    // A status change alone keeps what the unknown cites.
+    let next = h
+        .call(
+            "update_unknown",
+            json!({ "unknown_id": id, "expected_revision": 1, "status": "investigating" }),
+        )
+        .await;
+    assert_eq!(next["head"]["revision"], 2);
+    assert_eq!(next["head"]["supporting"], json!([opened_id]), "{next}");
+    // Contradicting Evidence given alone keeps the supporting one, and is kept in turn.
+    let next = h
+        .call(
+            "update_unknown",
+            json!({ "unknown_id": id, "expected_revision": 2, "status": "blocked",
+                    "contradicting_evidence_ids": [listed_id] }),
+        )
+        .await;
+    assert_eq!(next["head"]["supporting"], json!([opened_id]));
+    assert_eq!(next["head"]["contradicting"], json!([listed_id]));
+    // New supporting Evidence replaces the old.
+    let next = h
+        .call(
+            "update_unknown",
+            json!({ "unknown_id": id, "expected_revision": 3, "status": "investigating",
+                    "supporting_evidence_ids": [listed_id] }),
+        )
+        .await;
+    assert_eq!(next["head"]["supporting"], json!([listed_id]));
+    assert_eq!(next["head"]["contradicting"], json!([listed_id]));
+}
+
+#[tokio::test]
+async fn a_slice_has_one_name_in_every_tool_regression_15() {
+    let path = corpus::universal(Source::Graph, Opt::O2, false);
+    let (h, opened) = opened(&path).await;
+    let documents: Vec<String> = opened["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_string())
+        .collect();
+    let file = path.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        documents,
+        [format!("{file} (arm64)"), format!("{file} (x86_64)")]
+    );
+    let inventory = h.call("inspect_artifact", json!({})).await;
+    let parts: Vec<&str> = inventory["manifest"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    for doc in &documents {
+        // The slice is a part under the document's name, and its regions beneath it.
+        assert!(parts.contains(&doc.as_str()), "{doc}: {parts:?}");
+        assert!(
+            parts
+                .iter()
+                .any(|p| p.starts_with(&format!("{doc}/section:"))),
+            "{doc}: {parts:?}"
+        );
+        // Selectors take the same name.
+        let info = h
+            .call(
+                "procedure_info",
+                json!({ "procedure": "say_cobalt", "document": doc }),
+            )
+            .await;
+        assert_eq!(info["procedure"]["document"], doc.as_str());
+    }
+    let doc = &documents[0];
+    let verdict = h
+        .call(
+            "verify_reconstruction",
+            json!({ "spec": { "claims": [
+                { "claim": "part_exists", "part": doc },
+                { "claim": "procedure_exists", "document": doc, "name": "say_cobalt" }
+            ] } }),
+        )
+        .await;
+    assert_eq!(verdict["claims"][0]["status"], "pass", "{verdict}");
+    assert_eq!(verdict["claims"][1]["status"], "pass", "{verdict}");
+    assert_eq!(verdict["status"], "pass");
+}
+
+#[tokio::test]
+async fn cxx_short_names_select_procedures_regression_15() {
+    for toolchain in [Toolchain::ElfX64, Toolchain::MachoArm64] {
+        let path = corpus::build(Variant::new(Source::Shapes, toolchain, Opt::O2, false));
+        let (h, _) = opened(&path).await;
+        let underscore = if toolchain.is_macho() { "_" } else { "" };
+        let rotate = symbol(
+            &path,
+            toolchain,
+            &format!("{underscore}_ZN5vault5Store6RotateEi"),
+        );
+        let info = h
+            .call("procedure_info", json!({ "procedure": "Rotate" }))
+            .await;
+        assert_eq!(
+            info["procedure"]["address"],
+            rotate.as_str(),
+            "{toolchain:?}"
+        );
+        assert_eq!(info["procedure"]["name"], "vault::Store::Rotate(int)");
+        // Partly qualified names select too.
+        let locked = symbol(
+            &path,
+            toolchain,
+            &format!("{underscore}_ZNK5vault11LockedStore11GetPasswordEi"),
+        );
+        let info = h
+            .call(
+                "procedure_info",
+                json!({ "procedure": "LockedStore::GetPassword" }),
+            )
+            .await;
+        assert_eq!(
+            info["procedure"]["address"],
+            locked.as_str(),
+            "{toolchain:?}"
+        );
+        // Two classes define GetPassword: the answer lists both.
+        let error = h
+            .call_err("procedure_callees", json!({ "procedure": "GetPassword" }))
+            .await;
+        assert!(error.contains("ambiguous"), "{toolchain:?}: {error}");
+        for candidate in [
+            "vault::Store::GetPassword(int) const",
+            "vault::LockedStore::GetPassword(int) const",
+        ] {
+            assert!(error.contains(candidate), "{toolchain:?}: {error}");
+        }
+        // A fragment that is not a whole name component names nothing.
+        let error = h
+            .call_err("procedure_info", json!({ "procedure": "Password" }))
+            .await;
+        assert!(error.contains("no procedure named"), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn search_procedures_finds_raw_names_and_aliases_regression_15() {
+    // The mangled symbol of a C++ method.
+    let path = corpus::build(Variant::new(
+        Source::Shapes,
+        Toolchain::ElfX64,
+        Opt::O2,
+        false,
+    ));
+    let (h, _) = opened(&path).await;
+    let rotate = symbol(&path, Toolchain::ElfX64, "_ZN5vault5Store6RotateEi");
+    let found = h
+        .call(
+            "search_procedures",
+            json!({ "query": "_ZN5vault5Store6Rot" }),
+        )
+        .await;
+    assert_eq!(found["total"], 1, "{found}");
+    assert_eq!(found["procedures"][0]["address"], rotate.as_str());
+    assert_eq!(
+        found["procedures"][0]["raw_name"],
+        "_ZN5vault5Store6RotateEi"
+    );
+    let found = h
+        .call(
+            "search_procedures",
+            json!({ "query": "_zn5vault5store6rot", "mode": "prefix" }),
+        )
+        .await;
+    assert_eq!(found["total"], 1, "prefix search is case-folded: {found}");
+
+    // Aliases: one function, three names; `area_alias` is the primary one (as short as
+    // `area_total`, and first), the others are its aliases.
+    for toolchain in [Toolchain::ElfX64, Toolchain::ElfA64] {
+        let path = corpus::build(Variant::new(Source::Ifunc, toolchain, Opt::O2, false));
+        let (h, _) = opened(&path).await;
+        let area = symbol(&path, toolchain, "area_total");
+        let found = h
+            .call("search_procedures", json!({ "query": "__area_int" }))
+            .await;
+        assert_eq!(found["total"], 1, "{toolchain:?}: {found}");
+        let row = &found["procedures"][0];
+        assert_eq!(row["address"], area.as_str());
+        assert_eq!(row["name"], "area_alias");
+        assert_eq!(row["aliases"], json!(["__area_internal", "area_total"]));
+        // An alias selects its procedure.
+        let info = h
+            .call("procedure_info", json!({ "procedure": "area_total" }))
+            .await;
+        assert_eq!(info["procedure"]["address"], area.as_str(), "{toolchain:?}");
+        // The IFUNC resolver's own name finds the IFUNC.
+        let found = h
+            .call(
+                "search_procedures",
+                json!({ "query": "resolve_comp", "mode": "prefix" }),
+            )
+            .await;
+        assert_eq!(found["procedures"][0]["name"], "compute", "{found}");
+        // list_procedures shows the same aliases.
+        let all = h.call("list_procedures", json!({ "limit": 500 })).await;
+        let listed = all["procedures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["address"] == area.as_str())
+            .unwrap();
+        assert_eq!(listed["aliases"], json!(["__area_internal", "area_total"]));
+    }
+}
+
+#[tokio::test]
+async fn c_names_are_one_name_across_formats_and_take_their_raw_form() {
+    // Mach-O stores C names with one more leading underscore; the tools show the C name and
+    // accept both. (Provider-level names are held by the differential suite; this is the
+    // selector side, which already agreed on main.)
+    let mut names = vec![];
+    for toolchain in [Toolchain::ElfX64, Toolchain::MachoArm64, Toolchain::PeX64] {
+        let path = corpus::build(Variant::new(Source::Graph, toolchain, Opt::O2, false));
+        let (h, _) = opened(&path).await;
+        let raw = if toolchain.is_macho() {
+            "_say_cobalt"
+        } else {
+            "say_cobalt"
+        };
+        let address = symbol(&path, toolchain, raw);
+        let by_name = h
+            .call("procedure_info", json!({ "procedure": "say_cobalt" }))
+            .await;
+        let by_raw = h.call("procedure_info", json!({ "procedure": raw })).await;
+        assert_eq!(by_name["procedure"]["address"], address.as_str());
+        assert_eq!(by_raw["procedure"], by_name["procedure"], "{toolchain:?}");
+        names.push(by_name["procedure"]["name"].clone());
+    }
+    assert_eq!(names, vec![json!("say_cobalt"); 3]);
+}
