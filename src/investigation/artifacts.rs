@@ -33,6 +33,8 @@ use crate::store::{
 const INSPECT: &str = "inspect_artifact";
 /// The operation of an inventory's page records.
 const INSPECT_PAGE: &str = "inspect_artifact/page";
+/// The operation of a JavaScript analysis, whose graph id completes like a manifest id.
+const JAVASCRIPT: &str = "analyze_javascript_application";
 /// The operation of a comparison's record.
 const COMPARE: &str = "compare_artifacts";
 
@@ -227,6 +229,22 @@ fn load_inventory(store: &ReadOnlyStore, evidence: &EvidenceId) -> Result<Invent
     })
 }
 
+/// The inventory a manifest id of `compare_artifacts` names. A JavaScript application graph
+/// completes like a manifest but is no inventory: it is refused with what to do instead, not
+/// read as one.
+fn load_side(store: &ReadOnlyStore, id: &ManifestId, evidence: &EvidenceId) -> Result<Inventory> {
+    match load_inventory(store, evidence) {
+        Err(InvestigationError::Load(LoadError::WrongOperation { found, .. }))
+            if found == JAVASCRIPT =>
+        {
+            Err(InvestigationError::InvalidArgument(format!(
+                "{id} is a JavaScript application graph (analyze_javascript_application), not an inventory: compare_artifacts compares the manifests of inspect_artifact. Two analyses are of the same application files exactly when their graph ids and input.files_sha256 agree"
+            )))
+        }
+        other => other,
+    }
+}
+
 /// Procedure names per document of the target with this digest, when the session opened it.
 fn stored_procedure_names(
     store: &ReadOnlyStore,
@@ -308,8 +326,8 @@ impl Investigation {
         };
         let (left_ev, left_sha) = side(&args.left_manifest_id)?;
         let (right_ev, right_sha) = side(&args.right_manifest_id)?;
-        let left = load_inventory(&store, &left_ev)?;
-        let right = load_inventory(&store, &right_ev)?;
+        let left = load_side(&store, &args.left_manifest_id, &left_ev)?;
+        let right = load_side(&store, &args.right_manifest_id, &right_ev)?;
         let left_procs = stored_procedure_names(&store, &left_sha)?;
         let right_procs = stored_procedure_names(&store, &right_sha)?;
         let comparison =

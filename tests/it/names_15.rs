@@ -305,3 +305,88 @@ async fn c_names_are_one_name_across_formats_and_take_their_raw_form() {
     }
     assert_eq!(names, vec![json!("say_cobalt"); 3]);
 }
+
+/// What `input.files_sha256` must be for a directory, computed here from the files themselves:
+/// every file outside node_modules and .git, sorted by path, as `path NUL size NUL sha256`.
+fn expected_files_sha256(root: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() && name != "node_modules" && name != ".git" {
+                walk(&entry.path(), &path, out);
+            } else if kind.is_file() {
+                out.push((path, std::fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    let mut files = vec![];
+    walk(root, "", &mut files);
+    files.sort();
+    let mut all = Sha256::new();
+    for (path, bytes) in files {
+        let line = format!(
+            "{path}\0{}\0{}\n",
+            bytes.len(),
+            hex::encode(Sha256::digest(&bytes))
+        );
+        all.update(line.as_bytes());
+    }
+    hex::encode(all.finalize())
+}
+
+#[tokio::test]
+async fn javascript_versions_have_their_own_ids_and_digests_regression_15() {
+    let h = start().await;
+    let mut graphs = vec![];
+    for version in ["5.1.1", "5.2.0"] {
+        let dir = crate::common::fixture(&format!("7zip-bin-{version}/package"));
+        let r = h
+            .call(
+                "analyze_javascript_application",
+                json!({ "input_path": dir }),
+            )
+            .await;
+        // Both versions ship the same index.js and index.d.ts: the sources parse alike, the
+        // files (package.json, the 7za binaries) do not.
+        let modules: Vec<&str> = r["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(modules, ["index.d.ts", "index.js"], "{version}");
+        let files = expected_files_sha256(&dir);
+        assert_eq!(r["input"]["files_sha256"], files.as_str(), "{version}");
+        assert_eq!(
+            r["evidence"]["subject"]["sha256"],
+            files.as_str(),
+            "{version}"
+        );
+        graphs.push((r["graph_id"].as_str().unwrap().to_string(), files));
+    }
+    assert_ne!(graphs[0].0, graphs[1].0, "graph ids");
+    assert_ne!(graphs[0].1, graphs[1].1, "digests");
+    // A JavaScript graph completes like a manifest id, and compare_artifacts says what it is.
+    let error = h
+        .call_err(
+            "compare_artifacts",
+            json!({ "left_manifest_id": graphs[0].0, "right_manifest_id": graphs[1].0 }),
+        )
+        .await;
+    assert!(
+        error.contains(&format!(
+            "{} is a JavaScript application graph (analyze_javascript_application)",
+            graphs[0].0
+        )),
+        "{error}"
+    );
+    assert!(!error.contains("missing field"), "{error}");
+}
