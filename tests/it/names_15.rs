@@ -390,3 +390,200 @@ async fn javascript_versions_have_their_own_ids_and_digests_regression_15() {
     );
     assert!(!error.contains("missing field"), "{error}");
 }
+
+/// The virtual address of the first occurrence of `needle` in the file's bytes, through the
+/// section that holds it (`readelf -SW`: address and file offset).
+fn file_address(path: &std::path::Path, needle: &[u8]) -> u64 {
+    let bytes = std::fs::read(path).unwrap();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in {path:?}")) as u64;
+    for line in corpus::run("readelf", &["-SW", path.to_str().unwrap()]).lines() {
+        let Some((_, rest)) = line.split_once(']') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() < 5 || f[1] != "PROGBITS" {
+            continue;
+        }
+        let hex = |t: &str| u64::from_str_radix(t, 16).unwrap();
+        let (address, offset, size) = (hex(f[2]), hex(f[3]), hex(f[4]));
+        if (offset..offset + size).contains(&at) {
+            return address + (at - offset);
+        }
+    }
+    panic!("offset {at:#x} of {path:?} is in no section")
+}
+
+/// Functions whose instructions compute one of `targets`, with those instructions, from the
+/// GNU objdump listing (x86-64: the rip-relative address in its comment; AArch64: adrp + add).
+fn referring_functions(
+    path: &std::path::Path,
+    toolchain: Toolchain,
+    targets: &[u64],
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let listing = reference::listing(path, toolchain, reference::Disassembler::Gnu);
+    let computed: Vec<(u64, u64)> = if toolchain.is_x86() {
+        listing
+            .iter()
+            .filter_map(|i| Some((i.address, i.comment_address()?)))
+            .collect()
+    } else {
+        reference::arm64_addresses(&listing).into_iter().collect()
+    };
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (site, value) in computed {
+        if !targets.contains(&value) {
+            continue;
+        }
+        let insn = listing.iter().find(|i| i.address == site).unwrap();
+        out.entry(insn.function.clone().unwrap())
+            .or_default()
+            .push(format!("{site:#x}"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn string_matches_name_their_bounds_and_the_code_that_uses_them_regression_18() {
+    for (toolchain, opt) in [
+        (Toolchain::ElfX64, Opt::O0),
+        (Toolchain::ElfX64, Opt::O2),
+        (Toolchain::ElfA64, Opt::O0),
+    ] {
+        let path = corpus::build(Variant::new(Source::Graph, toolchain, opt, false));
+        let (h, _) = opened(&path).await;
+        let label = format!("{toolchain:?} {opt:?}");
+
+        // A C string: the match starts it, it ends at its NUL, and say_prompt uses it
+        // (graph.c). At -O2 gcc lays it right after PACKED, which has no NUL: the printable
+        // run holding it then starts at PACKED, and PACKED's users use the run too.
+        let prompt = file_address(&path, b"\nEnter password:\0");
+        let start = run_start(&path, prompt);
+        assert_eq!(
+            start == prompt,
+            opt == Opt::O0,
+            "{label}: {start:#x} {prompt:#x}"
+        );
+        let found = h
+            .call("search_strings", json!({ "pattern": "\nEnter password" }))
+            .await;
+        assert_eq!(found["total"], 1, "{label}: {found}");
+        let m = &found["matches"][0];
+        assert_eq!(m["address"], format!("{prompt:#x}"), "{label}");
+        assert_eq!(m["string_address"], format!("{start:#x}"), "{label}");
+        assert_eq!(m["string_end"], format!("{:#x}", prompt + 16), "{label}");
+        let expected = referring_functions(&path, toolchain, &[prompt, start]);
+        if start == prompt {
+            assert_eq!(
+                expected.keys().collect::<Vec<_>>(),
+                ["say_prompt"],
+                "{label}: the source has one user"
+            );
+            let say_prompt = symbol(&path, toolchain, "say_prompt");
+            assert_eq!(
+                m["users"],
+                json!([{ "procedure": say_prompt, "name": "say_prompt",
+                         "sites": expected["say_prompt"] }]),
+                "{label}"
+            );
+        }
+        assert!(expected.contains_key("say_prompt"), "{label}: {expected:?}");
+        assert_eq!(users_of(m), expected, "{label}");
+        assert_eq!(m["users_total"], expected.len());
+
+        // A literal packed without NULs: the match is inside PACKED; its users are the code
+        // that uses the match (say_cobalt) or the start of the run holding it.
+        let packed = symbol_any(&path, "PACKED");
+        let cobalt = packed + 50;
+        let found = h
+            .call("search_strings", json!({ "pattern": "cobalt" }))
+            .await;
+        let m = found["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["address"] == format!("{cobalt:#x}"))
+            .unwrap_or_else(|| panic!("{label}: no match at PACKED+50: {found}"));
+        let start = u64::from_str_radix(
+            m["string_address"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("0x"),
+            16,
+        )
+        .unwrap();
+        assert!(
+            start <= packed,
+            "{label}: the run starts at or before PACKED"
+        );
+        let expected = referring_functions(&path, toolchain, &[cobalt, start]);
+        assert!(expected.contains_key("say_cobalt"), "{label}: {expected:?}");
+        assert_eq!(users_of(m), expected, "{label}");
+        assert_eq!(m["users_total"], expected.len());
+    }
+}
+
+/// The address of any symbol (data or code) named `name`, from `readelf -sW`.
+fn symbol_any(path: &std::path::Path, name: &str) -> u64 {
+    corpus::run("readelf", &["-sW", path.to_str().unwrap()])
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && f[7] == name).then(|| u64::from_str_radix(f[1], 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("no symbol {name} in {path:?}"))
+}
+
+/// A match's users as name → sites.
+fn users_of(m: &Value) -> std::collections::BTreeMap<String, Vec<String>> {
+    m["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["name"].as_str().unwrap().to_string(),
+                u["sites"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The start of the run of printable characters (and tabs, line breaks) holding `address`, read
+/// back from the file's bytes to the previous NUL or other control byte.
+fn run_start(path: &std::path::Path, address: u64) -> u64 {
+    let bytes = std::fs::read(path).unwrap();
+    // The address's file offset: the same section mapping file_address used.
+    let needle_offset = |a: u64| -> usize {
+        for line in corpus::run("readelf", &["-SW", path.to_str().unwrap()]).lines() {
+            let Some((_, rest)) = line.split_once(']') else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if f.len() < 5 || f[1] != "PROGBITS" {
+                continue;
+            }
+            let hex = |t: &str| u64::from_str_radix(t, 16).unwrap();
+            let (sa, so, sz) = (hex(f[2]), hex(f[3]), hex(f[4]));
+            if (sa..sa + sz).contains(&a) {
+                return (so + (a - sa)) as usize;
+            }
+        }
+        panic!("{a:#x} in no section")
+    };
+    let mut at = needle_offset(address);
+    let text = |b: u8| (0x20..0x7f).contains(&b) || matches!(b, b'\t' | b'\n' | b'\r');
+    let mut start = address;
+    while at > 0 && text(bytes[at - 1]) {
+        at -= 1;
+        start -= 1;
+    }
+    start
+}
