@@ -587,3 +587,83 @@ fn run_start(path: &std::path::Path, address: u64) -> u64 {
     }
     start
 }
+
+#[tokio::test]
+async fn only_results_the_suite_checks_are_labelled_observed_regression_15() {
+    // x86-64 code: listings, call edges (tail jumps included), code references and string users
+    // are held against objdump / llvm-objdump by the differential suite: observed.
+    let path = corpus::build(Variant::new(
+        Source::Graph,
+        Toolchain::ElfX64,
+        Opt::O2,
+        false,
+    ));
+    let (h, _) = opened(&path).await;
+    let cobalt = symbol(&path, Toolchain::ElfX64, "say_cobalt");
+    let confidence = |v: &Value| v["evidence"]["confidence"].as_str().unwrap().to_string();
+    for (tool, args) in [
+        ("list_documents", json!({})),
+        ("list_procedures", json!({ "limit": 1 })),
+        ("search_procedures", json!({ "query": "say_" })),
+        ("search_strings", json!({ "pattern": "cobalt" })),
+        ("procedure_info", json!({ "procedure": "say_cobalt" })),
+        ("procedure_assembly", json!({ "procedure": "say_cobalt" })),
+        ("procedure_callees", json!({ "procedure": "main" })),
+        ("procedure_callers", json!({ "procedure": "say_cobalt" })),
+        ("analyze_function", json!({ "procedure": "say_cobalt" })),
+        ("xrefs", json!({ "address": cobalt })),
+    ] {
+        let r = h.call(tool, args).await;
+        assert_eq!(confidence(&r), "observed", "{tool}: {}", r["evidence"]);
+        let limitations = &r["evidence"]["limitations"];
+        assert!(
+            limitations.is_null() || *limitations == json!([]),
+            "{tool}: {limitations}"
+        );
+    }
+    // The procedure holding an address inside it rests on its computed extent: derived.
+    let inner = format!(
+        "{:#x}",
+        u64::from_str_radix(cobalt.trim_start_matches("0x"), 16).unwrap() + 1
+    );
+    let r = h
+        .call("procedure_info", json!({ "procedure": inner }))
+        .await;
+    assert_eq!(r["inside"], inner.as_str());
+    assert_eq!(confidence(&r), "derived");
+    assert!(
+        r["evidence"]["limitations"][0]
+            .as_str()
+            .unwrap()
+            .contains("extent"),
+        "{}",
+        r["evidence"]
+    );
+
+    // 32-bit x86 is decoded but no corpus build holds it against a reference: derived.
+    let h = start().await;
+    h.call(
+        "open_binary",
+        json!({ "path": crate::common::fixture("7zip-bin-5.2.0/package/linux/ia32/7za") }),
+    )
+    .await;
+    let first = h.call("list_procedures", json!({ "limit": 1 })).await;
+    assert_eq!(confidence(&first), "observed");
+    let start_address = first["procedures"][0]["address"].clone();
+    for tool in [
+        "procedure_callees",
+        "procedure_assembly",
+        "analyze_function",
+    ] {
+        let r = h.call(tool, json!({ "procedure": start_address })).await;
+        assert_eq!(confidence(&r), "derived", "{tool}");
+        assert!(
+            r["evidence"]["limitations"][0]
+                .as_str()
+                .unwrap()
+                .contains("x86 code is decoded"),
+            "{tool}: {}",
+            r["evidence"]
+        );
+    }
+}
