@@ -644,7 +644,7 @@ impl Image {
 
     /// The procedures whose code refers to any of `targets`, by start, each with its name and
     /// referring sites (sorted, distinct); `None` when this architecture is not decoded.
-    pub(super) fn users_of(&self, targets: &[u64]) -> Option<Vec<(u64, Option<String>, Vec<u64>)>> {
+    pub(super) fn users_of(&self, targets: &[u64]) -> Option<Vec<super::strings::StringUser>> {
         if !disasm::supported(self.isa) {
             return None;
         }
@@ -664,10 +664,14 @@ impl Image {
         Some(
             by_procedure
                 .into_iter()
-                .map(|(address, (name, mut sites))| {
+                .map(|(procedure, (name, mut sites))| {
                     sites.sort_unstable();
                     sites.dedup();
-                    (address, name, sites)
+                    super::strings::StringUser {
+                        procedure,
+                        name,
+                        sites,
+                    }
                 })
                 .collect(),
         )

@@ -372,13 +372,9 @@ impl Image {
                 m.users = users
                     .into_iter()
                     .take(MAX_USERS)
-                    .map(|(procedure, name, mut sites)| {
-                        sites.truncate(MAX_SITES);
-                        StringUser {
-                            procedure,
-                            name,
-                            sites,
-                        }
+                    .map(|mut user| {
+                        user.sites.truncate(MAX_SITES);
+                        user
                     })
                     .collect();
             }
