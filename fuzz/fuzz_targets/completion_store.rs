@@ -173,6 +173,7 @@ fuzz_target!(|data: &[u8]| {
                         name: name.clone(),
                         raw_name: None,
                         size: None,
+                        aliases: vec![],
                     })
                     .collect(),
             })

@@ -112,6 +112,91 @@ impl ProcedureSelector {
     }
 }
 
+/// Whether `name` (a demangled C++ or Rust name) is one that `text` names by its unqualified or
+/// partly qualified form: `GetPassword` and `Store::GetPassword` both name
+/// `vault::Store::GetPassword(int) const`, `Twice` names `int vault::Twice<int>(int)`. The
+/// parameter list, trailing qualifiers and a return type are not part of what is compared; the
+/// text must end at a `::` boundary, so `Password` names nothing.
+pub fn names_by_short_form(name: &str, text: &str) -> bool {
+    if text.is_empty() || name == text {
+        return !text.is_empty();
+    }
+    let Some(qualified) = qualified_name(name) else {
+        return false;
+    };
+    [qualified, strip_template_arguments(qualified)]
+        .into_iter()
+        .any(|q| {
+            q == text
+                || q.strip_suffix(text)
+                    .is_some_and(|head| head.ends_with("::"))
+        })
+}
+
+/// The qualified name of a demangled name: without its parameter list (the last top-level
+/// `(...)` and what follows it) and without a return type (text before the last top-level
+/// space). `None` for a name that is not qualified and has no parameter list (a C name).
+fn qualified_name(name: &str) -> Option<&str> {
+    let bytes = name.as_bytes();
+    let mut end = name.len();
+    if let Some(close) = name.rfind(')') {
+        // The matching `(` of the last group: the parameters.
+        let mut depth = 0usize;
+        let mut open = None;
+        for i in (0..=close).rev() {
+            match bytes[i] {
+                b')' => depth += 1,
+                b'(' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        open = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        end = open?;
+    } else if !name.contains("::") {
+        return None;
+    }
+    let head = &name[..end];
+    // The return type of a template function ends at the last space outside brackets.
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, b) in head.bytes().enumerate() {
+        match b {
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' => depth -= 1,
+            b' ' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    let qualified = &head[start..];
+    (!qualified.is_empty()).then_some(qualified)
+}
+
+/// `Twice<int>` without its template arguments; other names unchanged.
+fn strip_template_arguments(name: &str) -> &str {
+    if !name.ends_with('>') {
+        return name;
+    }
+    let mut depth = 0usize;
+    for (i, b) in name.bytes().enumerate().rev() {
+        match b {
+            b'>' => depth += 1,
+            b'<' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &name[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    name
+}
+
 /// Who answers an operation that a deep provider can also answer.
 #[derive(Debug, Clone)]
 pub enum ProviderChoice {
@@ -145,7 +230,7 @@ impl ProviderChoice {
 pub struct PageRequest {
     /// Items to skip.
     pub offset: u64,
-    /// Items to return, at least 1.
+    /// Items to return; 0 asks for the total only.
     pub limit: u64,
 }
 
@@ -153,18 +238,20 @@ impl PageRequest {
     /// Default and largest page of the ledger and inventory listings.
     pub const LISTING: (u64, u64) = (50, 500);
 
-    /// `limit` (or `bounds.0` when absent) kept within 1 and `bounds.1`.
+    /// `limit` (or `bounds.0` when absent) kept at most `bounds.1`. A limit of 0 stays 0: the
+    /// caller asks how many there are, and gets no items.
     pub fn new(offset: u64, limit: Option<u64>, bounds: (u64, u64)) -> PageRequest {
         PageRequest {
             offset,
-            limit: limit.unwrap_or(bounds.0).clamp(1, bounds.1),
+            limit: limit.unwrap_or(bounds.0).min(bounds.1),
         }
     }
 
-    /// The offset of the page after one that returned `returned` items of `total`.
+    /// The offset of the page after one that returned `returned` items of `total`. A count-only
+    /// request (limit 0) returned nothing, so the listing still continues at its offset.
     pub fn next_offset(&self, returned: usize, total: u64) -> Option<u64> {
         let next = self.offset.saturating_add(returned as u64);
-        (returned > 0 && next < total).then_some(next)
+        (next < total && (returned > 0 || self.limit == 0)).then_some(next)
     }
 }
 
@@ -233,10 +320,45 @@ mod tests {
     }
 
     #[test]
+    fn cxx_and_rust_names_are_named_by_their_short_forms() {
+        let method = "vault::Store::GetPassword(int) const";
+        for text in [
+            "GetPassword",
+            "Store::GetPassword",
+            "vault::Store::GetPassword",
+            method,
+        ] {
+            assert!(names_by_short_form(method, text), "{text}");
+        }
+        for text in ["Password", "tore::GetPassword", "GetPassword(int)", ""] {
+            assert!(!names_by_short_form(method, text), "{text}");
+        }
+        assert!(names_by_short_form("int vault::Twice<int>(int)", "Twice"));
+        assert!(names_by_short_form(
+            "int vault::Twice<int>(int)",
+            "Twice<int>"
+        ));
+        assert!(names_by_short_form("vault::Store::~Store()", "~Store"));
+        assert!(names_by_short_form(
+            "(anonymous namespace)::helper(int)",
+            "helper"
+        ));
+        assert!(names_by_short_form("core::fmt::write", "write"));
+        // A C name is named only by itself.
+        assert!(!names_by_short_form("say_beryllium", "beryllium"));
+    }
+
+    #[test]
     fn pages_are_bounded_and_say_where_the_next_one_starts() {
         let r = PageRequest::new(0, Some(10_000), PageRequest::LISTING);
         assert_eq!(r.limit, 500);
-        assert_eq!(PageRequest::new(0, Some(0), PageRequest::LISTING).limit, 1);
+        let count_only = PageRequest::new(3, Some(0), PageRequest::LISTING);
+        assert_eq!(count_only.limit, 0);
+        let page = Page::of_all((0..5).collect::<Vec<u8>>(), &count_only);
+        assert_eq!(
+            (page.items, page.total, page.next_offset),
+            (vec![], 5, Some(3))
+        );
         let r = PageRequest::new(2, Some(2), PageRequest::LISTING);
         let page = Page::of_all((0..5).collect(), &r);
         assert_eq!(

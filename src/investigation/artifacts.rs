@@ -33,6 +33,8 @@ use crate::store::{
 const INSPECT: &str = "inspect_artifact";
 /// The operation of an inventory's page records.
 const INSPECT_PAGE: &str = "inspect_artifact/page";
+/// The operation of a JavaScript analysis, whose graph id completes like a manifest id.
+const JAVASCRIPT: &str = "analyze_javascript_application";
 /// The operation of a comparison's record.
 const COMPARE: &str = "compare_artifacts";
 
@@ -237,6 +239,22 @@ fn part_documents(target: &Target) -> artifact::PartDocuments {
         .collect()
 }
 
+/// The inventory a manifest id of `compare_artifacts` names. A JavaScript application graph
+/// completes like a manifest but is no inventory: it is refused with what to do instead, not
+/// read as one.
+fn load_side(store: &ReadOnlyStore, id: &ManifestId, evidence: &EvidenceId) -> Result<Inventory> {
+    match load_inventory(store, evidence) {
+        Err(InvestigationError::Load(LoadError::WrongOperation { found, .. }))
+            if found == JAVASCRIPT =>
+        {
+            Err(InvestigationError::InvalidArgument(format!(
+                "{id} is a JavaScript application graph (analyze_javascript_application), not an inventory: compare_artifacts compares the manifests of inspect_artifact. Two analyses are of the same application files exactly when their graph ids and input.files_sha256 agree"
+            )))
+        }
+        other => other,
+    }
+}
+
 /// The record of a comparison of the inventories carried by `left` and `right`.
 fn comparison_recording(
     args: &CompareArgs,
@@ -284,8 +302,8 @@ impl Investigation {
         };
         let (left_ev, left_sha) = side(&args.left_manifest_id)?;
         let (right_ev, right_sha) = side(&args.right_manifest_id)?;
-        let left = load_inventory(&store, &left_ev)?;
-        let right = load_inventory(&store, &right_ev)?;
+        let left = load_side(&store, &args.left_manifest_id, &left_ev)?;
+        let right = load_side(&store, &args.right_manifest_id, &right_ev)?;
         // Only targets this process opened are held by descriptor; a side opened before a
         // restart leaves the procedures unknown until it is opened again.
         let left_docs = s.session.opened.find(&left_sha).map(|t| part_documents(&t));

@@ -72,9 +72,11 @@ pub fn is_javascript_directory(path: &Path) -> bool {
 }
 
 /// The canonical form of what makes the graph: relative paths only, so a directory and the asar
-/// packed from it share one id.
+/// packed from it share one id; and the digest of the application's files, so two versions of
+/// one package whose sources parse alike do not.
 #[derive(Serialize)]
 struct GraphKey<'a> {
+    files_sha256: &'a str,
     modules: &'a [javascript::Module],
     processes: &'a [javascript::ProcessEntry],
     ipc: &'a [javascript::IpcChannel],
@@ -84,6 +86,7 @@ struct GraphKey<'a> {
 
 fn graph_id(a: &JsAnalysis) -> Result<ManifestId> {
     let key = GraphKey {
+        files_sha256: &a.input.files_sha256,
         modules: &a.modules,
         processes: &a.processes,
         ipc: &a.ipc,
@@ -131,7 +134,8 @@ fn recording(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        sha256: id.as_str().trim_start_matches("agm_").to_owned(),
+        // What the subject names is the application: its files' digest, not the graph's.
+        sha256: analysis.input.files_sha256.clone(),
         format: Format::JavascriptApp,
         architecture: Architecture::Javascript,
         path: path.display().to_string(),

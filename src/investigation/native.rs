@@ -7,11 +7,13 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice};
+use super::args::{
+    DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice, names_by_short_form,
+};
 use super::observe::{self, Observed, Qualifiers, in_document, subject_of};
 use super::session::{ActiveTarget, Snapshot};
 use super::{Investigation, InvestigationError, Result, blocking};
-use crate::evidence::ProviderStamp;
+use crate::evidence::{Confidence, ProviderStamp};
 use crate::ids::Address;
 use crate::providers::deep;
 use crate::providers::native::{
@@ -19,6 +21,7 @@ use crate::providers::native::{
     StringQuery, Target, Xrefs,
 };
 use crate::store::{DocumentRow, ProcedureRow, Recording};
+use crate::vocabulary::Architecture;
 
 /// Arguments of `list_documents`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -275,9 +278,48 @@ fn inventory_page(
             name: p.name,
             raw_name: p.raw_name,
             size: p.size,
+            aliases: p.aliases,
         }));
     }
     Page::of_all(rows, request)
+}
+
+/// Architectures whose decoded code (listings, call edges and tail jumps, code references) the
+/// differential suite (`tests/it/differential.rs`) holds against a reference disassembler.
+fn code_checked(architecture: Architecture) -> bool {
+    matches!(architecture, Architecture::X86_64 | Architecture::Arm64)
+}
+
+/// How a result read from `doc`'s decoded code is qualified: `observed` where the suite checks
+/// that kind against a reference, else `derived` with the reason.
+fn code_qualifiers(doc: &DocumentSpec) -> Qualifiers {
+    let mut q = Qualifiers::observed();
+    if !code_checked(doc.architecture) {
+        q.confidence = Confidence::Derived;
+        q.limitations.push(format!(
+            "{} code is decoded by the built-in provider, but rea's suite holds no {} listing against a reference disassembler",
+            doc.architecture, doc.architecture
+        ));
+    }
+    q
+}
+
+/// How a result about a resolved procedure is qualified: as its code (when `decoded`), and
+/// `derived` when the procedure was found by containment, which rests on its computed extent.
+fn about_qualifiers(r: &Resolved, decoded: bool) -> Qualifiers {
+    let mut q = if decoded {
+        code_qualifiers(&r.doc)
+    } else {
+        Qualifiers::observed()
+    };
+    if let Some(inside) = r.inside {
+        q.confidence = Confidence::Derived;
+        q.limitations.push(format!(
+            "{} was taken as the procedure holding {:#x}: its extent is its stated size, else up to the next procedure start",
+            r.procedure.address, inside
+        ));
+    }
+    q
 }
 
 impl Investigation {
@@ -423,6 +465,21 @@ impl Investigation {
             }
             _ => vec![],
         };
+        // No exact name: a C++ or Rust name by its short form (`GetPassword` for
+        // `vault::Store::GetPassword(int) const`), among the named or every document.
+        let by_name = match &selector {
+            ProcedureSelector::Name { name, .. } if by_name.is_empty() => {
+                let (all, _) = store.procedures(a.target_id, document.name(), 0, u64::MAX >> 1)?;
+                all.into_iter()
+                    .filter(|r| {
+                        r.name
+                            .as_deref()
+                            .is_some_and(|n| names_by_short_form(n, name))
+                    })
+                    .collect()
+            }
+            _ => by_name,
+        };
         let rows = if !by_name.is_empty() {
             by_name
         } else {
@@ -499,7 +556,7 @@ impl Investigation {
         })
     }
 
-    /// Records a result about one procedure, located at its start.
+    /// Records a result about one procedure, located at its start, qualified by `q`.
     async fn observe_about<P: Serialize, T: Serialize>(
         s: &Snapshot,
         target: &Target,
@@ -507,8 +564,9 @@ impl Investigation {
         params: &P,
         procedure: &ResolvedProcedure,
         result: T,
+        q: Qualifiers,
     ) -> Result<Observed<T>> {
-        let q = Qualifiers::observed().at(in_document(
+        let q = q.at(in_document(
             &procedure.document,
             Some(procedure.address.to_string()),
         ));
@@ -562,7 +620,19 @@ impl Investigation {
             document: doc.name.clone(),
             matches,
         };
-        let q = Qualifiers::observed().at(in_document(&doc.name, None));
+        // A match's address and bounds are read; its users come from decoded code, where the
+        // architecture is decoded at all.
+        let decoded = found
+            .matches
+            .matches
+            .iter()
+            .any(|m| m.users_total.is_some());
+        let q = if decoded {
+            code_qualifiers(&doc)
+        } else {
+            Qualifiers::observed()
+        }
+        .at(in_document(&doc.name, None));
         observe::observe(
             s.store(),
             "search_strings",
@@ -596,6 +666,7 @@ impl Investigation {
             &args,
             &r.procedure,
             details,
+            about_qualifiers(&r, false),
         )
         .await
     }
@@ -630,6 +701,7 @@ impl Investigation {
                     &args,
                     &r.procedure,
                     result,
+                    about_qualifiers(&r, true),
                 )
                 .await
             }
@@ -709,6 +781,7 @@ impl Investigation {
             &args,
             &r.procedure,
             result,
+            about_qualifiers(&r, true),
         )
         .await
     }
@@ -731,6 +804,7 @@ impl Investigation {
             &args,
             &r.procedure,
             result,
+            about_qualifiers(&r, true),
         )
         .await
     }
@@ -744,7 +818,7 @@ impl Investigation {
         let image = s.session.images.get(&doc).await?;
         let address = args.address.0;
         let refs = blocking(move || Ok(image.xrefs(address)?)).await?;
-        let q = Qualifiers::observed().at(in_document(&doc.name, Some(args.address.to_string())));
+        let q = code_qualifiers(&doc).at(in_document(&doc.name, Some(args.address.to_string())));
         observe::observe(
             s.store(),
             "xrefs",
@@ -774,6 +848,7 @@ impl Investigation {
             &args,
             &r.procedure,
             result,
+            about_qualifiers(&r, true),
         )
         .await
     }

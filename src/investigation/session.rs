@@ -140,6 +140,7 @@ pub fn new_target(target: &Target, inventories: Vec<Vec<Procedure>>) -> NewTarge
                         name: p.name,
                         raw_name: p.raw_name,
                         size: p.size,
+                        aliases: p.aliases,
                     })
                     .collect(),
             })

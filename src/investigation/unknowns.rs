@@ -43,10 +43,10 @@ pub struct UpdateUnknownArgs {
     /// The question reworded; omit to keep it.
     #[serde(default)]
     pub question: Option<String>,
-    /// Evidence ids of this ledger supporting the revision.
+    /// Evidence ids of this ledger supporting the revision; omit to keep the head's.
     #[serde(default)]
     pub supporting_evidence_ids: Vec<EvidenceId>,
-    /// Evidence ids of this ledger contradicting it.
+    /// Evidence ids of this ledger contradicting it; omit to keep the head's.
     #[serde(default)]
     pub contradicting_evidence_ids: Vec<EvidenceId>,
     /// A note.
@@ -118,7 +118,8 @@ pub enum UnknownError {
 
 /// The revision `update` makes of `head`, or why the rules refuse it: verified needs supporting
 /// Evidence, withdrawn and out-of-scope need a rationale, and a resolution goes with status
-/// resolved only. The question carries over unless reworded.
+/// resolved only. The question, and the supporting and contradicting Evidence, carry over unless
+/// given anew: a status change alone must not drop what the unknown cites.
 pub(crate) fn revise(
     head: &UnknownHead,
     update: UpdateUnknownArgs,
@@ -160,9 +161,18 @@ pub(crate) fn revise(
         resolution,
         rationale,
         note: update.note,
-        supporting: update.supporting_evidence_ids,
-        contradicting: update.contradicting_evidence_ids,
+        supporting: carried(update.supporting_evidence_ids, &head.head.supporting),
+        contradicting: carried(update.contradicting_evidence_ids, &head.head.contradicting),
     })
+}
+
+/// The Evidence a revision cites: the ids given, or the head's when none are.
+fn carried(given: Vec<EvidenceId>, head: &[EvidenceId]) -> Vec<EvidenceId> {
+    if given.is_empty() {
+        head.to_vec()
+    } else {
+        given
+    }
 }
 
 impl Investigation {

@@ -60,6 +60,8 @@ pub struct NewProcedure {
     pub raw_name: Option<String>,
     /// Size in bytes, when known.
     pub size: Option<u64>,
+    /// Other names of the same address (aliases), displayed like `name`.
+    pub aliases: Vec<String>,
 }
 
 /// A target the session opened.
@@ -121,6 +123,28 @@ pub struct ProcedureRow {
     /// Size in bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// Other names of the same address (aliases, other versions), when it has any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+}
+
+/// The `aliases` column: names one per line, null for none.
+fn aliases_column(aliases: &[String]) -> Option<String> {
+    (!aliases.is_empty()).then(|| aliases.join("\n"))
+}
+
+/// The `other_keys` column: match keys of the raw name and the aliases, one per line, null for
+/// none. Names never hold a line break, so a line is one whole name.
+fn other_keys(p: &NewProcedure) -> Option<String> {
+    let mut keys: Vec<String> = p
+        .raw_name
+        .iter()
+        .chain(&p.aliases)
+        .map(|n| match_key(n))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    (!keys.is_empty()).then(|| keys.join("\n"))
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -157,7 +181,7 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
          values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     let mut insert_proc = conn.prepare_cached(
-        "insert or ignore into procedures (document_id, address, name, raw_name, name_key, size) values (?1, ?2, ?3, ?4, ?5, ?6)",
+        "insert or ignore into procedures (document_id, address, name, raw_name, name_key, size, aliases, other_keys) values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut insert_value = conn.prepare_cached(
         "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
@@ -188,6 +212,8 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
                 p.raw_name,
                 key,
                 p.size.map(to_i64),
+                aliases_column(&p.aliases),
+                other_keys(p),
             ])?;
             let text = Address(p.address).to_string();
             insert_value.execute(params![target_id, doc_id, text, text])?;
@@ -260,6 +286,10 @@ fn procedure_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProcedureRow> {
         name: r.get(2)?,
         raw_name: r.get(3)?,
         size: r.get::<_, Option<i64>>(4)?.map(from_i64),
+        aliases: r
+            .get::<_, Option<String>>(5)?
+            .map(|a| a.lines().map(str::to_owned).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -324,7 +354,7 @@ impl ReadOnlyStore {
             let offset = i64::try_from(offset).unwrap_or(i64::MAX);
             let rows = conn
                 .prepare_cached(
-                    "select d.name, p.address, p.name, p.raw_name, p.size from procedures p join documents d on d.id = p.document_id
+                    "select d.name, p.address, p.name, p.raw_name, p.size, p.aliases from procedures p join documents d on d.id = p.document_id
                      where d.target_id = ?1 and (?2 is null or d.name = ?2)
                      order by d.name, p.address limit ?3 offset ?4",
                 )?
@@ -340,7 +370,8 @@ impl ReadOnlyStore {
         })
     }
 
-    /// Procedures whose name contains `needle` (compared on match keys), by document and address.
+    /// Procedures whose name, raw name or an alias contains `needle` (compared on match keys), by
+    /// document and address.
     pub fn search_procedures(
         &self,
         target_id: i64,
@@ -354,15 +385,18 @@ impl ReadOnlyStore {
         self.read(|conn| {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+            // The primary name, the raw name and every alias are searched: an agent may know a
+            // procedure by its mangled symbol or by an alias (`__libc_malloc`).
             let cond = if prefix_only {
-                "substr(p.name_key, 1, length(?3)) = ?3"
+                "(substr(p.name_key, 1, length(?3)) = ?3 or substr(p.other_keys, 1, length(?3)) = ?3
+                  or instr(p.other_keys, char(10) || ?3) > 0)"
             } else {
-                "instr(p.name_key, ?3) > 0"
+                "(instr(p.name_key, ?3) > 0 or instr(p.other_keys, ?3) > 0)"
             };
             let rows = conn
                 .prepare_cached(&format!(
-                    "select d.name, p.address, p.name, p.raw_name, p.size from procedures p join documents d on d.id = p.document_id
-                     where d.target_id = ?1 and (?2 is null or d.name = ?2) and p.name_key is not null and {cond}
+                    "select d.name, p.address, p.name, p.raw_name, p.size, p.aliases from procedures p join documents d on d.id = p.document_id
+                     where d.target_id = ?1 and (?2 is null or d.name = ?2) and {cond}
                      order by d.name, p.address limit ?4 offset ?5"
                 ))?
                 .query_map(params![target_id, document, key, limit, offset], procedure_row)?
@@ -370,14 +404,15 @@ impl ReadOnlyStore {
             let total: i64 = conn
                 .prepare_cached(&format!(
                     "select count(*) from procedures p join documents d on d.id = p.document_id
-                     where d.target_id = ?1 and (?2 is null or d.name = ?2) and p.name_key is not null and {cond}"
+                     where d.target_id = ?1 and (?2 is null or d.name = ?2) and {cond}"
                 ))?
                 .query_row(params![target_id, document, key], |r| r.get(0))?;
             Ok((rows, total.max(0) as u64))
         })
     }
 
-    /// Procedures of the target (or one document) at `address`, or whose name is exactly `name`.
+    /// Procedures of the target (or one document) at `address`, or whose name, raw name or one
+    /// of whose aliases is exactly `name`.
     pub fn find_procedures(
         &self,
         target_id: i64,
@@ -388,9 +423,10 @@ impl ReadOnlyStore {
         self.read(|conn| {
             Ok(conn
                 .prepare_cached(
-                    "select d.name, p.address, p.name, p.raw_name, p.size from procedures p join documents d on d.id = p.document_id
+                    "select d.name, p.address, p.name, p.raw_name, p.size, p.aliases from procedures p join documents d on d.id = p.document_id
                      where d.target_id = ?1 and (?2 is null or d.name = ?2)
-                       and ((?3 is not null and p.address = ?3) or (?4 is not null and (p.name = ?4 or p.raw_name = ?4)))
+                       and ((?3 is not null and p.address = ?3) or (?4 is not null and (p.name = ?4 or p.raw_name = ?4
+                            or instr(char(10) || p.aliases || char(10), char(10) || ?4 || char(10)) > 0)))
                      order by d.name, p.address limit 1000",
                 )?
                 .query_map(params![target_id, document, address.map(to_i64), name], procedure_row)?

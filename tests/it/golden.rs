@@ -164,13 +164,17 @@ const GOLDEN: &[(&str, &str)] = &[
         "list_procedures arm64 limit 3",
         "ev_0eff695efa87da8ba16a872cb05feaef52c244d9f1e0bb5866d8d79f59b8bcb4",
     ),
+    // Moved by issue 15's one name per slice: the universal file's slices are the parts
+    // `liba_both.dylib (arm64)`, as open_binary names their documents, not `…#arm64`. Before:
+    // ev_8c7a9cfbd797a1f897ea7296949171f0e4476404ba9ac2907c3d2d084865f025 and
+    // ev_391e5763bd38e7add938f766b5162b59bdf1bdd41b259ac4311fd5a0189be953.
     (
         "inspect_artifact liba_both.dylib",
-        "ev_8c7a9cfbd797a1f897ea7296949171f0e4476404ba9ac2907c3d2d084865f025",
+        "ev_b05742fb7e2bcb89a92233695d6e834696f8e0c512c735af35fda998f8d58a18",
     ),
     (
         "inspect_artifact/page 0",
-        "ev_391e5763bd38e7add938f766b5162b59bdf1bdd41b259ac4311fd5a0189be953",
+        "ev_d42e6973f7b82b47f952219255eea6fcb4f78e5eed945620b10623834cdd2d0d",
     ),
     (
         "inspect_artifact liba.dylib",
@@ -194,9 +198,12 @@ const GOLDEN: &[(&str, &str)] = &[
         "inspect_artifact terminal-notifier.app",
         "ev_6f0a29a7b7d566672dbf547f63612a1b1ce2179683faf0a8ca73c89fca216d28",
     ),
+    // Moved by issue 15's JavaScript identity: the subject digest is input.files_sha256 (every
+    // file of the application), which the graph id covers too. Before:
+    // ev_378d7a9c3d3de97703f79af2c9a342a24a4714c31e446b5df4df2bc019e81268.
     (
         "analyze_javascript_application js-app",
-        "ev_378d7a9c3d3de97703f79af2c9a342a24a4714c31e446b5df4df2bc019e81268",
+        "ev_a3b083e11716f1a392063cd30259d8890b1ac3b8357c0ccf3e9799814643cd2a",
     ),
     (
         "capture_process_scenario hello.sh",

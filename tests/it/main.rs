@@ -27,6 +27,7 @@ mod invariants;
 mod javascript;
 mod jsonrpc;
 mod listing;
+mod names_15;
 mod parity;
 mod prompts;
 mod readonly;

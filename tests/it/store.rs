@@ -161,6 +161,7 @@ fn target(name: &str, docs: &[Doc<'_>]) -> NewTarget {
                         name: n.map(str::to_owned),
                         raw_name: None,
                         size: None,
+                        aliases: vec![],
                     })
                     .collect(),
             })
@@ -468,6 +469,7 @@ fn a_ledger_from_schema_1_gets_its_prefix_counts_on_open() {
     conn.execute_batch(
         "drop table evidence_id_prefixes; alter table procedures drop column aliases;
          drop table procedure_completion_prefixes;
+         alter table procedures drop column other_keys;
          delete from refinery_schema_history where version >= 2;",
     )
     .unwrap();

@@ -293,7 +293,8 @@ impl Aligner {
         if path == left {
             return right.clone();
         }
-        for separator in ['#', '/'] {
+        // A slice is `file (arch)`, a region `part/…`.
+        for separator in [" (", "/"] {
             if let Some(rest) = path.strip_prefix(&format!("{left}{separator}")) {
                 return format!("{right}{separator}{rest}");
             }

@@ -211,7 +211,7 @@ fn fsevents_universal_slices_and_adhoc_signature() {
         .filter(|p| p.container.as_deref() == Some("fsevents.node"))
         .collect();
     assert_eq!(slices.len(), 2);
-    let x86 = part(&inv, "fsevents.node#x86_64");
+    let x86 = part(&inv, "fsevents.node (x86_64)");
     assert_eq!(
         (x86.kind, x86.file_offset, x86.size),
         (PartKind::MachoBundle, Some(16_384), 81_088)
@@ -220,7 +220,7 @@ fn fsevents_universal_slices_and_adhoc_signature() {
         x86.sha256.as_deref(),
         Some("f73573a76542d52d5066b3dbff7b907c16416f22ae5db9a1585ebe568a0def93")
     );
-    let arm = part(&inv, "fsevents.node#arm64");
+    let arm = part(&inv, "fsevents.node (arm64)");
     assert_eq!(
         (arm.kind, arm.file_offset, arm.size),
         (PartKind::MachoBundle, Some(98_304), 65_322)
@@ -230,19 +230,19 @@ fn fsevents_universal_slices_and_adhoc_signature() {
         Some("60ecfd7939025ecf4228a83ffa27d9fc671469a8749075cf0fad10f276ffb651")
     );
     // Regions of each slice are parts too, contained by the slice.
-    let text = part(&inv, "fsevents.node#arm64/section:__TEXT,__text");
+    let text = part(&inv, "fsevents.node (arm64)/section:__TEXT,__text");
     assert_eq!(text.kind, PartKind::Section);
-    assert_eq!(text.container.as_deref(), Some("fsevents.node#arm64"));
+    assert_eq!(text.container.as_deref(), Some("fsevents.node (arm64)"));
     assert!(text.address.as_deref().is_some_and(|a| a.starts_with("0x")));
     assert!(text.file_offset.is_some_and(|o| o >= 98_304));
     assert!(
-        part(&inv, "fsevents.node#x86_64/segment:__TEXT")
+        part(&inv, "fsevents.node (x86_64)/segment:__TEXT")
             .sha256
             .is_some()
     );
 
     let cs = OccurrenceKind::CodeSignature;
-    let arm_part = "fsevents.node#arm64";
+    let arm_part = "fsevents.node (arm64)";
     assert_eq!(values(&inv, arm_part, cs, "signed"), ["true"]);
     assert_eq!(values(&inv, arm_part, cs, "adhoc"), ["true"]);
     assert_eq!(values(&inv, arm_part, cs, "linker-signed"), ["true"]);
@@ -252,7 +252,7 @@ fn fsevents_universal_slices_and_adhoc_signature() {
     assert_eq!(values(&inv, arm_part, cs, "cms-signature"), ["false"]);
     assert!(values(&inv, arm_part, cs, "team-id").is_empty());
     assert_eq!(
-        values(&inv, "fsevents.node#x86_64", cs, "signed"),
+        values(&inv, "fsevents.node (x86_64)", cs, "signed"),
         ["false"]
     );
 
@@ -272,7 +272,7 @@ fn fsevents_universal_slices_and_adhoc_signature() {
     );
     let unsigned = findings(&inv, FindingRule::UnsignedCode);
     assert_eq!(unsigned.len(), 1);
-    assert_eq!(unsigned[0].part, "fsevents.node#x86_64");
+    assert_eq!(unsigned[0].part, "fsevents.node (x86_64)");
 
     let signature_edge = inv
         .edges
@@ -296,8 +296,8 @@ fn sentry_cli_developer_id_signature() {
     let inv = inspect_ok(&file);
     let cs = OccurrenceKind::CodeSignature;
     for (slice, identifier) in [
-        ("sentry-cli#x86_64", "sentry-cli-Darwin-universal"),
-        ("sentry-cli#arm64", "sentry_cli-ed605fe0983d3ac0"),
+        ("sentry-cli (x86_64)", "sentry-cli-Darwin-universal"),
+        ("sentry-cli (arm64)", "sentry_cli-ed605fe0983d3ac0"),
     ] {
         assert_eq!(
             values(&inv, slice, cs, "team-id"),
@@ -327,7 +327,7 @@ fn sentry_cli_developer_id_signature() {
     assert!(inv.pages.iter().all(|p| !p.complete));
     let symbols = inv
         .occurrences()
-        .filter(|o| o.kind == OccurrenceKind::ExportedSymbol && o.part == "sentry-cli#arm64")
+        .filter(|o| o.kind == OccurrenceKind::ExportedSymbol && o.part == "sentry-cli (arm64)")
         .count();
     assert_eq!(symbols, 2_000);
     assert!(
@@ -965,13 +965,13 @@ fn view_for_verify() -> (EvidenceView, Inventory) {
         procedures: vec![
             ProcedureEvidence {
                 evidence_id: "ev_procs_full".into(),
-                document: "fsevents.node#arm64".into(),
+                document: "fsevents.node (arm64)".into(),
                 names: BTreeSet::from(["_fse_dispatch".to_string()]),
                 complete: true,
             },
             ProcedureEvidence {
                 evidence_id: "ev_procs_page".into(),
-                document: "fsevents.node#x86_64".into(),
+                document: "fsevents.node (x86_64)".into(),
                 names: BTreeSet::from(["_fse_watch".to_string()]),
                 complete: false,
             },
@@ -988,15 +988,15 @@ fn claims(text: serde_json::Value) -> ReconstructionSpec {
 #[test]
 fn verify_pass_fail_unknown() {
     let (view, inv) = view_for_verify();
-    let arm_sha = part(&inv, "fsevents.node#arm64")
+    let arm_sha = part(&inv, "fsevents.node (arm64)")
         .sha256
         .clone()
         .expect("digest");
     let spec = claims(json!({"claims": [
-        {"claim": "part_exists", "part": "fsevents.node#arm64", "sha256": arm_sha},
+        {"claim": "part_exists", "part": "fsevents.node (arm64)", "sha256": arm_sha},
         {"claim": "occurrence_value", "kind": "code-signature", "key": "adhoc", "value": "true",
-         "part": "fsevents.node#arm64"},
-        {"claim": "procedure_exists", "document": "fsevents.node#arm64", "name": "_fse_dispatch"},
+         "part": "fsevents.node (arm64)"},
+        {"claim": "procedure_exists", "document": "fsevents.node (arm64)", "name": "_fse_dispatch"},
         {"claim": "no_change", "comparison_evidence_id": "ev_comparison", "dimension": "parts"},
         {"claim": "changed", "comparison_evidence_id": "ev_comparison", "dimension": "edges"},
     ]}));
@@ -1009,9 +1009,9 @@ fn verify_pass_fail_unknown() {
     );
 
     let spec = claims(json!({"claims": [
-        {"claim": "part_exists", "part": "fsevents.node#arm64", "sha256": "00".repeat(32)},
+        {"claim": "part_exists", "part": "fsevents.node (arm64)", "sha256": "00".repeat(32)},
         {"claim": "occurrence_value", "kind": "code-signature", "key": "team-id", "value": "97JCY7859U"},
-        {"claim": "procedure_exists", "document": "fsevents.node#arm64", "name": "_missing"},
+        {"claim": "procedure_exists", "document": "fsevents.node (arm64)", "name": "_missing"},
         {"claim": "no_change", "comparison_evidence_id": "ev_comparison", "dimension": "edges"},
         {"claim": "changed", "comparison_evidence_id": "ev_comparison", "dimension": "parts"},
     ]}));
@@ -1023,7 +1023,7 @@ fn verify_pass_fail_unknown() {
     );
 
     let spec = claims(json!({"claims": [
-        {"claim": "procedure_exists", "document": "fsevents.node#x86_64", "name": "_missing"},
+        {"claim": "procedure_exists", "document": "fsevents.node (x86_64)", "name": "_missing"},
         {"claim": "procedure_exists", "document": "other", "name": "x"},
         {"claim": "no_change", "comparison_evidence_id": "ev_absent", "dimension": "parts"},
         {"claim": "part_exists", "part": "x", "inventory_evidence_id": "ev_absent"},

@@ -212,6 +212,35 @@ fn parse_one(root: &Root, file: &FileRef) -> Outcome {
     }
 }
 
+/// Files larger than this enter the application digest by path and size only: one file must
+/// not hold the whole digest in memory.
+const MAX_DIGEST_FILE_BYTES: u64 = 256 << 20;
+
+/// The digest of every listed file (see [`InputInfo::files_sha256`]), and the files that entered
+/// it by path and size only. One line per file, sorted by path: `path NUL size NUL sha256`, so
+/// no file's bytes can pass for another's name.
+fn files_digest(
+    root: &Root,
+    listing: &source::Listing,
+    deadline: &Deadline,
+) -> Result<(String, Vec<String>), JsError> {
+    use sha2::{Digest, Sha256};
+    let mut all = Sha256::new();
+    let mut unread = Vec::new();
+    for file in &listing.files {
+        deadline.check(|| "the digest of the application's files".to_string())?;
+        let content = match root.read(file, MAX_DIGEST_FILE_BYTES) {
+            Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
+            Err(_) => {
+                unread.push(file.path.clone());
+                "unread".to_string()
+            }
+        };
+        all.update(format!("{}\0{}\0{content}\n", file.path, file.size).as_bytes());
+    }
+    Ok((hex::encode(all.finalize()), unread))
+}
+
 /// UTF-8 text with a leading byte-order mark removed; invalid bytes become U+FFFD.
 fn decode(raw: &[u8]) -> String {
     let text = String::from_utf8_lossy(raw);
@@ -240,8 +269,10 @@ pub fn analyze_opened(
     deadline: &Deadline,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<JsAnalysis, JsError> {
-    let (info, root) = source::open_input(input, given)?;
+    let (mut info, root) = source::open_input(input, given)?;
     let listing = root.list();
+    let (files_sha256, unread) = files_digest(&root, &listing, deadline)?;
+    info.files_sha256 = files_sha256;
     let files = FileSet::new(listing.files.iter().map(|f| f.path.clone()));
     let mut limitations = Vec::new();
     let mut diagnostics = Vec::new();
@@ -473,6 +504,14 @@ pub fn analyze_opened(
     occurrences.dedup();
 
     // Limitations, in the order a reader meets them.
+    if !unread.is_empty() {
+        limitations.push(format!(
+            "{} file(s) could not be read (or exceed {} MiB) and enter files_sha256 by path and size only: {}",
+            unread.len(),
+            MAX_DIGEST_FILE_BYTES >> 20,
+            unread.iter().take(10).cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
     if !listing.node_modules_dirs.is_empty() {
         let dirs: Vec<_> = listing.node_modules_dirs.iter().take(5).cloned().collect();
         limitations.push(format!(

@@ -75,6 +75,11 @@ pub struct InputInfo {
     pub root: String,
     /// For an asar: lowercase hex SHA-256 of its JSON header (Electron's `ElectronAsarIntegrity`).
     pub asar_header_sha256: Option<String>,
+    /// Lowercase hex SHA-256 of the application's files: every listed file (all but
+    /// `node_modules` and `.git`), by path, as its path, size and the SHA-256 of its bytes. The
+    /// same for a directory and the asar packed from it; two versions of a package differ here
+    /// even when their sources parse alike. The analysis Evidence's subject digest.
+    pub files_sha256: String,
 }
 
 /// Facts from `package.json`.

@@ -56,6 +56,7 @@ pub(crate) fn open_input(input: &Opened, given: &str) -> Result<(InputInfo, Root
                 path: given.to_string(),
                 root: given.to_string(),
                 asar_header_sha256: Some(archive.header_sha256()),
+                files_sha256: String::new(),
             };
             return Ok((info, Root::Asar(Box::new(archive))));
         }
@@ -70,6 +71,7 @@ pub(crate) fn open_input(input: &Opened, given: &str) -> Result<(InputInfo, Root
             path: given.to_string(),
             root: given.to_string(),
             asar_header_sha256: None,
+            files_sha256: String::new(),
         };
         return Ok((info, Root::Dir(dir.clone())));
     }
@@ -112,6 +114,7 @@ fn open_within(
             path: given.to_string(),
             root: Path::new(given).join(&asar).display().to_string(),
             asar_header_sha256: Some(archive.header_sha256()),
+            files_sha256: String::new(),
         };
         return Ok((info, Root::Asar(Box::new(archive))));
     }
@@ -122,6 +125,7 @@ fn open_within(
             path: given.to_string(),
             root: Path::new(given).join(&app).display().to_string(),
             asar_header_sha256: None,
+            files_sha256: String::new(),
         };
         return Ok((info, Root::Dir(input.open_dir(&app)?)));
     }

@@ -642,6 +642,41 @@ impl Image {
         })
     }
 
+    /// The procedures whose code refers to any of `targets`, by start, each with its name and
+    /// referring sites (sorted, distinct); `None` when this architecture is not decoded.
+    pub(super) fn users_of(&self, targets: &[u64]) -> Option<Vec<super::strings::StringUser>> {
+        if !disasm::supported(self.isa) {
+            return None;
+        }
+        let mut targets = targets.to_vec();
+        targets.sort_unstable();
+        targets.dedup();
+        let mut by_procedure: BTreeMap<u64, (Option<String>, Vec<u64>)> = BTreeMap::new();
+        for &target in &targets {
+            for r in self.code_index().to(target) {
+                let p = &self.procedures[r.procedure as usize];
+                let entry = by_procedure
+                    .entry(p.address)
+                    .or_insert_with(|| (p.name.clone(), Vec::new()));
+                entry.1.push(r.site);
+            }
+        }
+        Some(
+            by_procedure
+                .into_iter()
+                .map(|(procedure, (name, mut sites))| {
+                    sites.sort_unstable();
+                    sites.dedup();
+                    super::strings::StringUser {
+                        procedure,
+                        name,
+                        sites,
+                    }
+                })
+                .collect(),
+        )
+    }
+
     /// Pointers to `address` in data: pointer-sized, pointer-aligned values equal to it in
     /// sections that hold program data, and the places ELF dynamic relocations set to it
     /// (`R_*_RELATIVE` addends, absolute relocations of a defined symbol), each named by the

@@ -50,7 +50,7 @@ pub use format::{
     thin_architecture,
 };
 pub use image::{Image, procedures};
-pub use strings::{StringMatch, StringMatches, StringQuery};
+pub use strings::{StringMatch, StringMatches, StringQuery, StringUser};
 pub(crate) use symbols::display_name;
 pub use types::{
     AdmitError, BundleInfo, DocumentSource, DocumentSpec, ImportEntry, PROVIDER_ID, Procedure,

@@ -18,6 +18,47 @@ const MAX_SHOWN: usize = 512;
 /// Characters of a string shown before a match inside it.
 const MAX_PREFIX: usize = 64;
 
+/// Procedures listed as users of one match; `users_total` counts them all.
+const MAX_USERS: usize = 16;
+
+/// Referring instructions listed per user.
+const MAX_SITES: usize = 8;
+
+/// A procedure whose code refers to a match (at its own address or at its string's start).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StringUser {
+    /// Start of the procedure.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub procedure: u64,
+    /// Its name, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its referring instructions, by address (at most 8).
+    #[schemars(with = "Vec<String>")]
+    #[serde(with = "hex_list")]
+    pub sites: Vec<u64>,
+}
+
+/// `0x…` strings for a list of addresses.
+mod hex_list {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|a| format!("{a:#x}")))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|t| {
+                u64::from_str_radix(t.trim_start_matches("0x"), 16)
+                    .map_err(serde::de::Error::custom)
+            })
+            .collect()
+    }
+}
+
 /// Longest run considered one string; longer runs are split (a megabyte of text in a binary is
 /// data, not a string, and must not be matched as one).
 const MAX_RUN: usize = 64 * 1024;
@@ -86,6 +127,15 @@ pub struct StringMatch {
     #[serde(with = "hex")]
     #[schemars(with = "String")]
     pub string_address: u64,
+    /// Virtual address just past the string's last character (its NUL, when it has one).
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub string_end: u64,
+    /// Procedures whose code refers to `address` or `string_address` (at most 16, by address),
+    /// so string → code needs no second call; `xrefs` adds data pointers.
+    pub users: Vec<StringUser>,
+    /// Exact number of such procedures; `null` when this architecture's code is not decoded.
+    pub users_total: Option<usize>,
     /// Section holding the string.
     pub section: String,
     /// The string's characters before the match (the closest 64 at most), so a match inside a
@@ -280,6 +330,9 @@ impl Image {
                     matches.push(StringMatch {
                         address: string_address.wrapping_add((at * unit) as u64),
                         string_address,
+                        string_end: string_address.wrapping_add((text.len() * unit) as u64),
+                        users: Vec::new(),
+                        users_total: None,
                         section: section.name.clone(),
                         prefix: before.chars().skip(skip).collect(),
                         truncated: length > MAX_SHOWN,
@@ -311,6 +364,19 @@ impl Image {
                         .collect();
                     consider(section, start, &text, 2);
                 });
+            }
+        }
+        for m in &mut matches {
+            if let Some(users) = self.users_of(&[m.address, m.string_address]) {
+                m.users_total = Some(users.len());
+                m.users = users
+                    .into_iter()
+                    .take(MAX_USERS)
+                    .map(|mut user| {
+                        user.sites.truncate(MAX_SITES);
+                        user
+                    })
+                    .collect();
             }
         }
         let shown_end = query.offset.saturating_add(matches.len());

@@ -456,7 +456,14 @@ impl<'o> Builder<'o> {
         for image in &images.images {
             let image_part = match image.slice {
                 Some((offset, slice_size)) => {
-                    let path = self.unique_path(format!("{rel}#{}", image.arch));
+                    // The name open_binary gives the slice's document, so a part, a document
+                    // and a claim about either are spelled one way.
+                    let mut path = format!("{rel} ({})", image.arch);
+                    let mut copy = 2;
+                    while self.part_paths.contains(&path) {
+                        path = format!("{rel} ({} #{copy})", image.arch);
+                        copy += 1;
+                    }
                     let digest = usize::try_from(offset)
                         .ok()
                         .zip(usize::try_from(slice_size).ok())
