@@ -26,6 +26,7 @@ mod evidence;
 mod recording;
 mod targets;
 mod unknowns;
+mod verify;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -47,6 +48,7 @@ pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRo
 pub use unknowns::{
     NewRevision, NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus,
 };
+pub use verify::{BadRow, LedgerCheck, verify_ledger};
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
 use crate::fsroot::{FsError, NewFile};
@@ -91,6 +93,15 @@ pub enum StoreError {
         path: PathBuf,
         /// Its application id.
         found: i32,
+    },
+    /// The file is damaged (its b-trees are unsound, or ledger rows are missing): it is not
+    /// opened for writing, and nothing was written to it.
+    #[error("{path} is damaged, so nothing was written to it: {reason}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What `quick_check` or the ledger's counts found.
+        reason: String,
     },
     /// The writer thread has stopped; the store is closed.
     #[error("the session store is closed")]
@@ -275,9 +286,28 @@ impl Store {
         Store::open_with(path, CheckpointPolicy::default())
     }
 
+    /// [`Store::open`] of an existing database that refuses it, before writing anything, when
+    /// `PRAGMA quick_check` finds it damaged or ledger rows are missing ([`StoreError::Damaged`]):
+    /// resuming must not go on writing into a broken file.
+    pub fn open_checked(path: &Path) -> Result<Arc<Store>, StoreError> {
+        Store::open_inner(path, CheckpointPolicy::default(), true)
+    }
+
     /// [`Store::open`] with checkpoints started at other WAL sizes (tests).
     fn open_with(path: &Path, policy: CheckpointPolicy) -> Result<Arc<Store>, StoreError> {
+        Store::open_inner(path, policy, false)
+    }
+
+    fn open_inner(
+        path: &Path,
+        policy: CheckpointPolicy,
+        checked: bool,
+    ) -> Result<Arc<Store>, StoreError> {
         let mut conn = Connection::open(path)?;
+        if checked {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            verify::refuse_damaged(&conn, path)?;
+        }
         let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
         if found != 0 && found != APPLICATION_ID {
             return Err(StoreError::NotASessionDatabase {

@@ -12,6 +12,7 @@ mod cli_output;
 mod common;
 mod completion;
 mod corpus;
+mod corruption;
 mod crash;
 mod differential;
 mod disconnect;
