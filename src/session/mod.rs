@@ -184,17 +184,34 @@ impl Session {
         sweep_closed(&root);
         let dir = root.join(&id);
         fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let lock = lock(&dir, &id)?;
-        let store = Store::open(&dir.join(DATABASE_FILE))?;
-        store.set_meta_blocking("session_id", &id)?;
-        store.set_meta_blocking("created_at", &now_rfc3339())?;
-        store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))?;
-        Ok(Session {
-            id,
-            dir,
-            store,
-            lock: Mutex::new(Some(lock)),
-        })
+        let made = (|| {
+            let lock = lock(&dir, &id)?;
+            let store = Store::open(&dir.join(DATABASE_FILE))?;
+            let meta = (|| {
+                store.set_meta_blocking("session_id", &id)?;
+                store.set_meta_blocking("created_at", &now_rfc3339())?;
+                store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))
+            })();
+            if let Err(e) = meta {
+                store.close_discarding();
+                return Err(e.into());
+            }
+            Ok((lock, store))
+        })();
+        match made {
+            Ok((lock, store)) => Ok(Session {
+                id,
+                dir,
+                store,
+                lock: Mutex::new(Some(lock)),
+            }),
+            Err(e) => {
+                // A half-made session (a full disk, say) must not stay behind to be listed and
+                // resumed: it never held anything. Its lock went with the closure above.
+                let _ = remove_closed(&dir);
+                Err(e)
+            }
+        }
     }
 
     /// Resumes a session that no live process holds. Refuses a damaged database

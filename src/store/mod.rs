@@ -515,7 +515,9 @@ impl ReadOnlyStore {
             Ok(()) => Ok(store),
             // A WAL reader needs the shared-memory file beside the database; on read-only media
             // without one, SQLite cannot make it, and nothing can be writing there either.
-            Err(StoreError::Sqlite(e)) if !shm_path(path).exists() => {
+            // So does a full file system, where an attempt leaves an empty shared-memory file
+            // behind: with no WAL frames to read, the file alone is the whole database.
+            Err(StoreError::Sqlite(e)) if !shm_path(path).exists() || wal_is_empty(path) => {
                 let immutable = ReadOnlyStore::with(path, true);
                 immutable.check().map_err(|_| StoreError::Sqlite(e))?;
                 Ok(immutable)
@@ -654,6 +656,13 @@ fn shm_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push("-shm");
     PathBuf::from(name)
+}
+
+/// Whether the WAL beside `path` holds no frames (absent or empty).
+fn wal_is_empty(path: &Path) -> bool {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    std::fs::metadata(PathBuf::from(name)).map_or(true, |m| m.len() == 0)
 }
 
 /// A `file:` URI opening `path` as immutable; every byte but plain path characters is

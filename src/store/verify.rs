@@ -12,7 +12,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, ffi::ErrorCode};
 use serde::Serialize;
 
-use super::{APPLICATION_ID, BUSY_TIMEOUT, StoreError, immutable_uri, shm_path};
+use super::{APPLICATION_ID, BUSY_TIMEOUT, StoreError, immutable_uri, shm_path, wal_is_empty};
 use crate::evidence::EvidenceRecord;
 use crate::ids::EvidenceId;
 
@@ -131,9 +131,12 @@ fn damaged_reader(path: &Path) -> Result<Connection, StoreError> {
     };
     match Connection::open_with_flags(path, flags).and_then(prepare) {
         Ok(conn) => Ok(conn),
-        Err(e) if !is_damage(&e) && !shm_path(path).exists() => Ok(prepare(
-            Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)?,
-        )?),
+        Err(e) if !is_damage(&e) && (!shm_path(path).exists() || wal_is_empty(path)) => {
+            Ok(prepare(Connection::open_with_flags(
+                immutable_uri(path),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            )?)?)
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -16,6 +16,7 @@ mod corruption;
 mod crash;
 mod differential;
 mod disconnect;
+mod fulldisk;
 mod golden;
 mod hostile;
 mod http;
