@@ -53,12 +53,23 @@ pub struct Shared {
     /// Connection handlers and the tasks serving them that are alive: a handler lives while its
     /// client is connected or a call of its is still running.
     connections: tokio::sync::watch::Sender<usize>,
+    /// The `[sessions]` table of `rea.toml`, read at start.
+    limits: crate::settings::SessionLimits,
+    /// Live binary sessions of every connection, held to `limits.max_live`.
+    budget: Arc<crate::investigation::SessionBudget>,
 }
 
 impl Shared {
     /// Shared state with the built-in prompts and the operator's prompt files loaded.
     pub fn new(settings: Settings) -> Arc<Shared> {
+        let limits = crate::settings::SessionLimits::load(settings.config_dir.as_deref())
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "session limits refused; using the defaults");
+                crate::settings::SessionLimits::default()
+            });
         let shared = Arc::new(Shared {
+            limits,
+            budget: crate::investigation::SessionBudget::new(limits.max_live),
             settings: Arc::new(settings),
             catalog: RwLock::new(Catalog::default()),
             changes: broadcast::channel(64).0,
@@ -123,6 +134,12 @@ impl Shared {
     /// An investigation under these settings and this capture policy, with no session yet.
     pub fn investigation(&self) -> Investigation {
         Investigation::new(self.settings.clone(), self.policy.clone())
+            .with_budget(self.budget.clone())
+    }
+
+    /// The `[sessions]` limits this server runs with.
+    pub fn session_limits(&self) -> crate::settings::SessionLimits {
+        self.limits
     }
 
     /// Guided prompts offered now.

@@ -258,7 +258,11 @@ fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<
     runtime.block_on(async move {
         let shared = Shared::new(settings);
         let _watcher = crate::server::watch_config(shared.clone());
-        let sessions = std::sync::Arc::new(LocalSessionManager::default());
+        // A client that vanishes without DELETE leaves its session idle: it is ended after the
+        // configured idle timeout, which releases its binary session (resumable on disk).
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(shared.session_limits().idle_timeout);
+        let sessions = std::sync::Arc::new(manager);
         let config = StreamableHttpServerConfig::default();
         let max_body = config.max_request_body_bytes;
         let service: StreamableHttpService<ReaServer, LocalSessionManager> =

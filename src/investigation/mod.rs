@@ -25,6 +25,7 @@
 
 mod args;
 mod artifacts;
+mod budget;
 mod capture;
 mod doctor;
 mod javascript;
@@ -42,6 +43,7 @@ pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderC
 pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
 };
+pub use budget::SessionBudget;
 pub use capture::{CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
@@ -225,6 +227,8 @@ pub struct Investigation {
     settings: Arc<Settings>,
     policy: Arc<CapturePolicy>,
     session: session::SessionSlot,
+    /// Live sessions of the whole server, when it caps them.
+    budget: Arc<SessionBudget>,
 }
 
 impl Investigation {
@@ -234,7 +238,14 @@ impl Investigation {
             settings,
             policy,
             session: session::SessionSlot::default(),
+            budget: Arc::default(),
         }
+    }
+
+    /// This investigation's sessions count against `budget`, shared by the server's connections.
+    pub fn with_budget(mut self, budget: Arc<SessionBudget>) -> Investigation {
+        self.budget = budget;
+        self
     }
 
     /// Resolves `path` beneath the operator's allowed roots and opens it: what the operation

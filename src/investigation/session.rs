@@ -162,6 +162,8 @@ pub(crate) struct ActiveTarget {
 pub(crate) struct OpenSession {
     pub session: Session,
     pub images: ImageCache,
+    /// Its share of the server's live-session budget, returned with it.
+    _permit: super::budget::Permit,
 }
 
 /// The session and active target one operation works on, as they were when it began.
@@ -248,11 +250,16 @@ impl SessionSlot {
 }
 
 /// A snapshot of a session that has just been created or resumed.
-fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
+fn started(
+    session: Session,
+    permit: super::budget::Permit,
+    active: Option<ActiveTarget>,
+) -> Snapshot {
     Snapshot {
         session: Arc::new(OpenSession {
             session,
             images: ImageCache::default(),
+            _permit: permit,
         }),
         active: active.map(Arc::new),
     }
@@ -294,9 +301,10 @@ impl Investigation {
         if let Some(s) = t.current() {
             return Ok(s);
         }
+        let permit = self.budget.take()?;
         let state_dir = self.settings.state_dir.clone();
         let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
-        let snapshot = started(session, None);
+        let snapshot = started(session, permit, None);
         t.replace(Some(snapshot.clone()));
         Ok(snapshot)
     }
@@ -369,9 +377,10 @@ impl Investigation {
         let snapshot = match t.current() {
             Some(s) => s,
             None => {
+                let permit = self.budget.take()?;
                 let state_dir = self.settings.state_dir.clone();
                 let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
-                let s = started(session, None);
+                let s = started(session, permit, None);
                 t.replace(Some(s.clone()));
                 s
             }
@@ -474,6 +483,7 @@ impl Investigation {
                 }
             }
         };
+        let permit = self.budget.take()?;
         let (dir, resumed_id) = (state_dir.clone(), id.clone());
         let settings = self.settings.clone();
         let snapshot = blocking(move || {
@@ -491,7 +501,7 @@ impl Investigation {
                         target_id: row.id,
                     })
             });
-            Ok(started(session, active))
+            Ok(started(session, permit, active))
         })
         .await?;
         t.replace(Some(snapshot));

@@ -103,6 +103,15 @@ pub enum StoreError {
         /// What `quick_check` or the ledger's counts found.
         reason: String,
     },
+    /// The process has no file descriptor left (its `ulimit -n`), so the database or one of its
+    /// files could not be opened. SQLite itself says only "unable to open database file".
+    #[error(
+        "too many open files: this process has used up its file descriptors (ulimit -n), so {path} could not be opened; close sessions or raise the limit"
+    )]
+    TooManyOpenFiles {
+        /// The database.
+        path: PathBuf,
+    },
     /// The writer thread has stopped; the store is closed.
     #[error("the session store is closed")]
     Closed,
@@ -303,24 +312,37 @@ impl Store {
         policy: CheckpointPolicy,
         checked: bool,
     ) -> Result<Arc<Store>, StoreError> {
+        Store::open_unnamed(path, policy, checked).map_err(|e| name_exhaustion(path, e))
+    }
+
+    fn open_unnamed(
+        path: &Path,
+        policy: CheckpointPolicy,
+        checked: bool,
+    ) -> Result<Arc<Store>, StoreError> {
         let mut conn = Connection::open(path)?;
-        if checked {
-            conn.busy_timeout(BUSY_TIMEOUT)?;
-            verify::refuse_damaged(&conn, path)?;
-        }
-        let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
-        if found != 0 && found != APPLICATION_ID {
-            return Err(StoreError::NotASessionDatabase {
-                path: path.to_owned(),
-                found,
-            });
-        }
-        configure(&conn, Role::Writer)?;
-        embedded::migrations::runner()
-            .set_grouped(true)
-            .run(&mut conn)?;
-        rekey_if_needed(&mut conn)?;
-        let (checkpointer, checkpoints) = Checkpointer::start(path, &mut conn, policy)?;
+        // Failures are named while the connection still holds its descriptors: once it is
+        // dropped, a process out of them has some again and the cause is no longer visible.
+        let prepared = (|| {
+            if checked {
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                verify::refuse_damaged(&conn, path)?;
+            }
+            let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+            if found != 0 && found != APPLICATION_ID {
+                return Err(StoreError::NotASessionDatabase {
+                    path: path.to_owned(),
+                    found,
+                });
+            }
+            configure(&conn, Role::Writer)?;
+            embedded::migrations::runner()
+                .set_grouped(true)
+                .run(&mut conn)?;
+            rekey_if_needed(&mut conn)?;
+            Checkpointer::start(path, &mut conn, policy)
+        })();
+        let (checkpointer, checkpoints) = prepared.map_err(|e| name_exhaustion(path, e))?;
 
         let (tx, rx) = mpsc::channel::<Job>();
         let (done, writes_done) = mpsc::channel::<()>();
@@ -560,7 +582,7 @@ impl ReadOnlyStore {
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
         let conn = self.take_reader()?;
-        let result = f(&conn);
+        let result = f(&conn).map_err(|e| name_exhaustion(&self.path, e));
         let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_READERS {
             idle.push(conn);
@@ -569,6 +591,11 @@ impl ReadOnlyStore {
     }
 
     fn take_reader(&self) -> Result<Connection, StoreError> {
+        self.new_reader()
+            .map_err(|e| name_exhaustion(&self.path, e))
+    }
+
+    fn new_reader(&self) -> Result<Connection, StoreError> {
         if let Some(conn) = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(conn);
         }
@@ -581,7 +608,7 @@ impl ReadOnlyStore {
         } else {
             Connection::open_with_flags(&self.path, flags)?
         };
-        configure(&conn, Role::Reader)?;
+        configure(&conn, Role::Reader).map_err(|e| name_exhaustion(&self.path, e))?;
         Ok(conn)
     }
 
@@ -648,6 +675,25 @@ impl ReadOnlyStore {
         drop(conn);
         temp.commit(overwrite).map_err(fs_error)?;
         Ok(())
+    }
+}
+
+/// `e`, or [`StoreError::TooManyOpenFiles`] when the process has no descriptor left: SQLite
+/// reports that as an unopenable file, and the thread spawn as a bare I/O error.
+fn name_exhaustion(path: &Path, e: StoreError) -> StoreError {
+    if !matches!(
+        e,
+        StoreError::Sqlite(_) | StoreError::Io { .. } | StoreError::Migration(_)
+    ) {
+        return e;
+    }
+    match std::fs::File::open("/dev/null") {
+        Err(probe) if matches!(probe.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+            StoreError::TooManyOpenFiles {
+                path: path.to_owned(),
+            }
+        }
+        _ => e,
     }
 }
 

@@ -20,6 +20,7 @@ mod fulldisk;
 mod golden;
 mod hostile;
 mod http;
+mod http_sessions;
 mod idle;
 mod invariants;
 mod javascript;
