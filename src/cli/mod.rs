@@ -6,6 +6,7 @@ mod ledger;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -267,10 +268,26 @@ fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<
         let max_body = config.max_request_body_bytes;
         let service: StreamableHttpService<ReaServer, LocalSessionManager> =
             StreamableHttpService::new(
-                move || Ok(ReaServer::new(shared.clone())),
+                {
+                    let shared = shared.clone();
+                    move || Ok(ReaServer::for_http(shared.clone()))
+                },
                 sessions.clone(),
                 config,
             );
+        // Stateless requests' binary sessions are released once idle, as MCP sessions are.
+        let _sweeper = tokio::spawn({
+            let shared = shared.clone();
+            async move {
+                let every = (shared.session_limits().idle_timeout / 4)
+                    .clamp(Duration::from_millis(100), Duration::from_secs(5));
+                let mut tick = tokio::time::interval(every);
+                loop {
+                    tick.tick().await;
+                    shared.release_idle();
+                }
+            }
+        });
         let router = crate::transport::http::strict(
             axum::Router::new().nest_service("/mcp", service),
             sessions,

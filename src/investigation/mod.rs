@@ -74,6 +74,12 @@ pub enum InvestigationError {
     /// The operation needs a binary session and there is none.
     #[error("no binary session is open: open_binary a target or resume_session first")]
     NoSession,
+    /// A stateless request (MCP 2026-07-28 over HTTP, no MCP session) named no binary session,
+    /// and the operation needs one.
+    #[error(
+        "this request is stateless (MCP 2026-07-28 over HTTP) and names no binary session: pass the session_id that open_binary or resume_session returned as the `session` argument"
+    )]
+    Unaddressed,
     /// The operation needs an open target and no session exists.
     #[error("no target is open: call open_binary with a file or .app bundle first")]
     NoTarget,
@@ -229,6 +235,9 @@ pub struct Investigation {
     session: session::SessionSlot,
     /// Live sessions of the whole server, when it caps them.
     budget: Arc<SessionBudget>,
+    /// Set for a stateless HTTP request: with no session, an operation that needs one says the
+    /// request must name it.
+    stateless: std::sync::atomic::AtomicBool,
 }
 
 impl Investigation {
@@ -239,7 +248,20 @@ impl Investigation {
             policy,
             session: session::SessionSlot::default(),
             budget: Arc::default(),
+            stateless: Default::default(),
         }
+    }
+
+    /// Marks this investigation as serving one stateless request (see
+    /// [`InvestigationError::Unaddressed`]).
+    pub fn mark_stateless(&self) {
+        self.stateless
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The id of the open binary session, if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.snapshot().map(|s| s.session.session.id().to_owned())
     }
 
     /// This investigation's sessions count against `budget`, shared by the server's connections.

@@ -276,14 +276,26 @@ impl Investigation {
         self.snapshot().map(|s| s.store().clone())
     }
 
+    /// `error`, or for a stateless request the one that says to name the session.
+    fn missing(&self, error: InvestigationError) -> InvestigationError {
+        if self.stateless.load(std::sync::atomic::Ordering::Relaxed) {
+            InvestigationError::Unaddressed
+        } else {
+            error
+        }
+    }
+
     /// The open session, or the error that says how to get one.
     pub(crate) fn open_session(&self) -> Result<Snapshot> {
-        self.snapshot().ok_or(InvestigationError::NoSession)
+        self.snapshot()
+            .ok_or_else(|| self.missing(InvestigationError::NoSession))
     }
 
     /// The open session and its active target, from one snapshot.
     pub(crate) fn active(&self) -> Result<(Snapshot, Arc<ActiveTarget>)> {
-        let snapshot = self.snapshot().ok_or(InvestigationError::NoTarget)?;
+        let snapshot = self
+            .snapshot()
+            .ok_or_else(|| self.missing(InvestigationError::NoTarget))?;
         let active = snapshot
             .active
             .clone()

@@ -66,10 +66,10 @@ fn is_damage(e: &rusqlite::Error) -> bool {
 /// read the file at all answers with the reason.
 fn run_check(conn: &Connection, check: &str) -> Result<Vec<String>, rusqlite::Error> {
     let mut stmt = conn.prepare(&format!("pragma {check}({CHECK_LINES})"))?;
-    let lines = stmt
+    let lines: Vec<String> = stmt
         .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>();
-    lines
+        .collect::<Result<_, _>>()?;
+    Ok(lines)
 }
 
 /// `PRAGMA quick_check` plus the ledger's own counts on `conn`, before anything writes: `Err`
