@@ -8,9 +8,12 @@ unreachable session directory behind.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,8 +28,12 @@ UNADDRESSED = (
 )
 
 
-@pytest.fixture
-def http_url(rea_bin: Path, dirs: ServerDirs) -> Iterator[str]:
+@contextmanager
+def serving(rea_bin: Path, dirs: ServerDirs, config: str | None = None) -> Iterator[str]:
+    """`rea serve --http` on a free port, with `rea.toml` holding `config`; yields its URL."""
+    if config is not None:
+        dirs.config.mkdir(parents=True, exist_ok=True)
+        (dirs.config / "rea.toml").write_text(config)
     server = subprocess.Popen(
         [str(rea_bin), "serve", "--http", "127.0.0.1:0"],
         env={**os.environ, "REA_STATE_DIR": str(dirs.state), "REA_CONFIG_DIR": str(dirs.config)},
@@ -42,6 +49,18 @@ def http_url(rea_bin: Path, dirs: ServerDirs) -> Iterator[str]:
     finally:
         server.kill()
         server.wait()
+
+
+@pytest.fixture
+def http_url(rea_bin: Path, dirs: ServerDirs) -> Iterator[str]:
+    with serving(rea_bin, dirs) as url:
+        yield url
+
+
+@pytest.fixture
+def http_url_idle_1s(rea_bin: Path, dirs: ServerDirs) -> Iterator[str]:
+    with serving(rea_bin, dirs, "[sessions]\nidle_timeout_secs = 1\n") as url:
+        yield url
 
 
 def sessions_on_disk(dirs: ServerDirs) -> list[str]:
@@ -95,3 +114,38 @@ async def test_stateless_calls_name_their_binary_session(http_url: str, dirs: Se
             f"no live binary session {sid} on this server (closed, or released after sitting idle): resume_session it"
         )
         assert sessions_on_disk(dirs) == []
+
+
+def live(rea_bin: Path, dirs: ServerDirs, sid: str) -> bool:
+    out = subprocess.run(
+        [str(rea_bin), "--state-dir", str(dirs.state), "sessions", "show", sid, "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return bool(json.loads(out.stdout)["live"])
+
+
+@pytest.mark.anyio
+async def test_an_idle_stateless_session_is_released_and_resumes(
+    http_url_idle_1s: str, dirs: ServerDirs, rea_bin: Path
+) -> None:
+    async with Client(http_url_idle_1s, read_timeout_seconds=READ_TIMEOUT_SECONDS) as client:
+        opened = await client.call_tool("open_binary", {"path": "/usr/bin/ls"})
+        assert opened.structured_content is not None, tool_text(opened)
+        sid = opened.structured_content["session_id"]
+        # Nobody names it again: released after the idle timeout (bounded wait, polled).
+        deadline = time.monotonic() + 60
+        while live(rea_bin, dirs, sid):
+            assert time.monotonic() < deadline, f"{sid} still held after 60 s"
+            time.sleep(0.1)
+        with pytest.raises(MCPError):
+            await client.call_tool("binary_session", {"session": sid})
+        resumed = await client.call_tool("resume_session", {"session_id": sid})
+        assert not resumed.is_error, tool_text(resumed)
+        assert resumed.structured_content is not None
+        assert resumed.structured_content["id"] == sid
+        state = await client.call_tool("binary_session", {"session": sid})
+        assert state.structured_content is not None, tool_text(state)
+        assert [t["name"] for t in state.structured_content["targets"]] == ["ls"]
+        assert sessions_on_disk(dirs) == [sid]
