@@ -77,7 +77,7 @@ pub enum InvestigationError {
     /// A stateless request (MCP 2026-07-28 over HTTP, no MCP session) named no binary session,
     /// and the operation needs one.
     #[error(
-        "this request is stateless (MCP 2026-07-28 over HTTP) and names no binary session: pass the session_id that open_binary or resume_session returned as the `session` argument"
+        "this request is stateless (MCP 2026-07-28 over HTTP) and names no binary session: pass the session id open_binary or resume_session returned as the `session` argument"
     )]
     Unaddressed,
     /// The operation needs an open target and no session exists.

@@ -24,7 +24,7 @@ from conftest import MODERN_VERSION, READ_TIMEOUT_SECONDS, ServerDirs, tool_text
 
 UNADDRESSED = (
     "this request is stateless (MCP 2026-07-28 over HTTP) and names no binary session: "
-    "pass the session_id that open_binary or resume_session returned as the `session` argument"
+    "pass the session id open_binary or resume_session returned as the `session` argument"
 )
 
 
