@@ -54,12 +54,41 @@ pub struct Shared {
     /// Connection handlers and the tasks serving them that are alive: a handler lives while its
     /// client is connected or a call of its is still running.
     connections: tokio::sync::watch::Sender<usize>,
+    /// The `[sessions]` table of `rea.toml`, read at start.
+    limits: crate::settings::SessionLimits,
+    /// Live binary sessions of every connection, held to `limits.max_live`.
+    budget: Arc<crate::investigation::SessionBudget>,
+    /// Binary sessions opened by stateless HTTP requests, by session id: no MCP session holds
+    /// them, so the server does, until they sit idle for `limits.idle_timeout`.
+    stateless: std::sync::Mutex<std::collections::HashMap<String, Parked>>,
+}
+
+/// A binary session held for stateless requests, and when a request last used it.
+struct Parked {
+    investigation: Arc<Investigation>,
+    last_used: std::time::Instant,
+}
+
+impl std::fmt::Debug for Parked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parked")
+            .field("last_used", &self.last_used)
+            .finish()
+    }
 }
 
 impl Shared {
     /// Shared state with the built-in prompts and the operator's prompt files loaded.
     pub fn new(settings: Settings) -> Arc<Shared> {
+        let limits = crate::settings::SessionLimits::load(settings.config_dir.as_deref())
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "session limits refused; using the defaults");
+                crate::settings::SessionLimits::default()
+            });
         let shared = Arc::new(Shared {
+            limits,
+            budget: crate::investigation::SessionBudget::new(limits.max_live),
+            stateless: Default::default(),
             settings: Arc::new(settings),
             catalog: RwLock::new(Catalog::default()),
             changes: broadcast::channel(64).0,
@@ -124,6 +153,52 @@ impl Shared {
     /// An investigation under these settings and this capture policy, with no session yet.
     pub fn investigation(&self) -> Investigation {
         Investigation::new(self.settings.clone(), self.policy.clone())
+            .with_budget(self.budget.clone())
+    }
+
+    /// The investigation holding binary session `id` for stateless requests, marked used now.
+    fn parked(&self, id: &str) -> Option<Arc<Investigation>> {
+        let mut parked = self.stateless.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = parked.get_mut(id)?;
+        entry.last_used = std::time::Instant::now();
+        Some(entry.investigation.clone())
+    }
+
+    /// Holds `investigation`'s binary session for later stateless requests that name it.
+    fn park(&self, id: String, investigation: Arc<Investigation>) {
+        self.stateless
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                id,
+                Parked {
+                    investigation,
+                    last_used: std::time::Instant::now(),
+                },
+            );
+    }
+
+    /// Stops holding binary session `id` for stateless requests.
+    fn release(&self, id: &str) {
+        self.stateless
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+
+    /// Releases the stateless binary sessions idle for longer than the idle timeout (they stay
+    /// on disk, resumable); returns how many.
+    pub fn release_idle(&self) -> usize {
+        let idle = self.limits.idle_timeout;
+        let mut parked = self.stateless.lock().unwrap_or_else(|p| p.into_inner());
+        let before = parked.len();
+        parked.retain(|_, p| p.last_used.elapsed() < idle);
+        before - parked.len()
+    }
+
+    /// The `[sessions]` limits this server runs with.
+    pub fn session_limits(&self) -> crate::settings::SessionLimits {
+        self.limits
     }
 
     /// Guided prompts offered now.
@@ -182,6 +257,8 @@ pub struct ReaServer {
     /// Dropped with the last clone of this handler, which happens once the client is gone and
     /// no call of its is running; tasks serving the connection watch it to end with it.
     connection: Arc<ConnectionGuard>,
+    /// Made by the HTTP transport: a 2026-07-28 request is stateless.
+    http: bool,
 }
 
 /// Counts one handler or task in [`Shared::connections`] while it lives.
@@ -219,7 +296,20 @@ impl ConnectionGuard {
 impl ReaServer {
     /// A handler for a new connection.
     pub fn new(shared: Arc<Shared>) -> Self {
-        let investigation = Arc::new(shared.investigation());
+        ReaServer::with_investigation(shared.clone(), Arc::new(shared.investigation()), false)
+    }
+
+    /// A handler for a connection or request of the HTTP transport, where requests of MCP
+    /// 2026-07-28 come statelessly, each to a handler of its own, and name their binary session.
+    pub fn for_http(shared: Arc<Shared>) -> Self {
+        ReaServer::with_investigation(shared.clone(), Arc::new(shared.investigation()), true)
+    }
+
+    fn with_investigation(
+        shared: Arc<Shared>,
+        investigation: Arc<Investigation>,
+        http: bool,
+    ) -> Self {
         let counted = shared.clone();
         let tools = Tools::new(
             investigation.clone(),
@@ -233,13 +323,27 @@ impl ReaServer {
             pending_listens: Arc::default(),
             connection: Arc::new(ConnectionGuard::new(shared.clone())),
             shared,
+            http,
         }
     }
 
     /// The tools currently offered: every tool, except that capture_process_scenario is offered
     /// only while the operator's policy enables process capture.
     pub fn live_tools(&self) -> Vec<Tool> {
-        crate::tools::live(&self.router, self.shared.policy().enabled)
+        let mut tools = crate::tools::live(&self.router, self.shared.policy().enabled);
+        // Every tool takes the one optional property that addresses a binary session (needed by
+        // stateless requests; a connection's own session is implied).
+        for tool in &mut tools {
+            let mut schema = (*tool.input_schema).clone();
+            if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+                properties.insert(
+                    SESSION_ARGUMENT.into(),
+                    serde_json::json!({ "type": "string", "description": SESSION_DESCRIPTION }),
+                );
+            }
+            tool.input_schema = Arc::new(schema);
+        }
+        tools
     }
 
     fn live_tool_names(&self) -> BTreeSet<String> {
@@ -344,6 +448,11 @@ fn bounded(
     ))])
     .into()
 }
+
+/// The tool argument naming the binary session a call works on.
+const SESSION_ARGUMENT: &str = "session";
+/// Its description in every tool's input schema.
+const SESSION_DESCRIPTION: &str = "Session id, for stateless HTTP requests";
 
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -457,15 +566,81 @@ impl ServerHandler for ReaServer {
                 None,
             ));
         }
-        // Arguments that do not fit a tool's struct come back from rmcp as in-band tool errors
-        // (isError) naming the mismatch, so the caller can correct them.
-        let response = self
-            .router
-            .call(ToolCallContext::new(&self.tools, request, context))
-            .await?;
+        // Every path below ends in one answer, which then meets the message bound.
+        let answer: Result<CallToolResponse, ErrorData> = async {
+            let mut request = request;
+            // `session` addresses a binary session; no tool's own arguments have it.
+            let named = match request
+                .arguments
+                .as_mut()
+                .and_then(|a| a.remove(SESSION_ARGUMENT))
+            {
+                None => None,
+                Some(serde_json::Value::String(id)) => Some(id),
+                Some(other) => {
+                    return Err(ErrorData::invalid_params(
+                        format!("`{SESSION_ARGUMENT}` is a session id (a string), not {other}"),
+                        None,
+                    ));
+                }
+            };
+            let stateless = self.http && is_modern(&context);
+            if !stateless {
+                // A connection has one binary session; naming another is a mistake worth saying.
+                if let (Some(id), Some(own)) = (&named, self.investigation.session_id())
+                    && *id != own
+                {
+                    return Err(ErrorData::invalid_params(
+                        format!("this connection's binary session is {own}, not {id}"),
+                        None,
+                    ));
+                }
+                // Arguments that do not fit a tool's struct come back from rmcp as in-band tool
+                // errors (isError) naming the mismatch, so the caller can correct them.
+                return self
+                    .router
+                    .call(ToolCallContext::new(&self.tools, request, context))
+                    .await;
+            }
+            let Some(id) = named else {
+                // This request's own investigation: a session it starts is held for the requests
+                // that name it, never left behind unreachable.
+                self.investigation.mark_stateless();
+                let answer = self
+                    .router
+                    .call(ToolCallContext::new(&self.tools, request, context))
+                    .await;
+                if let Some(id) = self.investigation.session_id() {
+                    self.shared.park(id, self.investigation.clone());
+                }
+                return answer;
+            };
+            let Some(investigation) = self.shared.parked(&id) else {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "no live binary session {id} on this server (closed, or released after sitting idle): resume_session it"
+                    ),
+                    None,
+                ));
+            };
+            let tools = Tools::new(investigation.clone(), {
+                let shared = self.shared.clone();
+                Arc::new(move || shared.prompt_count())
+            });
+            let answer = self
+                .router
+                .call(ToolCallContext::new(&tools, request, context))
+                .await;
+            if investigation.session_id().is_none() {
+                // close_binary ended it.
+                self.shared.release(&id);
+            }
+            answer
+        }
+        .await;
         Ok(bounded(
             &name,
-            response,
+            answer?,
             self.investigation.max_result_bytes(),
         ))
     }

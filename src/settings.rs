@@ -147,6 +147,78 @@ impl Settings {
     }
 }
 
+/// How many binary sessions a server keeps live, and how long an HTTP session may sit idle: the
+/// `[sessions]` table of `rea.toml` (`max_live`, `idle_timeout_secs`). Other tables belong to
+/// other modules and are ignored here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Live binary sessions one server process holds at most; one more is refused.
+    pub max_live: usize,
+    /// An HTTP session that hears nothing from its client for this long is ended and its binary
+    /// session released (it stays on disk, resumable).
+    pub idle_timeout: std::time::Duration,
+}
+
+impl SessionLimits {
+    /// Default `max_live`: each live session holds a few descriptors and two threads.
+    pub const DEFAULT_MAX_LIVE: usize = 64;
+    /// Default `idle_timeout_secs`.
+    pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+
+    /// The limits in `<config_dir>/rea.toml`, or the defaults when there is no such file or
+    /// table. A table that does not parse is an error naming the file.
+    pub fn load(config_dir: Option<&Path>) -> Result<SessionLimits, String> {
+        #[derive(serde::Deserialize)]
+        struct File {
+            #[serde(default)]
+            sessions: Option<Table>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            max_live: Option<usize>,
+            idle_timeout_secs: Option<u64>,
+        }
+        let defaults = SessionLimits::default();
+        let Some(dir) = config_dir else {
+            return Ok(defaults);
+        };
+        let path = dir.join(CONFIG_FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(defaults),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let file: File =
+            toml::from_str(&text).map_err(|e| format!("{}: [sessions]: {e}", path.display()))?;
+        let Some(t) = file.sessions else {
+            return Ok(defaults);
+        };
+        let limits = SessionLimits {
+            max_live: t.max_live.unwrap_or(defaults.max_live),
+            idle_timeout: t
+                .idle_timeout_secs
+                .map_or(defaults.idle_timeout, std::time::Duration::from_secs),
+        };
+        if limits.max_live == 0 || limits.idle_timeout.is_zero() {
+            return Err(format!(
+                "{}: [sessions] max_live and idle_timeout_secs must be at least 1",
+                path.display()
+            ));
+        }
+        Ok(limits)
+    }
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_live: Self::DEFAULT_MAX_LIVE,
+            idle_timeout: std::time::Duration::from_secs(Self::DEFAULT_IDLE_TIMEOUT_SECS),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,42 +97,28 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
             println!("{}", serde_json::to_string_pretty(&e)?);
         }
         EvidenceAction::Verify { session, json } => {
-            let store = open(session.as_deref())?;
-            let mut checked = 0u64;
-            let mut problems = vec![];
-            store.all_evidence(|e| {
-                checked += 1;
-                match e.record.id() {
-                    Ok(id) if id == e.id => {}
-                    Ok(id) => problems.push(format!("{}: record hashes to {id}", e.id)),
-                    Err(err) => problems.push(format!("{}: {err}", e.id)),
-                }
-                for link in &e.record.links {
-                    if !store.has_evidence(link)? {
-                        problems.push(format!("{}: link {link} is not in the ledger", e.id));
-                    }
-                }
-                Ok(())
-            })?;
-            let integrity = store.integrity_check()?;
-            if integrity != "ok" {
-                problems.push(format!("integrity_check: {integrity}"));
-            }
+            // Read through a connection of its own that tolerates damage: every bad row is
+            // reported and the walk goes on, where the read-only store would stop at the first.
+            let id = super::session_id(settings, session.as_deref())?
+                .context("no session exists under the state directory")?;
+            let path = crate::session::database_path(&settings.state_dir, &id)?;
+            let check = crate::store::verify_ledger(&path)?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "records": checked, "integrity_check": integrity, "problems": problems })
-                );
+                println!("{}", serde_json::to_string(&check)?);
             } else {
                 println!(
-                    "{checked} records checked, integrity_check {integrity}, {} problems",
-                    problems.len()
+                    "{} records checked, {} bad, {} sequence gaps, integrity_check {}, {} problems",
+                    check.records,
+                    check.bad_rows.len(),
+                    check.gaps,
+                    check.integrity_check,
+                    check.problems.len()
                 );
-                for p in &problems {
+                for p in &check.problems {
                     println!("  {p}");
                 }
             }
-            return Ok(if problems.is_empty() {
+            return Ok(if check.problems.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
@@ -153,6 +139,11 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
             let owned = match crate::session::Session::resume(&settings.state_dir, &id) {
                 Ok(s) => Some(s),
                 Err(crate::session::SessionError::InUse { .. }) => None,
+                // A damaged session is not written to: what is readable is copied beside it.
+                Err(e @ crate::session::SessionError::Damaged { .. }) => {
+                    eprintln!("rea: {e}");
+                    None
+                }
                 Err(e) => return Err(e.into()),
             };
             let reader = match &owned {

@@ -6,6 +6,7 @@ mod ledger;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -258,15 +259,35 @@ fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<
     runtime.block_on(async move {
         let shared = Shared::new(settings);
         let _watcher = crate::server::watch_config(shared.clone());
-        let sessions = std::sync::Arc::new(LocalSessionManager::default());
+        // A client that vanishes without DELETE leaves its session idle: it is ended after the
+        // configured idle timeout, which releases its binary session (resumable on disk).
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(shared.session_limits().idle_timeout);
+        let sessions = std::sync::Arc::new(manager);
         let config = StreamableHttpServerConfig::default();
         let max_body = config.max_request_body_bytes;
         let service: StreamableHttpService<ReaServer, LocalSessionManager> =
             StreamableHttpService::new(
-                move || Ok(ReaServer::new(shared.clone())),
+                {
+                    let shared = shared.clone();
+                    move || Ok(ReaServer::for_http(shared.clone()))
+                },
                 sessions.clone(),
                 config,
             );
+        // Stateless requests' binary sessions are released once idle, as MCP sessions are.
+        let _sweeper = tokio::spawn({
+            let shared = shared.clone();
+            async move {
+                let every = (shared.session_limits().idle_timeout / 4)
+                    .clamp(Duration::from_millis(100), Duration::from_secs(5));
+                let mut tick = tokio::time::interval(every);
+                loop {
+                    tick.tick().await;
+                    shared.release_idle();
+                }
+            }
+        });
         let router = crate::transport::http::strict(
             axum::Router::new().nest_service("/mcp", service),
             sessions,

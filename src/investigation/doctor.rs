@@ -115,8 +115,16 @@ fn check_target(opened: &crate::fsroot::Opened) -> (TargetCheck, Option<native::
 }
 
 fn writable(dir: &Path) -> bool {
+    use std::io::Write;
     let probe: PathBuf = dir.join(format!(".rea-doctor-{}", std::process::id()));
-    let ok = std::fs::write(&probe, b"").is_ok();
+    // An empty file needs only an inode, which a full file system still has: the probe writes a
+    // page of data and syncs it, as a session database's first write would need.
+    let ok = std::fs::File::create(&probe)
+        .and_then(|mut f| {
+            f.write_all(&[0u8; 4096])?;
+            f.sync_all()
+        })
+        .is_ok();
     let _ = std::fs::remove_file(&probe);
     ok
 }

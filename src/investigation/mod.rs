@@ -28,6 +28,7 @@
 mod args;
 mod artifacts;
 mod bound;
+mod budget;
 mod capture;
 mod compare;
 mod depth;
@@ -47,6 +48,7 @@ pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderC
 pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
 };
+pub use budget::SessionBudget;
 pub use capture::{
     CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, FrameProcedure,
     OUTPUT_PAGE_OPERATION, OutputPage,
@@ -82,6 +84,12 @@ pub enum InvestigationError {
     /// The operation needs a binary session and there is none.
     #[error("no binary session is open: open_binary a target or resume_session first")]
     NoSession,
+    /// A stateless request (MCP 2026-07-28 over HTTP, no MCP session) named no binary session,
+    /// and the operation needs one.
+    #[error(
+        "this request is stateless (MCP 2026-07-28 over HTTP) and names no binary session: pass the session id open_binary or resume_session returned as the `session` argument"
+    )]
+    Unaddressed,
     /// The operation needs an open target and no session exists.
     #[error("no target is open: call open_binary with a file or .app bundle first")]
     NoTarget,
@@ -244,6 +252,11 @@ pub struct Investigation {
     settings: Arc<Settings>,
     policy: Arc<CapturePolicy>,
     session: session::SessionSlot,
+    /// Live sessions of the whole server, when it caps them.
+    budget: Arc<SessionBudget>,
+    /// Set for a stateless HTTP request: with no session, an operation that needs one says the
+    /// request must name it.
+    stateless: std::sync::atomic::AtomicBool,
 }
 
 impl Investigation {
@@ -253,6 +266,8 @@ impl Investigation {
             settings,
             policy,
             session: session::SessionSlot::default(),
+            budget: Arc::default(),
+            stateless: Default::default(),
         }
     }
 
@@ -260,6 +275,24 @@ impl Investigation {
     /// [`Settings::max_result_bytes`]); operations with long output page or cut to fit it.
     pub fn max_result_bytes(&self) -> Result<u64> {
         Ok(self.settings.max_result_bytes()?)
+    }
+
+    /// Marks this investigation as serving one stateless request (see
+    /// [`InvestigationError::Unaddressed`]).
+    pub fn mark_stateless(&self) {
+        self.stateless
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The id of the open binary session, if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.snapshot().map(|s| s.session.session.id().to_owned())
+    }
+
+    /// This investigation's sessions count against `budget`, shared by the server's connections.
+    pub fn with_budget(mut self, budget: Arc<SessionBudget>) -> Investigation {
+        self.budget = budget;
+        self
     }
 
     /// Resolves `path` beneath the operator's allowed roots and opens it: what the operation

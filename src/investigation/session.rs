@@ -170,6 +170,8 @@ pub(crate) struct OpenSession {
     pub analyses: super::compare::AnalysisCache,
     /// Decompilers started for this session's documents.
     pub decompilers: super::depth::Decompilers,
+    /// Its share of the server's live-session budget, returned with it.
+    _permit: super::budget::Permit,
 }
 
 /// Targets opened in a session, by digest, most recent first.
@@ -282,7 +284,11 @@ impl SessionSlot {
 }
 
 /// A snapshot of a session that has just been created or resumed.
-fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
+fn started(
+    session: Session,
+    permit: super::budget::Permit,
+    active: Option<ActiveTarget>,
+) -> Snapshot {
     let opened = OpenedTargets::default();
     if let Some(a) = &active {
         opened.remember(&a.target);
@@ -294,6 +300,7 @@ fn started(session: Session, active: Option<ActiveTarget>) -> Snapshot {
             opened,
             analyses: Default::default(),
             decompilers: Default::default(),
+            _permit: permit,
         }),
         active: active.map(Arc::new),
     }
@@ -310,14 +317,26 @@ impl Investigation {
         self.snapshot().map(|s| s.store().clone())
     }
 
+    /// `error`, or for a stateless request the one that says to name the session.
+    fn missing(&self, error: InvestigationError) -> InvestigationError {
+        if self.stateless.load(std::sync::atomic::Ordering::Relaxed) {
+            InvestigationError::Unaddressed
+        } else {
+            error
+        }
+    }
+
     /// The open session, or the error that says how to get one.
     pub(crate) fn open_session(&self) -> Result<Snapshot> {
-        self.snapshot().ok_or(InvestigationError::NoSession)
+        self.snapshot()
+            .ok_or_else(|| self.missing(InvestigationError::NoSession))
     }
 
     /// The open session and its active target, from one snapshot.
     pub(crate) fn active(&self) -> Result<(Snapshot, Arc<ActiveTarget>)> {
-        let snapshot = self.snapshot().ok_or(InvestigationError::NoTarget)?;
+        let snapshot = self
+            .snapshot()
+            .ok_or_else(|| self.missing(InvestigationError::NoTarget))?;
         let active = snapshot
             .active
             .clone()
@@ -335,9 +354,10 @@ impl Investigation {
         if let Some(s) = t.current() {
             return Ok(s);
         }
+        let permit = self.budget.take()?;
         let state_dir = self.settings.state_dir.clone();
         let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
-        let snapshot = started(session, None);
+        let snapshot = started(session, permit, None);
         t.replace(Some(snapshot.clone()));
         Ok(snapshot)
     }
@@ -419,9 +439,10 @@ impl Investigation {
                 s
             }
             None => {
+                let permit = self.budget.take()?;
                 let state_dir = self.settings.state_dir.clone();
                 let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
-                let s = started(session, None);
+                let s = started(session, permit, None);
                 t.replace(Some(s.clone()));
                 s
             }
@@ -531,6 +552,7 @@ impl Investigation {
                 }
             }
         };
+        let permit = self.budget.take()?;
         let (dir, resumed_id) = (state_dir.clone(), id.clone());
         let settings = self.settings.clone();
         let snapshot = blocking(move || {
@@ -548,7 +570,7 @@ impl Investigation {
                         target_id: row.id,
                     })
             });
-            Ok(started(session, active))
+            Ok(started(session, permit, active))
         })
         .await?;
         t.replace(Some(snapshot));

@@ -47,6 +47,17 @@ pub enum SessionError {
         /// The session id.
         id: String,
     },
+    /// The session's database is damaged: it was not resumed and nothing was written to it. It
+    /// stays on disk to be verified and exported.
+    #[error(
+        "session {id} is damaged and was not resumed; nothing was written to it ({reason}). `rea evidence verify --session {id}` names the bad records; `rea evidence export --session {id} --jsonl FILE` keeps the readable ones"
+    )]
+    Damaged {
+        /// The session id.
+        id: String,
+        /// What the check found.
+        reason: String,
+    },
     /// The session was closed already.
     #[error("session {id} is closed")]
     Closed {
@@ -173,21 +184,44 @@ impl Session {
         sweep_closed(&root);
         let dir = root.join(&id);
         fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let lock = lock(&dir, &id)?;
-        let store = Store::open(&dir.join(DATABASE_FILE))?;
-        store.set_meta_blocking("session_id", &id)?;
-        store.set_meta_blocking("created_at", &now_rfc3339())?;
-        store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))?;
-        Ok(Session {
-            id,
-            dir,
-            store,
-            lock: Mutex::new(Some(lock)),
-        })
+        let made = (|| {
+            let lock = lock(&dir, &id)?;
+            let store = Store::open(&dir.join(DATABASE_FILE))?;
+            let meta = (|| {
+                store.set_meta_blocking("session_id", &id)?;
+                store.set_meta_blocking("created_at", &now_rfc3339())?;
+                store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))
+            })();
+            if let Err(e) = meta {
+                store.close_discarding();
+                return Err(e.into());
+            }
+            Ok((lock, store))
+        })();
+        match made {
+            Ok((lock, store)) => Ok(Session {
+                id,
+                dir,
+                store,
+                lock: Mutex::new(Some(lock)),
+            }),
+            Err(e) => {
+                // A half-made session (a full disk, say) must not stay behind to be listed and
+                // resumed: it never held anything. Its lock went with the closure above.
+                let _ = remove_closed(&dir);
+                Err(e)
+            }
+        }
     }
 
-    /// Resumes a session that no live process holds.
+    /// Resumes a session that no live process holds. Refuses a damaged database
+    /// ([`SessionError::Damaged`]) before writing anything to it.
     pub fn resume(state_dir: &Path, id: &str) -> Result<Session, SessionError> {
+        Session::take(state_dir, id, true)
+    }
+
+    /// Takes a session no live process holds; with `checked`, only when its database is sound.
+    fn take(state_dir: &Path, id: &str, checked: bool) -> Result<Session, SessionError> {
         if !valid_id(id) {
             return Err(SessionError::BadId { id: id.to_owned() });
         }
@@ -199,7 +233,18 @@ impl Session {
             });
         }
         let lock = lock(&dir, id)?;
-        let store = Store::open(&dir.join(DATABASE_FILE))?;
+        let path = dir.join(DATABASE_FILE);
+        let store = if checked {
+            Store::open_checked(&path).map_err(|e| match e {
+                StoreError::Damaged { reason, .. } => SessionError::Damaged {
+                    id: id.to_owned(),
+                    reason,
+                },
+                other => other.into(),
+            })?
+        } else {
+            Store::open(&path)?
+        };
         Ok(Session {
             id: id.to_owned(),
             dir,
@@ -441,9 +486,10 @@ pub fn show(state_dir: &Path, id: &str) -> Result<SessionInfo, SessionError> {
     Ok(describe(&dir, id))
 }
 
-/// Deletes a session that no live process holds. Refuses when a live process holds it.
+/// Deletes a session that no live process holds. Refuses when a live process holds it. A damaged
+/// session can be deleted too.
 pub fn delete(state_dir: &Path, id: &str) -> Result<(), SessionError> {
-    let session = Session::resume(state_dir, id)?;
+    let session = Session::take(state_dir, id, false)?;
     session.close()?.wait()
 }
 

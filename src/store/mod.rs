@@ -27,6 +27,7 @@ mod prefixes;
 mod recording;
 mod targets;
 mod unknowns;
+mod verify;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -48,6 +49,7 @@ pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRo
 pub use unknowns::{
     NewRevision, NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus,
 };
+pub use verify::{BadRow, LedgerCheck, verify_ledger};
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
 use crate::fsroot::{FsError, NewFile};
@@ -92,6 +94,24 @@ pub enum StoreError {
         path: PathBuf,
         /// Its application id.
         found: i32,
+    },
+    /// The file is damaged (its b-trees are unsound, or ledger rows are missing): it is not
+    /// opened for writing, and nothing was written to it.
+    #[error("{path} is damaged, so nothing was written to it: {reason}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What `quick_check` or the ledger's counts found.
+        reason: String,
+    },
+    /// The process has no file descriptor left (its `ulimit -n`), so the database or one of its
+    /// files could not be opened. SQLite itself says only "unable to open database file".
+    #[error(
+        "too many open files: this process has used up its file descriptors (ulimit -n), so {path} could not be opened; close sessions or raise the limit"
+    )]
+    TooManyOpenFiles {
+        /// The database.
+        path: PathBuf,
     },
     /// The writer thread has stopped; the store is closed.
     #[error("the session store is closed")]
@@ -276,23 +296,55 @@ impl Store {
         Store::open_with(path, CheckpointPolicy::default())
     }
 
+    /// [`Store::open`] of an existing database that refuses it, before writing anything, when
+    /// `PRAGMA quick_check` finds it damaged or ledger rows are missing ([`StoreError::Damaged`]):
+    /// resuming must not go on writing into a broken file.
+    pub fn open_checked(path: &Path) -> Result<Arc<Store>, StoreError> {
+        Store::open_inner(path, CheckpointPolicy::default(), true)
+    }
+
     /// [`Store::open`] with checkpoints started at other WAL sizes (tests).
     fn open_with(path: &Path, policy: CheckpointPolicy) -> Result<Arc<Store>, StoreError> {
+        Store::open_inner(path, policy, false)
+    }
+
+    fn open_inner(
+        path: &Path,
+        policy: CheckpointPolicy,
+        checked: bool,
+    ) -> Result<Arc<Store>, StoreError> {
+        Store::open_unnamed(path, policy, checked).map_err(|e| name_exhaustion(path, e))
+    }
+
+    fn open_unnamed(
+        path: &Path,
+        policy: CheckpointPolicy,
+        checked: bool,
+    ) -> Result<Arc<Store>, StoreError> {
         let mut conn = Connection::open(path)?;
-        let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
-        if found != 0 && found != APPLICATION_ID {
-            return Err(StoreError::NotASessionDatabase {
-                path: path.to_owned(),
-                found,
-            });
-        }
-        configure(&conn, Role::Writer)?;
-        embedded::migrations::runner()
-            .set_grouped(true)
-            .run(&mut conn)?;
-        rekey_if_needed(&mut conn)?;
-        count_prefixes_if_needed(&mut conn)?;
-        let (checkpointer, checkpoints) = Checkpointer::start(path, &mut conn, policy)?;
+        // Failures are named while the connection still holds its descriptors: once it is
+        // dropped, a process out of them has some again and the cause is no longer visible.
+        let prepared = (|| {
+            if checked {
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                verify::refuse_damaged(&conn, path)?;
+            }
+            let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+            if found != 0 && found != APPLICATION_ID {
+                return Err(StoreError::NotASessionDatabase {
+                    path: path.to_owned(),
+                    found,
+                });
+            }
+            configure(&conn, Role::Writer)?;
+            embedded::migrations::runner()
+                .set_grouped(true)
+                .run(&mut conn)?;
+            rekey_if_needed(&mut conn)?;
+            count_prefixes_if_needed(&mut conn)?;
+            Checkpointer::start(path, &mut conn, policy)
+        })();
+        let (checkpointer, checkpoints) = prepared.map_err(|e| name_exhaustion(path, e))?;
 
         let (tx, rx) = mpsc::channel::<Job>();
         let (done, writes_done) = mpsc::channel::<()>();
@@ -487,7 +539,9 @@ impl ReadOnlyStore {
             Ok(()) => Ok(store),
             // A WAL reader needs the shared-memory file beside the database; on read-only media
             // without one, SQLite cannot make it, and nothing can be writing there either.
-            Err(StoreError::Sqlite(e)) if !shm_path(path).exists() => {
+            // So does a full file system, where an attempt leaves an empty shared-memory file
+            // behind: with no WAL frames to read, the file alone is the whole database.
+            Err(StoreError::Sqlite(e)) if !shm_path(path).exists() || wal_is_empty(path) => {
                 let immutable = ReadOnlyStore::with(path, true);
                 immutable.check().map_err(|_| StoreError::Sqlite(e))?;
                 Ok(immutable)
@@ -530,7 +584,7 @@ impl ReadOnlyStore {
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
         let conn = self.take_reader()?;
-        let result = f(&conn);
+        let result = f(&conn).map_err(|e| name_exhaustion(&self.path, e));
         let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE_READERS {
             idle.push(conn);
@@ -539,6 +593,11 @@ impl ReadOnlyStore {
     }
 
     fn take_reader(&self) -> Result<Connection, StoreError> {
+        self.new_reader()
+            .map_err(|e| name_exhaustion(&self.path, e))
+    }
+
+    fn new_reader(&self) -> Result<Connection, StoreError> {
         if let Some(conn) = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(conn);
         }
@@ -551,7 +610,7 @@ impl ReadOnlyStore {
         } else {
             Connection::open_with_flags(&self.path, flags)?
         };
-        configure(&conn, Role::Reader)?;
+        configure(&conn, Role::Reader).map_err(|e| name_exhaustion(&self.path, e))?;
         Ok(conn)
     }
 
@@ -621,11 +680,37 @@ impl ReadOnlyStore {
     }
 }
 
+/// `e`, or [`StoreError::TooManyOpenFiles`] when the process has no descriptor left: SQLite
+/// reports that as an unopenable file, and the thread spawn as a bare I/O error.
+fn name_exhaustion(path: &Path, e: StoreError) -> StoreError {
+    if !matches!(
+        e,
+        StoreError::Sqlite(_) | StoreError::Io { .. } | StoreError::Migration(_)
+    ) {
+        return e;
+    }
+    match std::fs::File::open("/dev/null") {
+        Err(probe) if matches!(probe.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+            StoreError::TooManyOpenFiles {
+                path: path.to_owned(),
+            }
+        }
+        _ => e,
+    }
+}
+
 /// The shared-memory file SQLite keeps beside a WAL database.
 fn shm_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push("-shm");
     PathBuf::from(name)
+}
+
+/// Whether the WAL beside `path` holds no frames (absent or empty).
+fn wal_is_empty(path: &Path) -> bool {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    std::fs::metadata(PathBuf::from(name)).map_or(true, |m| m.len() == 0)
 }
 
 /// A `file:` URI opening `path` as immutable; every byte but plain path characters is

@@ -282,9 +282,15 @@ pub struct StdioServer {
 impl StdioServer {
     /// Starts `rea serve` on `state` and completes the initialize handshake.
     pub fn start(state: &std::path::Path) -> StdioServer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rea"))
-            .arg("serve")
-            .env("REA_STATE_DIR", state)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rea"));
+        command.arg("serve").env("REA_STATE_DIR", state);
+        StdioServer::start_command(command)
+    }
+
+    /// Starts `command`, which runs `rea serve` (through a wrapper, say), and completes the
+    /// initialize handshake.
+    pub fn start_command(mut command: Command) -> StdioServer {
+        let mut child = command
             .env_remove("REA_CONFIG_DIR")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

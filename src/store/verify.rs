@@ -1,0 +1,434 @@
+//! Checking a session database that may be damaged: the quick check `resume` runs before it
+//! writes anything, and the full ledger verification of `rea evidence verify`, which reads every
+//! row on its own so one bad row or page does not hide the rest.
+//!
+//! A damaged file is read with `writable_schema` set on a read-only connection: SQLite then opens
+//! a file shorter than its header says (truncated) instead of refusing it whole, and pages past
+//! its end read as empty. Nothing is ever written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, ffi::ErrorCode};
+use serde::Serialize;
+
+use super::{APPLICATION_ID, BUSY_TIMEOUT, StoreError, immutable_uri, shm_path, wal_is_empty};
+use crate::evidence::EvidenceRecord;
+use crate::ids::EvidenceId;
+
+/// Lines of `integrity_check`/`quick_check` output kept in a report.
+const CHECK_LINES: usize = 100;
+
+/// Missing sequence numbers listed one by one in a report (all are counted).
+const LISTED_MISSING: usize = 1000;
+
+/// One ledger row that could not be read or does not hold what its id says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadRow {
+    /// Its sequence number.
+    pub seq: i64,
+    /// Its Evidence id as the row or, when the row is unreadable, the id index holds it; `None`
+    /// when neither can be read.
+    pub id: Option<String>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// What [`verify_ledger`] found.
+#[derive(Debug, Clone, Serialize)]
+pub struct LedgerCheck {
+    /// Rows read from the ledger (sound or not).
+    pub records: u64,
+    /// Rows that are unreadable or do not hash to their id, in sequence order.
+    pub bad_rows: Vec<BadRow>,
+    /// Sequence numbers between 1 and the highest one that no row holds (deleted rows).
+    pub gaps: u64,
+    /// The first of those sequence numbers.
+    pub missing_seqs: Vec<i64>,
+    /// Rows the ledger's per-prefix id counts say were stored (`None` when unreadable): more
+    /// than are present means rows were deleted, also past the highest sequence number.
+    pub counted: Option<u64>,
+    /// `PRAGMA integrity_check`: `ok`, or its findings joined by `; `.
+    pub integrity_check: String,
+    /// Everything above that is wrong, one line each.
+    pub problems: Vec<String>,
+}
+
+/// Whether an SQLite error says the file itself is damaged (rather than busy or unopenable).
+fn is_damage(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+/// Runs `pragma <check>` and returns its findings (`["ok"]` when sound). A check that cannot
+/// read the file at all answers with the reason.
+fn run_check(conn: &Connection, check: &str) -> Result<Vec<String>, rusqlite::Error> {
+    let mut stmt = conn.prepare(&format!("pragma {check}({CHECK_LINES})"))?;
+    let lines: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(lines)
+}
+
+/// `PRAGMA quick_check` plus the ledger's own counts on `conn`, before anything writes: `Err`
+/// with [`StoreError::Damaged`] when the b-trees are unsound or rows are missing from the
+/// ledger (a sequence number without a row, or fewer rows than were counted in).
+pub(super) fn refuse_damaged(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let damaged = |reason: String| StoreError::Damaged {
+        path: path.to_owned(),
+        reason,
+    };
+    let lines = match run_check(conn, "quick_check") {
+        Ok(lines) => lines,
+        Err(e) if is_damage(&e) => return Err(damaged(format!("quick_check: {e}"))),
+        Err(e) => return Err(e.into()),
+    };
+    if lines != ["ok"] {
+        return Err(damaged(format!("quick_check: {}", lines.join("; "))));
+    }
+    // A new database has no ledger yet; the migrations make it.
+    let has_ledger: bool = conn.query_row(
+        "select count(*) from sqlite_schema where type = 'table' and name = 'evidence_id_prefixes'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_ledger {
+        return Ok(());
+    }
+    let (rows, highest): (i64, i64) = conn.query_row(
+        "select count(*), coalesce(max(seq), 0) from evidence",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let counted: i64 = conn.query_row(
+        "select coalesce(sum(rows), 0) from evidence_id_prefixes",
+        [],
+        |r| r.get(0),
+    )?;
+    if rows != highest || rows != counted {
+        return Err(damaged(format!(
+            "the ledger is missing rows: {rows} present, sequence numbers run to {highest}, {counted} were stored"
+        )));
+    }
+    Ok(())
+}
+
+/// A read-only connection that reads what it can of a damaged file (see the module
+/// documentation).
+fn damaged_reader(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let prepare = |conn: Connection| -> Result<Connection, rusqlite::Error> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "writable_schema", "ON")?;
+        conn.pragma_update(None, "query_only", "ON")?;
+        // Touches the file: a WAL reader that cannot make its shared-memory file fails here.
+        conn.query_row("select count(*) from sqlite_schema", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(conn)
+    };
+    match Connection::open_with_flags(path, flags).and_then(prepare) {
+        Ok(conn) => Ok(conn),
+        Err(e) if !is_damage(&e) && (!shm_path(path).exists() || wal_is_empty(path)) => {
+            Ok(prepare(Connection::open_with_flags(
+                immutable_uri(path),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            )?)?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads every ledger row of the database at `path` on its own and checks it: its id is the
+/// digest of its stored record, the record parses, its links are in the ledger. A row that cannot
+/// be read is reported with its sequence number and the id the id index holds for it, and the walk
+/// goes on past it; sequence numbers without a row are counted; `integrity_check` runs last.
+/// Reads only, so it works on a live session, a read-only mount and a damaged file. Blocking.
+pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
+    let conn = damaged_reader(path)?;
+    let mut problems = vec![];
+    match conn.pragma_query_value(None, "application_id", |r| r.get::<_, i32>(0)) {
+        Ok(APPLICATION_ID) => {}
+        Ok(found) => {
+            return Err(StoreError::NotASessionDatabase {
+                path: path.to_owned(),
+                found,
+            });
+        }
+        Err(e) => problems.push(format!("application_id unreadable: {e}")),
+    }
+
+    // The id index holds every row's id and sequence number apart from the table: it names rows
+    // whose table page is lost.
+    let mut indexed: BTreeMap<i64, String> = BTreeMap::new();
+    let index_scan = (|| -> rusqlite::Result<()> {
+        let mut stmt =
+            conn.prepare("select seq, id from evidence indexed by sqlite_autoindex_evidence_1")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let id = String::from_utf8_lossy(r.get_ref(1)?.as_bytes()?).into_owned();
+            indexed.insert(r.get(0)?, id);
+        }
+        Ok(())
+    })();
+    if let Err(e) = index_scan {
+        problems.push(format!(
+            "the id index is unreadable after {} entries: {e}",
+            indexed.len()
+        ));
+    }
+    let table_highest: Option<i64> = conn
+        .query_row("select max(seq) from evidence", [], |r| r.get(0))
+        .unwrap_or(None);
+    let highest = table_highest
+        .into_iter()
+        .chain(indexed.keys().next_back().copied())
+        .max()
+        .unwrap_or(0);
+    let counted: Option<u64> = conn
+        .query_row(
+            "select coalesce(sum(rows), 0) from evidence_id_prefixes",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .ok()
+        .map(|n| n.max(0) as u64);
+
+    let mut walk = Walk {
+        conn: &conn,
+        indexed: &indexed,
+        records: 0,
+        bad: vec![],
+        missing: vec![],
+        gaps: 0,
+    };
+    walk.run(highest);
+    let Walk {
+        records,
+        bad: bad_rows,
+        missing: missing_seqs,
+        gaps,
+        ..
+    } = walk;
+
+    let integrity = match run_check(&conn, "integrity_check") {
+        Ok(lines) => lines.join("; "),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    for b in &bad_rows {
+        problems.push(format!(
+            "seq {} {}: {}",
+            b.seq,
+            b.id.as_deref().unwrap_or("(id unreadable)"),
+            b.problem
+        ));
+    }
+    if gaps > 0 {
+        let listed: Vec<String> = missing_seqs.iter().map(i64::to_string).collect();
+        problems.push(format!(
+            "{gaps} sequence numbers have no row (deleted rows): {}",
+            listed.join(", ")
+        ));
+    }
+    let present = records + bad_rows.iter().filter(|b| b.unreadable()).count() as u64;
+    if let Some(c) = counted
+        && c > present
+    {
+        problems.push(format!(
+            "{c} rows were stored, {present} are present: {} missing",
+            c - present
+        ));
+    }
+    if integrity != "ok" {
+        problems.push(format!("integrity_check: {integrity}"));
+    }
+    Ok(LedgerCheck {
+        records,
+        bad_rows,
+        gaps,
+        missing_seqs,
+        counted,
+        integrity_check: integrity,
+        problems,
+    })
+}
+
+impl BadRow {
+    /// Whether the row itself could not be read (as opposed to read and found wrong).
+    fn unreadable(&self) -> bool {
+        self.problem.starts_with(UNREADABLE)
+    }
+}
+
+const UNREADABLE: &str = "row unreadable";
+
+/// The walk over sequence numbers 1 to the highest: a sequential scan while pages read, one row at
+/// a time past a page that does not.
+struct Walk<'a> {
+    conn: &'a Connection,
+    indexed: &'a BTreeMap<i64, String>,
+    records: u64,
+    bad: Vec<BadRow>,
+    missing: Vec<i64>,
+    gaps: u64,
+}
+
+impl Walk<'_> {
+    fn run(&mut self, highest: i64) {
+        let mut next = 1i64;
+        while next <= highest {
+            // Sequential from `next` until the scan ends or fails.
+            match self.scan_from(&mut next) {
+                Ok(()) => {
+                    // The table has no row from `next` on; the index may still name some.
+                    while next <= highest {
+                        self.absent(next);
+                        next += 1;
+                    }
+                }
+                Err(_) => {
+                    // Row by row until one reads again, then back to scanning.
+                    while next <= highest {
+                        let seq = next;
+                        next += 1;
+                        match self.point(seq) {
+                            Ok(true) => break,
+                            Ok(false) => self.absent(seq),
+                            Err(e) => self.bad.push(BadRow {
+                                seq,
+                                id: self.indexed.get(&seq).cloned(),
+                                problem: format!("{UNREADABLE}: {e}"),
+                            }),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scans rows from `*next` in order, checking each; advances `*next` past every row read and
+    /// counts the sequence numbers skipped as absent.
+    fn scan_from(&mut self, next: &mut i64) -> rusqlite::Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("select seq, id, record from evidence where seq >= ?1 order by seq")?;
+        let mut rows = stmt.query([*next])?;
+        while let Some(r) = rows.next()? {
+            let seq: i64 = r.get(0)?;
+            for skipped in *next..seq {
+                self.absent(skipped);
+            }
+            self.check(seq, r.get_ref(1)?, r.get_ref(2)?);
+            *next = seq + 1;
+        }
+        Ok(())
+    }
+
+    /// Reads the row `seq` alone: `Ok(false)` when there is none.
+    fn point(&mut self, seq: i64) -> rusqlite::Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("select id, record from evidence where seq = ?1")?;
+        let mut rows = stmt.query([seq])?;
+        match rows.next()? {
+            Some(r) => {
+                self.check(seq, r.get_ref(0)?, r.get_ref(1)?);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// No row holds `seq`: a gap, unless the id index still names it (its row is lost).
+    fn absent(&mut self, seq: i64) {
+        match self.indexed.get(&seq) {
+            Some(id) => self.bad.push(BadRow {
+                seq,
+                id: Some(id.clone()),
+                problem: format!("{UNREADABLE}: in the id index but not in the ledger table"),
+            }),
+            None => {
+                self.gaps += 1;
+                if self.missing.len() < LISTED_MISSING {
+                    self.missing.push(seq);
+                }
+            }
+        }
+    }
+
+    fn check(
+        &mut self,
+        seq: i64,
+        id: rusqlite::types::ValueRef<'_>,
+        record: rusqlite::types::ValueRef<'_>,
+    ) {
+        self.records += 1;
+        let id_text = id
+            .as_bytes()
+            .ok()
+            .map(|b| String::from_utf8_lossy(b).into_owned());
+        let problem = self.problem_of(seq, id_text.as_deref(), record);
+        if let Some(problem) = problem {
+            self.bad.push(BadRow {
+                seq,
+                // An id the row no longer holds readably is named as the index holds it.
+                id: id_text
+                    .filter(|t| EvidenceId::parse(t).is_ok())
+                    .or_else(|| self.indexed.get(&seq).cloned()),
+                problem,
+            });
+        }
+    }
+
+    fn problem_of(
+        &self,
+        seq: i64,
+        id: Option<&str>,
+        record: rusqlite::types::ValueRef<'_>,
+    ) -> Option<String> {
+        let Some(id) = id.and_then(|t| EvidenceId::parse(t).ok()) else {
+            return Some(format!("the row's id is not an Evidence id: {id:?}"));
+        };
+        if let Some(indexed) = self.indexed.get(&seq)
+            && indexed != id.as_str()
+        {
+            return Some(format!("the id index names {indexed} for this row"));
+        }
+        let Ok(bytes) = record.as_bytes() else {
+            return Some("the record is not text".into());
+        };
+        let digest = EvidenceId::from_digest_of(bytes);
+        if digest != id {
+            return Some(format!("the stored record hashes to {digest}, not its id"));
+        }
+        let text = match std::str::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => return Some(format!("the record is not UTF-8: {e}")),
+        };
+        let parsed: EvidenceRecord = match serde_json::from_str(text) {
+            Ok(r) => r,
+            Err(e) => return Some(format!("the record does not parse: {e}")),
+        };
+        let mut missing_links = vec![];
+        for link in &parsed.links {
+            let present = self
+                .conn
+                .prepare_cached("select 1 from evidence where id = ?1")
+                .and_then(|mut s| s.query_row([link.as_str()], |_| Ok(())).optional());
+            match present {
+                Ok(Some(())) => {}
+                Ok(None) => missing_links.push(link.to_string()),
+                Err(e) => missing_links.push(format!("{link} (unreadable: {e})")),
+            }
+        }
+        if !missing_links.is_empty() {
+            return Some(format!(
+                "links not in the ledger: {}",
+                missing_links.join(", ")
+            ));
+        }
+        None
+    }
+}

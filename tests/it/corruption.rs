@@ -1,0 +1,295 @@
+//! A damaged session database (issue 16, item 10): flipped bytes in one record, a zeroed page, a
+//! truncated file, deleted rows. `rea evidence verify` names every bad row with its sequence
+//! number and Evidence id and goes on, counts the sequence numbers without a row, and runs
+//! `integrity_check`; resuming refuses a damaged file with the reason and writes nothing to it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rea::evidence::{Authority, Confidence, EvidenceRecord, ProviderStamp};
+use rea::session::Session;
+use serde_json::{Value, json};
+
+use crate::common::StdioServer;
+
+/// Records in each test session.
+const N: u64 = 120;
+/// SQLite's page size for a session database (asserted in `session_of`).
+const PAGE: usize = 4096;
+
+/// The marker of record `n` inside its stored JSON, unique in the file.
+fn marker(n: u64) -> String {
+    format!("rec-{n:04}-")
+}
+
+fn record(n: u64) -> EvidenceRecord {
+    EvidenceRecord {
+        subject: None,
+        provider: ProviderStamp::builtin(),
+        operation: "corruption.test".into(),
+        parameters: json!({ "n": n }),
+        result: json!({ "marker": format!("{}{}", marker(n), "x".repeat(200)) }),
+        confidence: Confidence::Observed,
+        authority: Authority::ShippedArtifact,
+        limitations: vec![],
+        locations: vec![],
+        links: vec![],
+    }
+}
+
+/// A closed session of `N` records: (state dir, session id, database path, ids by seq - 1).
+fn session_of() -> (tempfile::TempDir, String, PathBuf, Vec<String>) {
+    let state = tempfile::tempdir().unwrap();
+    let s = Session::create(state.path()).unwrap();
+    let mut ids = vec![];
+    for n in 1..=N {
+        let o = s.store().record_blocking(record(n)).unwrap();
+        assert_eq!(o.seq, n as i64);
+        ids.push(o.id.to_string());
+    }
+    let id = s.id().to_owned();
+    let db = s.store().path().to_owned();
+    // The owner goes away: its WAL is checkpointed into the file and removed.
+    drop(s);
+    assert!(!db.with_extension("db-wal").exists());
+    let bytes = std::fs::read(&db).unwrap();
+    assert_eq!(u16::from_be_bytes([bytes[16], bytes[17]]) as usize, PAGE);
+    (state, id, db, ids)
+}
+
+/// Where `marker(n)` is in the file.
+fn offset_of(bytes: &[u8], n: u64) -> usize {
+    let m = marker(n);
+    bytes
+        .windows(m.len())
+        .position(|w| w == m.as_bytes())
+        .unwrap_or_else(|| panic!("{m} is not in the file"))
+}
+
+/// `rea evidence verify --json`: (exit success, report).
+fn verify(state: &Path, id: &str) -> (bool, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rea"))
+        .arg("--state-dir")
+        .arg(state)
+        .args(["evidence", "verify", "--session", id, "--json"])
+        .env_remove("REA_CONFIG_DIR")
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verify printed no report ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.success(), report)
+}
+
+/// The (seq, id) of every bad row the report names.
+fn bad_rows(report: &Value) -> Vec<(u64, Option<String>)> {
+    report["bad_rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["seq"].as_u64().unwrap(),
+                b["id"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// Resuming refuses the session with the reason, and the file is as it was.
+fn resume_refused(state: &Path, id: &str, db: &Path, reason: &str) {
+    let before = std::fs::read(db).unwrap();
+    match Session::resume(state, id) {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.starts_with(&format!("session {id} is damaged and was not resumed"))
+                    && text.contains(reason),
+                "{text}"
+            );
+        }
+        Ok(_) => panic!("resumed a damaged session"),
+    }
+    // The server's resume_session says the same.
+    let mut server = StdioServer::start(state);
+    let v = server.request(
+        "tools/call",
+        json!({"name": "resume_session", "arguments": {"session_id": id}}),
+    );
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("session {id} is damaged and was not resumed"))
+            && text.contains(reason)
+            && text.contains("rea evidence verify"),
+        "{text}"
+    );
+    drop(server);
+    assert!(
+        std::fs::read(db).unwrap() == before,
+        "the refused resume wrote to the file"
+    );
+    // It stays on disk, listed, for verify and export.
+    assert!(db.is_file());
+}
+
+#[test]
+fn flipped_bytes_in_one_record_are_named_by_seq_and_id_regression_16() {
+    let (state, id, db, ids) = session_of();
+    let mut bytes = std::fs::read(&db).unwrap();
+    // Invalid UTF-8 inside record 42's text; the b-tree around it is untouched.
+    let at = offset_of(&bytes, 42) + 12;
+    for b in &mut bytes[at..at + 3] {
+        *b ^= 0xC0;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    assert_eq!(
+        bad_rows(&report),
+        vec![(42, Some(ids[41].clone()))],
+        "{report}"
+    );
+    let problem = report["bad_rows"][0]["problem"].as_str().unwrap();
+    assert!(
+        problem.starts_with("the stored record hashes to ev_") && problem.ends_with("not its id"),
+        "{problem}"
+    );
+    assert_eq!(report["records"], N);
+    assert_eq!(report["gaps"], 0);
+    assert_eq!(report["counted"], N);
+    assert_eq!(report["integrity_check"], "ok");
+    assert_eq!(
+        report["problems"],
+        json!([format!("seq 42 {}: {problem}", ids[41])])
+    );
+}
+
+#[test]
+fn a_zeroed_page_names_every_row_it_held_and_resume_refuses_regression_16() {
+    let (state, id, db, ids) = session_of();
+    let mut bytes = std::fs::read(&db).unwrap();
+    let page = offset_of(&bytes, 60) / PAGE;
+    let range = page * PAGE..(page + 1) * PAGE;
+    // The rows whose records lie in that page: what verify must name.
+    let lost: Vec<u64> = (1..=N)
+        .filter(|&n| range.contains(&offset_of(&bytes, n)))
+        .collect();
+    assert!(lost.len() >= 5 && lost.contains(&60), "{lost:?}");
+    bytes[range].fill(0);
+    std::fs::write(&db, &bytes).unwrap();
+
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    let expected: Vec<(u64, Option<String>)> = lost
+        .iter()
+        .map(|&n| (n, Some(ids[n as usize - 1].clone())))
+        .collect();
+    assert_eq!(bad_rows(&report), expected, "{report}");
+    for b in report["bad_rows"].as_array().unwrap() {
+        assert!(
+            b["problem"]
+                .as_str()
+                .unwrap()
+                .starts_with("row unreadable: database disk image is malformed"),
+            "{b}"
+        );
+    }
+    // Every other row was read and checked.
+    assert_eq!(report["records"], N - lost.len() as u64);
+    assert_eq!(report["gaps"], 0);
+    // SQLite's check stops at the zeroed page with an error rather than a finding.
+    assert_eq!(
+        report["integrity_check"],
+        "unreadable: database disk image is malformed"
+    );
+    resume_refused(state.path(), &id, &db, "quick_check: ");
+}
+
+#[test]
+fn a_truncated_file_reports_the_rows_past_its_end_and_resume_refuses_regression_16() {
+    let (state, id, db, ids) = session_of();
+    let bytes = std::fs::read(&db).unwrap();
+    // Cut at the page holding record 100: it and everything after are gone.
+    let cut = offset_of(&bytes, 100) / PAGE * PAGE;
+    let lost: Vec<u64> = (1..=N).filter(|&n| offset_of(&bytes, n) >= cut).collect();
+    assert!(lost.contains(&N) && lost.contains(&100), "{lost:?}");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&db)
+        .unwrap()
+        .set_len(cut as u64)
+        .unwrap();
+
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    let named = bad_rows(&report);
+    assert_eq!(
+        named.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        lost,
+        "{report}"
+    );
+    // An id is given wherever one is named, and it is the true one.
+    for (seq, named_id) in &named {
+        if let Some(named_id) = named_id {
+            assert_eq!(named_id, &ids[*seq as usize - 1]);
+        }
+    }
+    assert_eq!(report["records"], N - lost.len() as u64);
+    assert_ne!(report["integrity_check"], "ok");
+    resume_refused(state.path(), &id, &db, "quick_check: ");
+}
+
+#[test]
+fn deleted_rows_are_counted_as_gaps_and_resume_refuses_regression_16() {
+    let (state, id, db, ids) = session_of();
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        // One from the middle (a gap in the sequence) and the last one (no gap: only the id
+        // counts notice it).
+        conn.execute("delete from evidence where seq in (50, ?1)", [N as i64])
+            .unwrap();
+    }
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    assert_eq!(report["bad_rows"], json!([]), "{report}");
+    assert_eq!(report["records"], N - 2);
+    assert_eq!(report["gaps"], 1);
+    assert_eq!(report["missing_seqs"], json!([50]));
+    assert_eq!(report["counted"], N);
+    assert_eq!(report["integrity_check"], "ok");
+    assert_eq!(
+        report["problems"],
+        json!([
+            "1 sequence numbers have no row (deleted rows): 50",
+            format!("{N} rows were stored, {} are present: 2 missing", N - 2),
+        ])
+    );
+    assert!(!ids.is_empty());
+    resume_refused(
+        state.path(),
+        &id,
+        &db,
+        &format!(
+            "the ledger is missing rows: {} present, sequence numbers run to {}, {N} were stored",
+            N - 2,
+            N - 1
+        ),
+    );
+}
+
+#[test]
+fn a_sound_session_verifies_clean_and_resumes() {
+    let (state, id, _db, _ids) = session_of();
+    let (ok, report) = verify(state.path(), &id);
+    assert!(ok, "{report}");
+    assert_eq!(report["records"], N);
+    assert_eq!(report["problems"], json!([]));
+    assert_eq!(report["integrity_check"], "ok");
+    let s = Session::resume(state.path(), &id).unwrap();
+    assert_eq!(s.id(), id);
+}
