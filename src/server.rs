@@ -452,7 +452,7 @@ fn bounded(
 /// The tool argument naming the binary session a call works on.
 const SESSION_ARGUMENT: &str = "session";
 /// Its description in every tool's input schema.
-const SESSION_DESCRIPTION: &str = "Session id, for stateless HTTP requests";
+const SESSION_DESCRIPTION: &str = "Binary session id (stateless HTTP)";
 
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context

@@ -198,6 +198,10 @@ fn output_node(node: &Value) -> Value {
     for keyword in ["description", "title", "default", "examples", "$comment"] {
         map.remove(keyword);
     }
+    // `true` is what an object schema allows anyway.
+    if map.get("additionalProperties") == Some(&Value::Bool(true)) {
+        map.remove("additionalProperties");
+    }
     map_children(&mut map, &mut output_node);
     // An output need not say again that a count is not negative: the `minimum` an unsigned
     // `format` becomes in an input is left out here, where no caller chooses the value.
