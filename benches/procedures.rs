@@ -135,10 +135,16 @@ fn main() {
         .find(|t| Command::new(t).arg("--version").output().is_ok());
 
     let mut files: Vec<(PathBuf, Vec<Lister>)> = Vec::new();
+    // rea's own command, spawned like the tools, so process start and output count alike.
+    let rea_cli: Lister = (
+        env!("CARGO_BIN_EXE_rea").into(),
+        vec!["procedures", "--json"],
+    );
     if elf.is_file() {
         files.push((
             elf,
             vec![
+                rea_cli.clone(),
                 ("nm".into(), vec![]),
                 ("nm".into(), vec!["-D"]),
                 ("objdump".into(), vec!["--syms"]),
@@ -147,9 +153,11 @@ fn main() {
         ));
     }
     if let Some(macho) = macho.filter(|p| p.is_file()) {
-        let mut tools = Vec::new();
+        let mut tools = vec![rea_cli.clone()];
         if let Some(t) = llvm_objdump {
             tools.push((t.to_owned(), vec!["--syms"]));
+            // What a function-start inventory is checked against (issue 19: within 1.5×).
+            tools.push((t.to_owned(), vec!["--macho", "--function-starts"]));
         }
         if let Some(t) = llvm_nm {
             tools.push((t.to_owned(), vec![]));

@@ -545,6 +545,17 @@ fn procedures_evidence(
     Ok(ExitCode::SUCCESS)
 }
 
+/// One line of `rea procedures --json`, written straight from the inventory (building a
+/// `serde_json::Value` per procedure cost as much as parsing the file). Keys in the order
+/// they always had.
+#[derive(serde::Serialize)]
+struct ProcedureLine<'a> {
+    address: &'a str,
+    document: &'a str,
+    name: Option<&'a str>,
+    size: Option<u64>,
+}
+
 fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     use std::io::Write;
     let documents = native::documents_of(target)?;
@@ -564,7 +575,12 @@ fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Resu
             if json {
                 serde_json::to_writer(
                     &mut out,
-                    &serde_json::json!({ "address": address, "name": p.name, "size": p.size, "document": doc.name }),
+                    &ProcedureLine {
+                        address: &address,
+                        name: p.name.as_deref(),
+                        size: p.size,
+                        document: &doc.name,
+                    },
                 )?;
                 writeln!(out)?;
             } else {
