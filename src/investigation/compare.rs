@@ -7,7 +7,7 @@
 //! opened in the session: a side whose file is not held (opened before a restart) is refused
 //! with what to do, rather than reopened by name.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -17,7 +17,7 @@ use super::observe::{Observed, Qualifiers, in_document, subject_of};
 use super::session::Snapshot;
 use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking, observe};
 use crate::analyzers::callpaths::{self, CallGraph, CallPaths, PathQuery};
-use crate::analyzers::procdiff::{self, ProcedureDiff, ProcedureDiffPage, ProcedureStatus};
+use crate::analyzers::procdiff::{self, ProcedureDiffPage, ProcedureStatus};
 use crate::ids::{EvidenceId, ManifestId};
 use crate::providers::native::{DocumentSpec, Target};
 
@@ -29,39 +29,6 @@ const DEFAULT_PATHS: usize = 20;
 
 /// Time `call_paths` may search before it answers with what it has.
 const PATHS_BUDGET: Duration = Duration::from_secs(10);
-
-/// The last comparison and call graph of a session, so paging through them (or asking for
-/// another pair of procedures) does not decode both documents again. Keyed like the image cache.
-#[derive(Debug, Default)]
-pub(crate) struct AnalysisCache {
-    diff: Mutex<Option<(DocumentSpec, DocumentSpec, Arc<ProcedureDiff>)>>,
-    graph: Mutex<Option<(DocumentSpec, Arc<CallGraph>)>>,
-}
-
-impl AnalysisCache {
-    fn diff(&self, left: &DocumentSpec, right: &DocumentSpec) -> Option<Arc<ProcedureDiff>> {
-        let slot = self.diff.lock().unwrap_or_else(|p| p.into_inner());
-        slot.as_ref()
-            .filter(|(l, r, _)| l == left && r == right)
-            .map(|(_, _, d)| d.clone())
-    }
-
-    fn keep_diff(&self, left: &DocumentSpec, right: &DocumentSpec, diff: Arc<ProcedureDiff>) {
-        *self.diff.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((left.clone(), right.clone(), diff));
-    }
-
-    fn graph(&self, doc: &DocumentSpec) -> Option<Arc<CallGraph>> {
-        let slot = self.graph.lock().unwrap_or_else(|p| p.into_inner());
-        slot.as_ref()
-            .filter(|(d, _)| d == doc)
-            .map(|(_, g)| g.clone())
-    }
-
-    fn keep_graph(&self, doc: &DocumentSpec, graph: Arc<CallGraph>) {
-        *self.graph.lock().unwrap_or_else(|p| p.into_inner()) = Some((doc.clone(), graph));
-    }
-}
 
 /// Arguments of `compare_procedures`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]

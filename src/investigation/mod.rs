@@ -29,6 +29,7 @@ mod args;
 mod artifacts;
 mod bound;
 mod budget;
+mod cache;
 mod capture;
 mod compare;
 mod depth;

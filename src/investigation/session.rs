@@ -167,7 +167,7 @@ pub(crate) struct OpenSession {
     /// can read a side that is no longer active.
     pub opened: OpenedTargets,
     /// The last procedure comparison and call graph.
-    pub analyses: super::compare::AnalysisCache,
+    pub analyses: super::cache::AnalysisCache,
     /// Decompilers started for this session's documents.
     pub decompilers: super::depth::Decompilers,
     /// Its share of the server's live-session budget, returned with it.
