@@ -9,6 +9,7 @@ The test fails when the server lists a tool that no step calls.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -145,6 +146,35 @@ async def verify_reconstruction(c: Ctx) -> None:
     assert r["status"] == "pass"
 
 
+async def procedure_pseudo_code(c: Ctx) -> None:
+    r = await c.tool("procedure_pseudo_code", {"procedure": "middle"})
+    assert (r["procedure"], r["provider"]["id"]) == (c.symbols["middle"], "angr")
+
+
+async def read_bytes(c: Ctx) -> None:
+    r = await c.tool("read_bytes", {"address": c.symbols["leaf"], "length": 8})
+    assert (r["section"], r["procedure"]) == (".text", c.symbols["leaf"])
+    c.ids["leaf_bytes"] = r["hex"]
+
+
+async def search_bytes(c: Ctx) -> None:
+    r = await c.tool("search_bytes", {"pattern": c.ids["leaf_bytes"], "section": ".text", "limit": 100})
+    assert c.symbols["leaf"] in [h["address"] for h in r["hits"]]
+
+
+async def compare_procedures(c: Ctx) -> None:
+    m = c.ids["manifest"]
+    r = await c.tool("compare_procedures", {"left_manifest_id": m, "right_manifest_id": m})
+    s = r["summary"]
+    totals = (s["added_total"], s["removed_total"], s["changed_total"], s["unchanged_total"])
+    assert totals == (0, 0, 0, c.ids["procedures"])
+
+
+async def call_paths(c: Ctx) -> None:
+    r = await c.tool("call_paths", {"from": "main", "to": "leaf", "max_depth": 4})
+    assert [s["node"]["name"] for s in r["paths"][0]["steps"]] == ["main", "middle", "leaf"]
+
+
 async def list_evidence(c: Ctx) -> None:
     r = await c.tool("list_evidence", {"limit": 1})
     assert r["evidence"][0]["id"] == c.ids["open"]
@@ -210,8 +240,7 @@ async def resume_session(c: Ctx) -> None:
 
 
 #: One step per tool, in the order they run (later steps use what earlier ones returned).
-#: New tools: add a Step here (e.g. procedure_pseudo_code, read_bytes, search_bytes,
-#: compare_procedures, call_paths) before the steps of server 2.
+#: A new tool: add a Step here, before the steps of server 2.
 STEPS: list[Step] = [
     Step("doctor", doctor),
     Step("open_binary", open_binary),
@@ -229,6 +258,11 @@ STEPS: list[Step] = [
     Step("inspect_artifact", inspect_artifact),
     Step("compare_artifacts", compare_artifacts),
     Step("verify_reconstruction", verify_reconstruction),
+    Step("procedure_pseudo_code", procedure_pseudo_code),
+    Step("read_bytes", read_bytes),
+    Step("search_bytes", search_bytes),
+    Step("compare_procedures", compare_procedures),
+    Step("call_paths", call_paths),
     Step("list_evidence", list_evidence),
     Step("get_evidence", get_evidence),
     Step("record_unknown", record_unknown),
@@ -266,9 +300,13 @@ def workspace(tmp_path: Path, dirs: Any) -> tuple[Path, Path]:
     (app / "package.json").write_text('{"name": "tiny", "version": "1.0.0", "main": "main.js"}')
     (app / "main.js").write_text('const { ipcMain } = require("electron");\nipcMain.handle("ping", () => "pong");\n')
     # The operator's capture policy, so capture_process_scenario is listed and may run the program.
-    (dirs.config / "rea.toml").write_text(
-        f'[capture]\nenabled = true\nexecutable_roots = ["{work}"]\nworking_directory_roots = ["{work}"]\n'
-    )
+    config = f'[capture]\nenabled = true\nexecutable_roots = ["{work}"]\nworking_directory_roots = ["{work}"]\n'
+    # The decompiler procedure_pseudo_code runs: the angr venv scripts/test.sh names.
+    python = os.environ.get("REA_ANGR_PYTHON")
+    if not python or not os.access(python, os.X_OK):
+        pytest.fail("REA_ANGR_PYTHON must name the angr venv's python (bash .ci/angr-venv.sh)", pytrace=False)
+    config += f'\n[providers.angr]\npython = "{python}"\n'
+    (dirs.config / "rea.toml").write_text(config)
     return work / "prog", app
 
 

@@ -76,7 +76,7 @@ async def test_stateless_calls_name_their_binary_session(http_url: str, dirs: Se
         for tool in tools.tools:
             assert tool.input_schema["properties"]["session"] == {
                 "type": "string",
-                "description": "Session id, for stateless HTTP requests",
+                "description": "Binary session id (stateless HTTP)",
             }, tool.name
 
         opened = await client.call_tool("open_binary", {"path": "/usr/bin/ls"})
