@@ -4,7 +4,9 @@
 //! storing into a fresh session with `new_target` + `Store::open_target_blocking`; target 1.5 s).
 //!
 //! Files: `/usr/bin/gdb` (`REA_BENCH_ELF` overrides) and the largest Mach-O under the fixture
-//! directory (`REA_FIXTURES`, else `.fixtures` beside the manifest; `REA_BENCH_MACHO` overrides).
+//! directory (`REA_FIXTURES`, else `.fixtures` beside the manifest; `REA_BENCH_MACHO` overrides:
+//! issue 19's figure is biome's, `npm pack @biomejs/cli-darwin-arm64@2.6.8`, tarball sha256
+//! 05a72143395eb2fc387393b51444c9662513673ab4f8bb415dc17b93ad71c8fb, file `package/biome`).
 //! A file that is missing is skipped. External tools that are not installed are skipped. The
 //! tools do not list the same thing: `nm` and `objdump --syms` print the symbol tables (a
 //! stripped ELF has none; `nm -D` prints its dynamic symbols), `readelf --debug-dump=frames`
