@@ -193,3 +193,78 @@ fn aarch64_argument(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: u64 = 0x401000;
+
+    fn text(code: &[u8]) -> Vec<SectionInfo> {
+        vec![SectionInfo {
+            name: ".text".into(),
+            address: TEXT,
+            size: code.len() as u64,
+            executable: true,
+            file_offset: Some(0),
+            file_size: code.len() as u64,
+        }]
+    }
+
+    fn import(address: u64, name: &str, kind: ImportKind) -> ImportEntry {
+        ImportEntry {
+            address,
+            name: name.into(),
+            library: None,
+            kind,
+        }
+    }
+
+    fn x86(code: &[u8], imports: &[ImportEntry]) -> Option<u64> {
+        let sections = text(code);
+        libc_start_main_argument(
+            object::Architecture::X86_64,
+            code,
+            &sections,
+            imports,
+            TEXT,
+            &|_| None,
+        )
+    }
+
+    #[test]
+    fn non_pie_x86_64_start_moves_main_as_an_immediate_and_calls_the_plt() {
+        // xor ebp, ebp; mov rdi, 0x401136; call rel32 → 0x401000 + 2 + 7 + 5 + 0x100
+        let mut code = vec![0x31, 0xed, 0x48, 0xc7, 0xc7, 0x36, 0x11, 0x40, 0x00];
+        code.extend([0xe8, 0x00, 0x01, 0x00, 0x00, 0xf4]);
+        let plt = TEXT + 14 + 0x100;
+        let start = import(plt, "__libc_start_main", ImportKind::Plt);
+        assert_eq!(x86(&code, &[start]), Some(0x401136));
+        // The same call to any other import states nothing.
+        assert_eq!(x86(&code, &[import(plt, "exit", ImportKind::Plt)]), None);
+        // A later write to rdi makes the argument unknown: `xor edi, edi` before the call.
+        let mut clobbered = code[..9].to_vec();
+        clobbered.extend([0x31, 0xff, 0xe8, 0xfe, 0x00, 0x00, 0x00]);
+        let start = import(plt, "__libc_start_main@GLIBC_2.34", ImportKind::Plt);
+        assert_eq!(x86(&clobbered, &[start]), None);
+    }
+
+    #[test]
+    fn aarch64_literal_load_of_main_is_read_through_the_slot() {
+        // ldr x0, #8 (the literal two words on); bl #8 (to the PLT stub); then the literal.
+        let words: [u32; 2] = [0x5800_0040, 0x9400_0002];
+        let code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let sections = text(&code);
+        let plt = [import(TEXT + 12, "__libc_start_main", ImportKind::Plt)];
+        let slot = |at: u64| (at == TEXT + 8).then_some(0x400700);
+        let found = libc_start_main_argument(
+            object::Architecture::Aarch64,
+            &code,
+            &sections,
+            &plt,
+            TEXT,
+            &slot,
+        );
+        assert_eq!(found, Some(0x400700));
+    }
+}
