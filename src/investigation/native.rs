@@ -195,7 +195,9 @@ pub struct StringsFound {
 pub struct ProcedureDetails {
     /// The procedure.
     pub procedure: ResolvedProcedure,
-    /// The name as stored in the binary, when it differs.
+    /// The name as stored in the binary, when it differs; for a `main` no symbol names but the
+    /// file states, that statement (`LC_MAIN entry`, `_start: first argument to
+    /// __libc_start_main`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_name: Option<String>,
     /// Size in bytes, when known.

@@ -39,4 +39,5 @@ mod roots;
 mod schema;
 mod snapshot;
 mod store;
+mod stripped_names;
 mod tools;

@@ -953,7 +953,7 @@ const MAX_RELOCATIONS: usize = 4_000_000;
 /// `(value, place)` for each ELF dynamic relocation that stores a known pointer: a
 /// `R_*_RELATIVE` stores its addend (the image is linked at its file addresses), an absolute or
 /// GOT relocation against a defined symbol stores the symbol's value plus the addend.
-fn relocated_pointers(file: &object::File<'_>) -> Vec<(u64, u64)> {
+pub(crate) fn relocated_pointers(file: &object::File<'_>) -> Vec<(u64, u64)> {
     use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationFlags, RelocationTarget};
     let Some(relocations) = file.dynamic_relocations() else {
         return Vec::new();

@@ -25,6 +25,7 @@ mod bytes;
 mod code_index;
 mod disasm;
 mod ehframe;
+mod entry_main;
 mod format;
 mod image;
 mod imports;

@@ -13,6 +13,7 @@ use object::{
 };
 
 use super::ehframe::{self, EhFrameBases};
+use super::entry_main;
 use super::pclntab;
 use super::symbols::{self, NameCandidate, NameSource};
 use super::types::{ImportEntry, Procedure, SectionInfo};
@@ -130,15 +131,22 @@ pub(crate) fn collect(
         e => Some(e),
     };
     let mut complete_starts = false;
+    // `main` as the file states it: the procedure at this address is `main` when no symbol
+    // names it, with the statement kept as its raw name.
+    let mut stated_main: Option<(u64, &str)> = None;
     match file {
         object::File::Elf32(_) | object::File::Elf64(_) => {
             elf_unwind_starts(file, sections, &mut starts)
         }
         object::File::MachO32(f) => {
-            (entry, complete_starts) = macho_starts(f, thumb, &mut starts);
+            let lc_main;
+            (entry, complete_starts, lc_main) = macho_starts(f, thumb, &mut starts);
+            stated_main = lc_main.map(|a| (a, entry_main::LC_MAIN_STATEMENT));
         }
         object::File::MachO64(f) => {
-            (entry, complete_starts) = macho_starts(f, thumb, &mut starts);
+            let lc_main;
+            (entry, complete_starts, lc_main) = macho_starts(f, thumb, &mut starts);
+            stated_main = lc_main.map(|a| (a, entry_main::LC_MAIN_STATEMENT));
         }
         object::File::Pe32(f) => pe_unwind_starts(f, &mut starts),
         object::File::Pe64(f) => pe_unwind_starts(f, &mut starts),
@@ -160,13 +168,58 @@ pub(crate) fn collect(
     entry = entry.filter(|&e| in_code(e));
     if let Some(e) = entry {
         starts.push(Start::bare(e));
+        if is_elf {
+            let slot_value = |slot: u64| elf_slot_value(file, bytes, sections, slot);
+            stated_main = entry_main::libc_start_main_argument(
+                file.architecture(),
+                bytes,
+                sections,
+                imports,
+                e,
+                &slot_value,
+            )
+            .map(|a| (a, entry_main::LIBC_START_MAIN_STATEMENT));
+        }
+    }
+    let stated_main = stated_main.filter(|&(a, _)| in_code(a));
+    if let Some((address, _)) = stated_main {
+        starts.push(Start::bare(address));
     }
     starts.retain(|s| in_code(s.address));
     let mut procedures = merge(starts);
+    if let Some((address, statement)) = stated_main
+        && let Ok(i) = procedures.binary_search_by_key(&address, |p| p.address)
+        && procedures[i].name.is_none()
+    {
+        procedures[i].name = Some("main".to_string());
+        procedures[i].raw_name = Some(statement.to_string());
+    }
     if complete_starts {
         extend_to_next_start(&mut procedures, &code);
     }
     (procedures, entry)
+}
+
+/// The pointer an ELF slot holds once relocated: a dynamic relocation's value for it, else the
+/// slot's bytes in the file (little-endian, 64-bit: the callers are x86-64 and AArch64).
+fn elf_slot_value(
+    file: &object::File<'_>,
+    bytes: &[u8],
+    sections: &[SectionInfo],
+    slot: u64,
+) -> Option<u64> {
+    if let Some((value, _)) = super::analysis::relocated_pointers(file)
+        .into_iter()
+        .find(|&(_, place)| place == slot)
+    {
+        return Some(value);
+    }
+    let s = sections
+        .iter()
+        .find(|s| slot >= s.address && slot - s.address < s.file_size)?;
+    let at = usize::try_from(s.file_offset?.checked_add(slot - s.address)?).ok()?;
+    let word: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(word)).filter(|&v| v != 0)
 }
 
 /// Gives every procedure without a stated size the extent up to the next procedure start or
@@ -380,13 +433,14 @@ fn elf_unwind_starts(file: &object::File<'_>, sections: &[SectionInfo], starts: 
 }
 
 /// Adds `LC_FUNCTION_STARTS` entries and exports; returns the entry point (`LC_MAIN` is an
-/// offset from the `__TEXT` segment, which object reports unadjusted) and whether the file
-/// has function starts (which then list every function).
+/// offset from the `__TEXT` segment, which object reports unadjusted), whether the file
+/// has function starts (which then list every function), and the `LC_MAIN` entry when there
+/// is one (dyld calls it as `main`; an `LC_UNIXTHREAD` entry is the start routine instead).
 fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
     file: &MachOFile<'_, Mach>,
     thumb: bool,
     starts: &mut Vec<Start>,
-) -> (Option<u64>, bool) {
+) -> (Option<u64>, bool, Option<u64>) {
     let endian = file.endian();
     let text = file
         .segments()
@@ -396,7 +450,7 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
     let mut entry = None;
     let mut function_starts = false;
     let Ok(mut commands) = file.macho_load_commands() else {
-        return (None, false);
+        return (None, false, None);
     };
     while let Ok(Some(command)) = commands.next() {
         if let Ok(Some(main)) = command.entry_point() {
@@ -447,11 +501,12 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
             }
         }
     }
+    let lc_main = entry.map(|e| if thumb { e & !1 } else { e });
     let entry = entry.or_else(|| match file.entry() {
         0 => None,
         e => Some(e),
     });
-    (entry, function_starts)
+    (entry, function_starts, lc_main)
 }
 
 /// Reads a ULEB128 value at `*at`, advancing it; `None` past the end or beyond 64 bits.

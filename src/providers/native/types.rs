@@ -159,12 +159,15 @@ pub struct Procedure {
     #[serde(with = "hex")]
     #[schemars(with = "String")]
     pub address: u64,
-    /// Name from symbols, exports, PLT relocations or Go's pclntab, demangled where possible.
+    /// Name from symbols, exports, PLT relocations or Go's pclntab, demangled where possible;
+    /// else `main` where the file states it (see `raw_name`).
     pub name: Option<String>,
     /// The symbol as stored, present only when it differs from `name`: mangled, with Mach-O's
     /// leading underscore, or with its ELF version as `nm -D` prints it (`memcpy@@GLIBC_2.14`
     /// for the default version, whose `name` is plain `memcpy`; a non-default version keeps
-    /// `@VERSION` in `name` too).
+    /// `@VERSION` in `name` too). For a name no symbol gives but the file states (`main` of a
+    /// stripped executable), the statement it rests on: `LC_MAIN entry` (Mach-O) or
+    /// `_start: first argument to __libc_start_main` (ELF).
     pub raw_name: Option<String>,
     /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range, a PLT
     /// entry's spacing), or for Mach-O the extent to the next function start or the section's
