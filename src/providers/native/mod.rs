@@ -31,6 +31,7 @@ mod image;
 mod imports;
 mod pclntab;
 mod procedures;
+mod relocations;
 mod strings;
 mod symbols;
 mod types;

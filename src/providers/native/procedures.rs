@@ -208,7 +208,7 @@ fn elf_slot_value(
     sections: &[SectionInfo],
     slot: u64,
 ) -> Option<u64> {
-    if let Some((value, _)) = super::analysis::relocated_pointers(file)
+    if let Some((value, _)) = super::relocations::relocated_pointers(file)
         .into_iter()
         .find(|&(_, place)| place == slot)
     {
