@@ -637,6 +637,9 @@ fn pe_unwind_starts<Pe: ImageNtHeaders>(file: &PeFile<'_, Pe>, starts: &mut Vec<
 
 /// Adds Go functions from the pclntab, found by section name or, in binaries that carry Go
 /// build information without such a section, by searching data sections for the table magic.
+/// Bytes at the start of each data section searched for Go's build-info marker.
+const GO_MARKER_WINDOW: usize = 4096;
+
 fn go_starts(
     file: &object::File<'_>,
     bytes: &[u8],
@@ -658,10 +661,23 @@ fn go_starts(
             .ok()
             .and_then(|data| pclntab::parse(data, text_start))
     } else {
+        // Without those names (a PE's Go build info opens its `.data`), the marker is looked
+        // for where the linker puts it, at the start of a data section: scanning the whole file
+        // read every page of every binary that is not Go.
         let go_marker = [".go.buildinfo", "__go_buildinfo", ".note.go.buildid"]
             .iter()
             .any(|n| file.section_by_name(n).is_some())
-            || memchr::memmem::find(bytes, b"\xff Go buildinf:").is_some();
+            || sections.iter().filter(|s| !s.executable).any(|s| {
+                let Some(offset) = s.file_offset.and_then(|o| usize::try_from(o).ok()) else {
+                    return false;
+                };
+                let len = usize::try_from(s.file_size)
+                    .unwrap_or(0)
+                    .min(GO_MARKER_WINDOW);
+                bytes
+                    .get(offset..offset.saturating_add(len))
+                    .is_some_and(|head| memchr::memmem::find(head, b"\xff Go buildinf:").is_some())
+            });
         if !go_marker {
             return;
         }
