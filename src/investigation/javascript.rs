@@ -169,7 +169,7 @@ fn cut_list<T: Serialize + Clone>(
     Ok(Some((cut, whole - kept)))
 }
 
-/// Cuts the lists of `result`, modules first, until its JSON takes at most the share of `bound`
+/// Cuts the lists of `result`, modules and occurrences first, until its JSON takes at most the share of `bound`
 /// a page's items may (see [`items_budget`]), naming each cut in `truncated` and in a
 /// limitation; returns the pages that keep each cut list whole, each at most a sixteenth of
 /// `bound` of items so that get_evidence of one fits it. A result that fits is left as it is,
@@ -187,25 +187,33 @@ fn bound_result(
     let target = budget.saturating_sub(CUT_RESERVE);
     let page_bytes = usize::try_from(bound / 16).unwrap_or(usize::MAX).max(1);
     let mut pages = Vec::new();
-    // The longest lists first: one module per source file, then the flat occurrences.
-    macro_rules! cut {
-        ($($field:ident),*) => {$(
-            if let Some((cut, freed)) = cut_list(
-                stringify!($field),
-                &mut result.analysis.$field,
-                size.saturating_sub(target),
-                page_bytes,
-                subject,
-                &mut pages,
-            )? {
-                size = size.saturating_sub(freed);
-                result.truncated.push(cut);
+    // The bulk first: the module list (one per source file) and the flat occurrences (also kept
+    // as the graph's occurrence rows), then what the analysis found (IPC, windows, findings).
+    // Within each, the largest list first, so a small list is cut only when cutting the large
+    // ones was not enough; a stable sort keeps the order below between lists of one size.
+    macro_rules! cut_largest_first {
+        ($($field:ident),*) => {{
+            let mut order = vec![$((json_len(&result.analysis.$field), stringify!($field))),*];
+            order.sort_by(|a, b| b.0.cmp(&a.0));
+            for (_, name) in order {
+                $(if name == stringify!($field) {
+                    if let Some((cut, freed)) = cut_list(
+                        name,
+                        &mut result.analysis.$field,
+                        size.saturating_sub(target),
+                        page_bytes,
+                        subject,
+                        &mut pages,
+                    )? {
+                        size = size.saturating_sub(freed);
+                        result.truncated.push(cut);
+                    }
+                })*
             }
-        )*};
+        }};
     }
-    cut!(
-        modules,
-        occurrences,
+    cut_largest_first!(modules, occurrences);
+    cut_largest_first!(
         ipc,
         diagnostics,
         windows,
