@@ -42,12 +42,12 @@ pub struct Analyzed {
     /// The analysis: package, module graph, processes, IPC map, windows, findings, occurrences.
     #[serde(flatten)]
     pub analysis: JsAnalysis,
-    /// Lists cut to a prefix to fit the message bound.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Lists cut to fit the message bound.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub truncated: Vec<ListCut>,
 }
 
-/// A list of the analysis shown only in part.
+/// A list shown in part.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ListCut {
     /// Its field.
@@ -56,7 +56,9 @@ pub struct ListCut {
     pub shown: u64,
     /// Items in all.
     pub total: u64,
-    /// get_evidence of it: the first page of the whole list; each names its next_page.
+    /// Its first page (get_evidence; each names the next_page). A plain string in the schema,
+    /// as the envelope's ids are, to keep tools/list small.
+    #[schemars(with = "String")]
     pub first_page: EvidenceId,
 }
 
