@@ -406,7 +406,9 @@ impl Investigation {
         observe::commit(s.store(), recording, result).await
     }
 
-    /// What `analyze_javascript_application` of `path` would record, without a session.
+    /// What `analyze_javascript_application` of `path` would record, without a session, and
+    /// uncut: `rea analyze` sends no message, and pages of a cut list would be stored nowhere
+    /// (the same record as the tool's for every application whose result fits the bound).
     /// Blocking.
     pub fn analyze_detached(
         &self,
@@ -418,6 +420,57 @@ impl Investigation {
             input_path: input.path().display().to_string(),
         };
         let analysis = analyze(&input, progress)?;
-        recording(input.path(), &args, analysis, self.max_result_bytes()?)
+        recording(input.path(), &args, analysis, u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject() -> Subject {
+        Subject {
+            name: "app".into(),
+            sha256: "0".repeat(64),
+            format: Format::JavascriptApp,
+            architecture: Architecture::Javascript,
+            path: "/app".into(),
+        }
+    }
+
+    #[test]
+    fn a_cut_list_keeps_the_prefix_that_fits_and_pages_the_whole_list() {
+        // "aaaa" is 6 bytes of JSON, 7 with its comma: 70 in all; cutting 30 leaves room for 5.
+        let mut list = vec!["aaaa".to_owned(); 10];
+        let mut pages = Vec::new();
+        let (cut, freed) = cut_list("modules", &mut list, 30, 21, &subject(), &mut pages)
+            .unwrap()
+            .unwrap();
+        assert_eq!((cut.shown, cut.total, freed), (5, 10, 35));
+        assert_eq!(list.len(), 5);
+        // Pages of at most 21 bytes: three items each, the last one alone.
+        assert_eq!(pages.len(), 4);
+        assert_eq!(cut.first_page, pages[0].id().unwrap());
+        let mut offsets = Vec::new();
+        for (index, record) in pages.iter().enumerate() {
+            assert_eq!(record.operation, LIST_PAGE_OPERATION);
+            let page: ListPage<String> = serde_json::from_value(record.result.clone()).unwrap();
+            offsets.push((page.offset, page.items.len(), page.total));
+            let next = pages.get(index + 1).map(|r| r.id().unwrap());
+            assert_eq!(page.next_page, next);
+        }
+        assert_eq!(offsets, [(0, 3, 10), (3, 3, 10), (6, 3, 10), (9, 1, 10)]);
+    }
+
+    #[test]
+    fn a_list_that_need_not_shrink_is_not_cut() {
+        let mut list = vec!["aaaa".to_owned(); 3];
+        let mut pages = Vec::new();
+        assert!(
+            cut_list("modules", &mut list, 0, 21, &subject(), &mut pages)
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!((list.len(), pages.len()), (3, 0));
     }
 }
