@@ -7,17 +7,22 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::bound::items_budget;
 use super::observe::{self, Observed, Qualifiers};
 use super::{Investigation, Progress, Result, blocking};
 use crate::analyzers::javascript::{self, JsAnalysis};
-use crate::evidence::Subject;
+use crate::evidence::{EvidenceRecord, Subject};
 use crate::fsroot::{Deadline, Opened};
-use crate::ids::{ManifestId, OccurrenceId};
+use crate::ids::{EvidenceId, ManifestId, OccurrenceId};
 use crate::store::{ManifestRegistration, OccurrenceRegistration, OccurrenceRow, Recording};
 use crate::vocabulary::{Architecture, Format};
 
 /// The operation of a JavaScript analysis record.
 const ANALYZE: &str = "analyze_javascript_application";
+
+/// The operation of the Evidence pages that keep a list cut from an analysis for the message
+/// bound.
+pub const LIST_PAGE_OPERATION: &str = "javascript_list_page";
 
 /// Arguments of `analyze_javascript_application`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -37,6 +42,197 @@ pub struct Analyzed {
     /// The analysis: package, module graph, processes, IPC map, windows, findings, occurrences.
     #[serde(flatten)]
     pub analysis: JsAnalysis,
+    /// Lists cut to fit the message bound.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<ListCut>,
+}
+
+/// A list shown in part.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ListCut {
+    /// Its field.
+    pub list: String,
+    /// Items shown.
+    pub shown: u64,
+    /// Items in all.
+    pub total: u64,
+    /// Its first page (get_evidence; each names the next_page). A plain string in the schema,
+    /// as the envelope's ids are, to keep tools/list small.
+    #[schemars(with = "String")]
+    pub first_page: EvidenceId,
+}
+
+/// One page of a list cut from an analysis, recorded as its own Evidence: the pages from
+/// `first_page` on hold the whole list in order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ListPage<T> {
+    /// The list's field in the analysis.
+    pub list: String,
+    /// Index of the page's first item in the whole list.
+    pub offset: u64,
+    /// How many items the whole list holds.
+    pub total: u64,
+    /// The items.
+    pub items: Vec<T>,
+    /// The next page, absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_page: Option<EvidenceId>,
+}
+
+/// Parameters recorded with a page: which list, from where.
+#[derive(Serialize)]
+struct PageParameters<'a> {
+    list: &'a str,
+    offset: u64,
+}
+
+/// Bytes of JSON `value` takes (an item that cannot be measured counts as too large).
+fn json_len<T: Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX / 4, |v| v.len())
+}
+
+/// What the cut of a result leaves room for beside the lists: the `truncated` entries and the
+/// limitation sentence naming each cut list.
+const CUT_RESERVE: usize = 4096;
+
+/// Cuts `list` (field `name`) by at least `excess` bytes of JSON from its end, recording the
+/// whole list as a chain of pages of at most `page_bytes` of items each (always one item, so
+/// the chain moves on); returns the cut and how many bytes it took out. A list that is empty
+/// or need not shrink is left as it is.
+fn cut_list<T: Serialize + Clone>(
+    name: &str,
+    list: &mut Vec<T>,
+    excess: usize,
+    page_bytes: usize,
+    subject: &Subject,
+    pages: &mut Vec<EvidenceRecord>,
+) -> Result<Option<(ListCut, usize)>> {
+    if excess == 0 || list.is_empty() {
+        return Ok(None);
+    }
+    // One comma between items.
+    let sizes: Vec<usize> = list.iter().map(|item| json_len(item) + 1).collect();
+    let whole: usize = sizes.iter().sum();
+    let room = whole.saturating_sub(excess);
+    let (mut kept, mut shown) = (0usize, 0usize);
+    while shown < sizes.len() && kept + sizes[shown] <= room {
+        kept += sizes[shown];
+        shown += 1;
+    }
+    // The pages' bounds, from the first item of each page.
+    let mut starts = vec![0usize];
+    let mut used = 0usize;
+    for (index, size) in sizes.iter().enumerate() {
+        if index > *starts.last().unwrap_or(&0) && used + size > page_bytes {
+            starts.push(index);
+            used = 0;
+        }
+        used += size;
+    }
+    let total = list.len() as u64;
+    let mut rest = std::mem::take(list);
+    *list = rest[..shown].to_vec();
+    let mut next: Option<EvidenceId> = None;
+    let mut chain = Vec::with_capacity(starts.len());
+    // Built from the last page back, since each page names the id of the next.
+    for &start in starts.iter().rev() {
+        let items = rest.split_off(start);
+        let page = ListPage {
+            list: name.to_owned(),
+            offset: start as u64,
+            total,
+            items,
+            next_page: next.take(),
+        };
+        let record = observe::record(
+            LIST_PAGE_OPERATION,
+            Some(subject.clone()),
+            &PageParameters {
+                list: name,
+                offset: start as u64,
+            },
+            &page,
+            Qualifiers::observed(),
+        )?;
+        next = Some(record.id()?);
+        chain.push(record);
+    }
+    chain.reverse();
+    pages.extend(chain);
+    let Some(first_page) = next else {
+        return Ok(None);
+    };
+    let cut = ListCut {
+        list: name.to_owned(),
+        shown: shown as u64,
+        total,
+        first_page,
+    };
+    Ok(Some((cut, whole - kept)))
+}
+
+/// Cuts the lists of `result`, modules and occurrences first, until its JSON takes at most the share of `bound`
+/// a page's items may (see [`items_budget`]), naming each cut in `truncated` and in a
+/// limitation; returns the pages that keep each cut list whole, each at most a sixteenth of
+/// `bound` of items so that get_evidence of one fits it. A result that fits is left as it is,
+/// so its Evidence id does not change.
+fn bound_result(
+    result: &mut Analyzed,
+    bound: u64,
+    subject: &Subject,
+) -> Result<Vec<EvidenceRecord>> {
+    let budget = items_budget(bound);
+    let mut size = json_len(result);
+    if size <= budget {
+        return Ok(vec![]);
+    }
+    let target = budget.saturating_sub(CUT_RESERVE);
+    let page_bytes = usize::try_from(bound / 16).unwrap_or(usize::MAX).max(1);
+    let mut pages = Vec::new();
+    // The bulk first: the module list (one per source file) and the flat occurrences (also kept
+    // as the graph's occurrence rows), then what the analysis found (IPC, windows, findings).
+    // Within each, the largest list first, so a small list is cut only when cutting the large
+    // ones was not enough; a stable sort keeps the order below between lists of one size.
+    macro_rules! cut_largest_first {
+        ($($field:ident),*) => {{
+            let mut order = vec![$((json_len(&result.analysis.$field), stringify!($field))),*];
+            order.sort_by(|a, b| b.0.cmp(&a.0));
+            for (_, name) in order {
+                $(if name == stringify!($field) {
+                    if let Some((cut, freed)) = cut_list(
+                        name,
+                        &mut result.analysis.$field,
+                        size.saturating_sub(target),
+                        page_bytes,
+                        subject,
+                        &mut pages,
+                    )? {
+                        size = size.saturating_sub(freed);
+                        result.truncated.push(cut);
+                    }
+                })*
+            }
+        }};
+    }
+    cut_largest_first!(modules, occurrences);
+    cut_largest_first!(
+        ipc,
+        diagnostics,
+        windows,
+        navigation,
+        findings,
+        exposed_apis,
+        processes,
+        electron_defaults
+    );
+    for cut in &result.truncated {
+        result.analysis.limitations.push(format!(
+            "{}: only the first {} of {} are listed, to fit the message bound; get_evidence of {} \
+             (then of each page's next_page) gives the whole list.",
+            cut.list, cut.shown, cut.total, cut.first_page
+        ));
+    }
+    Ok(pages)
 }
 
 /// Which analysis a path calls for.
@@ -127,6 +323,7 @@ fn recording(
     path: &Path,
     args: &AnalyzeArgs,
     analysis: JsAnalysis,
+    bound: u64,
 ) -> Result<(Analyzed, Recording)> {
     let id = graph_id(&analysis)?;
     let subject = Subject {
@@ -155,15 +352,23 @@ fn recording(
             }
         })
         .collect();
-    let result = Analyzed {
+    let mut result = Analyzed {
         graph_id: id.clone(),
         analysis,
+        truncated: vec![],
     };
+    let pages = bound_result(&mut result, bound, &subject)?;
     let mut q = Qualifiers::observed();
     q.limitations = result.analysis.limitations.clone();
+    q.links = result
+        .truncated
+        .iter()
+        .map(|c| c.first_page.clone())
+        .collect();
     let target_sha256 = subject.sha256.clone();
     let record = observe::record(ANALYZE, Some(subject), args, &result, q)?;
     let mut recording = Recording::of(record);
+    recording.pages = pages;
     let evidence = recording.primary_id()?;
     recording.manifest = Some(ManifestRegistration {
         id: id.clone(),
@@ -191,16 +396,19 @@ impl Investigation {
         let args = AnalyzeArgs {
             input_path: input.path().display().to_string(),
         };
+        let bound = self.max_result_bytes()?;
         let (result, recording) = blocking(move || {
             let analysis = analyze(&input, progress.as_ref())?;
-            recording(input.path(), &args, analysis)
+            recording(input.path(), &args, analysis, bound)
         })
         .await?;
         let s = self.ensure_session().await?;
         observe::commit(s.store(), recording, result).await
     }
 
-    /// What `analyze_javascript_application` of `path` would record, without a session.
+    /// What `analyze_javascript_application` of `path` would record, without a session, and
+    /// uncut: `rea analyze` sends no message, and pages of a cut list would be stored nowhere
+    /// (the same record as the tool's for every application whose result fits the bound).
     /// Blocking.
     pub fn analyze_detached(
         &self,
@@ -212,6 +420,57 @@ impl Investigation {
             input_path: input.path().display().to_string(),
         };
         let analysis = analyze(&input, progress)?;
-        recording(input.path(), &args, analysis)
+        recording(input.path(), &args, analysis, u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject() -> Subject {
+        Subject {
+            name: "app".into(),
+            sha256: "0".repeat(64),
+            format: Format::JavascriptApp,
+            architecture: Architecture::Javascript,
+            path: "/app".into(),
+        }
+    }
+
+    #[test]
+    fn a_cut_list_keeps_the_prefix_that_fits_and_pages_the_whole_list() {
+        // "aaaa" is 6 bytes of JSON, 7 with its comma: 70 in all; cutting 30 leaves room for 5.
+        let mut list = vec!["aaaa".to_owned(); 10];
+        let mut pages = Vec::new();
+        let (cut, freed) = cut_list("modules", &mut list, 30, 21, &subject(), &mut pages)
+            .unwrap()
+            .unwrap();
+        assert_eq!((cut.shown, cut.total, freed), (5, 10, 35));
+        assert_eq!(list.len(), 5);
+        // Pages of at most 21 bytes: three items each, the last one alone.
+        assert_eq!(pages.len(), 4);
+        assert_eq!(cut.first_page, pages[0].id().unwrap());
+        let mut offsets = Vec::new();
+        for (index, record) in pages.iter().enumerate() {
+            assert_eq!(record.operation, LIST_PAGE_OPERATION);
+            let page: ListPage<String> = serde_json::from_value(record.result.clone()).unwrap();
+            offsets.push((page.offset, page.items.len(), page.total));
+            let next = pages.get(index + 1).map(|r| r.id().unwrap());
+            assert_eq!(page.next_page, next);
+        }
+        assert_eq!(offsets, [(0, 3, 10), (3, 3, 10), (6, 3, 10), (9, 1, 10)]);
+    }
+
+    #[test]
+    fn a_list_that_need_not_shrink_is_not_cut() {
+        let mut list = vec!["aaaa".to_owned(); 3];
+        let mut pages = Vec::new();
+        assert!(
+            cut_list("modules", &mut list, 0, 21, &subject(), &mut pages)
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!((list.len(), pages.len()), (3, 0));
     }
 }

@@ -357,3 +357,112 @@ async fn string_pages_end_at_the_bound_regression_17() {
     seen.sort();
     assert_eq!(seen, expected);
 }
+
+/// Follows an analysis list's chain of pages from `first`; checks each page's size, offset and
+/// total, and returns every item with the number of pages.
+async fn read_list_pages(
+    h: &Harness,
+    first: &str,
+    total: u64,
+    bound: usize,
+) -> (Vec<Value>, usize) {
+    let mut items = Vec::new();
+    let mut next = Some(first.to_owned());
+    let mut pages = 0;
+    while let Some(id) = next {
+        let (stored, _) =
+            call_bounded(h, "get_evidence", json!({ "evidence_id": id }), bound).await;
+        let record = &stored["record"];
+        assert_eq!(record["operation"], "javascript_list_page");
+        let page = &record["result"];
+        assert_eq!(page["list"], "modules");
+        assert_eq!(page["offset"], items.len() as u64);
+        assert_eq!(page["total"], total);
+        items.extend(page["items"].as_array().unwrap().iter().cloned());
+        pages += 1;
+        next = page["next_page"].as_str().map(str::to_owned);
+    }
+    (items, pages)
+}
+
+/// An application of 3,000 modules, each requiring the next, under a 128 KiB bound: its analysis
+/// (about 600 KB of modules) shows a prefix of the module list, says exactly how many of how
+/// many, and its pages give back every module in order.
+#[tokio::test]
+async fn javascript_analysis_cuts_its_module_list_and_keeps_it_whole_regression_17() {
+    const BOUND: usize = 128 << 10;
+    const FILES: usize = 3000;
+    let work = tempfile::tempdir().unwrap();
+    let app = work.path().join("big");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("package.json"),
+        r#"{"name":"big","main":"m00000.js"}"#,
+    )
+    .unwrap();
+    for i in 0..FILES {
+        let body = if i + 1 < FILES {
+            format!("require('./m{:05}.js');\n", i + 1)
+        } else {
+            String::from("module.exports = 1;\n")
+        };
+        std::fs::write(app.join(format!("m{i:05}.js")), body).unwrap();
+    }
+    let h = server(
+        work.path(),
+        &format!("\n[messages]\nmax_result_bytes = {BOUND}\n"),
+    )
+    .await;
+    let (analyzed, size) = call_bounded(
+        &h,
+        "analyze_javascript_application",
+        json!({ "input_path": app }),
+        BOUND,
+    )
+    .await;
+    eprintln!("analysis of {FILES} modules: {size} bytes under {BOUND}");
+    let truncated = analyzed["truncated"].as_array().unwrap();
+    assert_eq!(truncated.len(), 1, "{truncated:?}");
+    let cut = &truncated[0];
+    assert_eq!(cut["list"], "modules");
+    assert_eq!(cut["total"], FILES as u64);
+    let shown = analyzed["modules"].as_array().unwrap();
+    assert_eq!(cut["shown"], shown.len() as u64);
+    assert!(shown.len() > 10 && shown.len() < FILES, "{}", shown.len());
+    let first_page = cut["first_page"].as_str().unwrap();
+    assert!(
+        analyzed["limitations"].to_string().contains(&format!(
+            "modules: only the first {} of {FILES} are listed, to fit the message bound; get_evidence of {first_page}",
+            shown.len()
+        )),
+        "{}",
+        analyzed["limitations"]
+    );
+
+    // The analysis record reads back under the bound, cut the same way.
+    let evidence = analyzed["evidence"]["id"].clone();
+    assert_eq!(analyzed["evidence"]["links"], json!([first_page]));
+    let (stored, _) = call_bounded(
+        &h,
+        "get_evidence",
+        json!({ "evidence_id": evidence }),
+        BOUND,
+    )
+    .await;
+    assert_eq!(
+        stored["record"]["result"]["truncated"],
+        analyzed["truncated"]
+    );
+
+    let (modules, pages) = read_list_pages(&h, first_page, FILES as u64, BOUND).await;
+    let paths: Vec<String> = modules
+        .iter()
+        .map(|m| m["path"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: Vec<String> = (0..FILES).map(|i| format!("m{i:05}.js")).collect();
+    assert_eq!(paths, expected);
+    assert_eq!(&modules[..shown.len()], &shown[..]);
+    assert_eq!(modules[0]["imports"][0]["specifier"], "./m00001.js");
+    assert!(pages > 1, "{pages} pages");
+    eprintln!("{FILES} modules in {pages} pages");
+}

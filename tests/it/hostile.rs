@@ -27,6 +27,8 @@ struct Run {
     replies: Vec<Value>,
     /// Time of each call.
     times: Vec<Duration>,
+    /// Bytes of JSON of each call's `result`.
+    sizes: Vec<usize>,
     /// Peak resident set of the server process, KiB.
     peak_kib: u64,
 }
@@ -49,8 +51,9 @@ impl Run {
 
     fn report(&self, what: &str) {
         eprintln!(
-            "hostile {what}: calls {:?}, peak RSS {} MiB",
+            "hostile {what}: calls {:?} of {:?} bytes, peak RSS {} MiB",
             self.times,
+            self.sizes,
             self.peak_kib / 1024
         );
     }
@@ -59,15 +62,8 @@ impl Run {
 /// Runs `rea serve` with `roots` (none: unconfined), makes the tool calls in order, and returns
 /// their results with the server's peak RSS.
 fn serve(roots: Option<&Path>, calls: &[(&str, Value)]) -> Run {
+    // The default message bound (1 MiB) holds: long results are cut to fit it.
     let state = tempfile::tempdir().unwrap();
-    // These tests measure the time and memory hostile inputs cost, not the message bound
-    // (tests/it/bounded.rs): analyze_javascript_application lists every module unpaged, 3.9 MB
-    // for the 200,000-file asar, which the default 1 MiB bound refuses.
-    std::fs::write(
-        state.path().join("rea.toml"),
-        "[messages]\nmax_result_bytes = 67108864\n",
-    )
-    .unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_rea"));
     command
         .arg("serve")
@@ -124,7 +120,7 @@ fn serve(roots: Option<&Path>, calls: &[(&str, Value)]) -> Run {
         r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
     )
     .unwrap();
-    let (mut replies, mut times) = (Vec::new(), Vec::new());
+    let (mut replies, mut times, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
     for (i, (name, arguments)) in calls.iter().enumerate() {
         let start = Instant::now();
         let v = next(
@@ -134,6 +130,7 @@ fn serve(roots: Option<&Path>, calls: &[(&str, Value)]) -> Run {
             json!({"name": name, "arguments": arguments}),
         );
         times.push(start.elapsed());
+        sizes.push(serde_json::to_vec(&v["result"]).unwrap().len());
         replies.push(v["result"].clone());
     }
     drop(stdin);
@@ -146,6 +143,7 @@ fn serve(roots: Option<&Path>, calls: &[(&str, Value)]) -> Run {
     Run {
         replies,
         times,
+        sizes,
         peak_kib: usage.ru_maxrss as u64,
     }
 }
@@ -318,6 +316,28 @@ fn hostile_asar_headers_are_refused_or_bounded_regression_16() {
     assert!(refused.contains("overlap in the data area"), "{refused}");
     assert!(run.times[0] < TEN_SECONDS);
     let analyzed = run.ok(1);
+    // Under the default 1 MiB bound (once 3.9 MB, refused by it): the first 1122 of the 20,000
+    // modules parsed (MAX_SOURCE_FILES) are listed, the cut named with its page chain.
+    assert!(run.sizes[1] < 1 << 20, "{} bytes", run.sizes[1]);
+    let truncated = analyzed["truncated"].as_array().unwrap();
+    assert_eq!(truncated.len(), 1, "{truncated:?}");
+    assert_eq!(truncated[0]["list"], "modules");
+    assert_eq!(truncated[0]["shown"], 1122);
+    assert_eq!(truncated[0]["total"], 20_000);
+    assert!(
+        truncated[0]["first_page"]
+            .as_str()
+            .unwrap()
+            .starts_with("ev_")
+    );
+    assert_eq!(analyzed["modules"].as_array().unwrap().len(), 1122);
+    assert!(
+        analyzed["limitations"]
+            .to_string()
+            .contains("modules: only the first 1122 of 20000 are listed"),
+        "{}",
+        analyzed["limitations"]
+    );
     assert_eq!(
         analyzed["counts"]["files"], 200_000,
         "{}",
@@ -339,8 +359,8 @@ fn hostile_asar_headers_are_refused_or_bounded_regression_16() {
 }
 
 /// 300,000 `ipcMain.handle` calls in 10 MB: no answer in 120 s at 2.9 GiB, the result (186 MB)
-/// costing far more than the analysis. The result is bounded (the first 2,000 channels listed,
-/// the rest counted in the limitations), so the answer is a megabyte.
+/// costing far more than the analysis. The analysis keeps the first 2,000 channels (the rest
+/// counted in the limitations) and its result is cut to the message bound: under 1 MiB.
 #[test]
 fn three_hundred_thousand_ipc_handlers_are_analyzed_within_bounds_regression_16() {
     let dir = tempfile::tempdir().unwrap();
@@ -362,8 +382,31 @@ fn three_hundred_thousand_ipc_handlers_are_analyzed_within_bounds_regression_16(
     );
     run.report("300k IPC handlers");
     let analyzed = run.ok(0);
+    // Under the default 1 MiB bound: the occurrences (one per channel, kept as the graph's
+    // occurrence rows too) and the one module go first, then the 2000 channels are cut to 1373.
+    assert!(run.sizes[0] < 1 << 20, "{} bytes", run.sizes[0]);
+    let cuts: Vec<(&str, u64, u64)> = analyzed["truncated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["list"].as_str().unwrap(),
+                c["shown"].as_u64().unwrap(),
+                c["total"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cuts,
+        [
+            ("occurrences", 0, 2000),
+            ("modules", 0, 1),
+            ("ipc", 1373, 2000)
+        ]
+    );
     let ipc = analyzed["ipc"].as_array().unwrap();
-    assert_eq!(ipc.len(), 2000);
+    assert_eq!(ipc.len(), 1373);
     assert_eq!(ipc[0]["channel"], "c0");
     assert!(
         analyzed["limitations"]
