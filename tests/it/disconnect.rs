@@ -81,7 +81,18 @@ async fn a_client_that_disconnects_mid_call_leaves_no_worker_behind() {
         "a task still listens for catalog changes for a client that is gone"
     );
 
-    // Whatever the call got to, nothing holds the session: it resumes, with a sound database.
+    // Whatever the call got to, nothing holds the session once its work has ended: the inventory
+    // read on a blocking thread (bounded by the analysis deadline) may still be finishing when
+    // the connection's tasks are gone, so the lock is waited for, within GIVE_UP, then the
+    // session resumes with a sound database. A leaked session never lets go and fails here.
+    let waited = std::time::Instant::now();
+    while session::list(state.path()).unwrap().iter().any(|i| i.live) {
+        assert!(
+            waited.elapsed() < GIVE_UP,
+            "a session is still held {GIVE_UP:?} after its client went"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     for info in session::list(state.path()).unwrap() {
         assert!(!info.live, "{} is still held", info.id);
         let resumed = Session::resume(state.path(), &info.id).unwrap();
