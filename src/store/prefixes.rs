@@ -53,10 +53,14 @@ pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), St
             let document: i64 = row.get(0)?;
             let key: String = row.get(1)?;
             let value: String = row.get(2)?;
-            let mut ends: Vec<usize> = key.char_indices().map(|(i, _)| i).skip(1).collect();
-            ends.push(key.len());
-            ends.truncate(COUNTED_PROCEDURE_PREFIX_CHARS);
-            for end in std::iter::once(0).chain(ends) {
+            // The byte ends of the key's prefixes of 0, 1, … characters: each once, also for a
+            // key shorter than the counted prefixes (an empty key has only the empty prefix).
+            let ends = key
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain(std::iter::once(key.len()))
+                .take(COUNTED_PROCEDURE_PREFIX_CHARS + 1);
+            for end in ends {
                 tallies
                     .entry((document, key[..end].to_owned()))
                     .or_default()
