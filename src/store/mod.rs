@@ -811,8 +811,11 @@ fn writer_loop(
 /// Counts the procedure completion prefixes of targets stored before migration V6 added them.
 fn count_prefixes_if_needed(conn: &mut Connection) -> Result<(), StoreError> {
     let missing: bool = conn.query_row(
-        "select exists (select 1 from procedure_completions c where not exists
-             (select 1 from procedure_completion_prefixes p where p.target_id = c.target_id))",
+        // Per target, not per completion row: both tables' keys start with the target id, so
+        // this is two index probes for each of the few targets a session opened.
+        "select exists (select 1 from targets t
+             where exists (select 1 from procedure_completions c where c.target_id = t.id)
+               and not exists (select 1 from procedure_completion_prefixes p where p.target_id = t.id))",
         [],
         |r| r.get(0),
     )?;
