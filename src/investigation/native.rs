@@ -340,6 +340,23 @@ impl Investigation {
         .await
     }
 
+    /// A page of procedure rows as listed, ended early where the message bound needs it
+    /// (`next_offset` then resumes at the first row left out).
+    fn bounded_procedures(
+        &self,
+        page: Page<ProcedureRow>,
+        request: &PageRequest,
+    ) -> Result<ProcedurePage> {
+        let mut page = ProcedurePage::from(page);
+        super::bound::fit_listing(
+            &mut page.procedures,
+            &mut page.next_offset,
+            request.offset,
+            self.max_result_bytes()?,
+        );
+        Ok(page)
+    }
+
     /// `list_procedures`: a page of the active target's complete inventory.
     pub async fn list_procedures(
         &self,
@@ -352,14 +369,7 @@ impl Investigation {
         let (rows, total) =
             s.store()
                 .procedures(a.target_id, document.name(), request.offset, request.limit)?;
-        let mut page = ProcedurePage::from(Page::new(rows, total, &request));
-        let bound = self.max_result_bytes()?;
-        super::bound::fit_listing(
-            &mut page.procedures,
-            &mut page.next_offset,
-            request.offset,
-            bound,
-        );
+        let page = self.bounded_procedures(Page::new(rows, total, &request), &request)?;
         observe::observe(
             s.store(),
             "list_procedures",
@@ -388,14 +398,8 @@ impl Investigation {
             .iter()
             .map(|d| Ok((d, native::procedures(d)?)))
             .collect::<Result<Vec<_>>>()?;
-        let mut page = ProcedurePage::from(inventory_page(inventories, &document, &request));
-        let bound = self.max_result_bytes()?;
-        super::bound::fit_listing(
-            &mut page.procedures,
-            &mut page.next_offset,
-            request.offset,
-            bound,
-        );
+        let page =
+            self.bounded_procedures(inventory_page(inventories, &document, &request), &request)?;
         let record = observe::record(
             "list_procedures",
             Some(subject_of(&target)),
@@ -430,14 +434,7 @@ impl Investigation {
             request.offset,
             request.limit,
         )?;
-        let mut page = ProcedurePage::from(Page::new(rows, total, &request));
-        let bound = self.max_result_bytes()?;
-        super::bound::fit_listing(
-            &mut page.procedures,
-            &mut page.next_offset,
-            request.offset,
-            bound,
-        );
+        let page = self.bounded_procedures(Page::new(rows, total, &request), &request)?;
         observe::observe(
             s.store(),
             "search_procedures",
