@@ -558,3 +558,69 @@ fn angr_is_a_deep_candidate_for_elf_and_macho_found_without_starting_it() {
         );
     }
 }
+
+/// A tail call (`forward` is `jmp helper`) and a hot/cold split (`checked`'s error path lives in
+/// `checked.cold`, outside its region).
+const TAILS_SOURCE: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) int helper(int x) { return x * 7 + 3; }
+__attribute__((noinline)) int forward(int x) { return helper(x + 1); }
+__attribute__((noinline, cold)) void fail(const char *why, int x) { fprintf(stderr, why, x); exit(2); }
+__attribute__((noinline)) int checked(int x) {
+    int y = helper(x);
+    if (y < 0) { fail("negative %d\n", y); y = helper(-y) * 5; }
+    return y + forward(x);
+}
+int main(int argc, char **argv) { (void)argv; return checked(argc - 2) + forward(argc); }
+"#;
+
+/// A procedure that is only a tail jump decompiles to an empty body: the limitation names the
+/// jump's target, and a goto out of the function names its label in rea's numbering (the worker
+/// maps a PIE high; the label of `checked.cold` is at nm's address, not 0x400000 above it).
+#[test]
+fn tail_jumps_and_gotos_out_of_the_region_are_named_regression_20() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path(), "tails", "gcc", &["-O2", "-fPIE", "-pie"], TAILS_SOURCE);
+    let symbols = nm("nm", &path);
+    let image = image(&path);
+    let mut angr = Angr::new(installation());
+
+    let code = decompile(&mut angr, &image, "forward");
+    assert!(
+        !code.text().contains("helper("),
+        "angr now shows the tail call; the limitation below is then wrong: {}",
+        code.text()
+    );
+    assert_eq!(
+        code.limitations,
+        [format!(
+            "the tail jump at {:#x} to {:#x} (helper) is not shown in angr's code",
+            symbols["forward"] + 3,
+            symbols["helper"]
+        )]
+    );
+
+    let code = decompile(&mut angr, &image, "checked");
+    let cold = symbols["checked.cold"];
+    let label = format!("LABEL_{cold:#x}");
+    let text = code.text();
+    assert!(text.contains(&format!("goto {label};")), "{text}");
+    assert!(
+        !text.contains(&format!("LABEL_{:#x}", cold + 0x400000)),
+        "{text}"
+    );
+    let line = code
+        .lines
+        .iter()
+        .position(|l| l.contains(&format!("goto {label};")))
+        .unwrap()
+        + 1;
+    assert!(
+        code.limitations.contains(&format!(
+            "line {line}: `goto {label}` jumps to code that the output does not show"
+        )),
+        "{:?}",
+        code.limitations
+    );
+}

@@ -394,12 +394,13 @@ impl Angr {
         while lines.last().is_some_and(|l| l.trim().is_empty()) {
             lines.pop();
         }
-        let references = reply
+        let references: Vec<CodeReference> = reply
             .references
             .iter()
             .filter(|r| r.line >= 1 && r.line <= lines.len())
             .filter_map(|r| resolve(image, r))
             .collect();
+        limitations.extend(unshown_tail_jumps(image, start, &references));
         Ok(PseudoCode {
             provider: live.identity.clone(),
             document: image.document().name.clone(),
@@ -413,6 +414,38 @@ impl Angr {
             limitations,
         })
     }
+}
+
+/// rea's own tail jumps of the procedure at `start` that angr's code does not show as a call:
+/// angr ends a function at a jump into another one, so a procedure that is only a tail jump
+/// reads as an empty body, which would otherwise look like a function that does nothing.
+fn unshown_tail_jumps(image: &Image, start: u64, references: &[CodeReference]) -> Vec<String> {
+    let Ok(edges) = image.callees(start) else {
+        return Vec::new();
+    };
+    edges
+        .callees
+        .iter()
+        .filter(|edge| edge.via == "tail-jump")
+        .filter(|edge| {
+            !references
+                .iter()
+                .any(|r| r.kind == ReferenceKind::Call && r.address == edge.target)
+        })
+        .map(|edge| {
+            let target = crate::providers::native::format_address(edge.target);
+            let name = edge.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+            let sites: Vec<String> = edge
+                .sites
+                .iter()
+                .map(|s| crate::providers::native::format_address(*s))
+                .collect();
+            format!(
+                "the tail jump at {} to {target}{name} is not shown in angr's code",
+                sites.join(", ")
+            )
+        })
+        .collect()
 }
 
 fn protocol_error(error: protocol::ReplyError, address: u64) -> DecompileError {

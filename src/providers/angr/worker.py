@@ -231,7 +231,10 @@ class Worker:
             self.unbias(codegen)
         text = codegen.text
         found = references(text, codegen, self.rea_address)
+        if self.bias:
+            text = self.unbias_labels(text)
         limitations.extend(self.dirty_lines(text))
+        limitations.extend(self.jumps_out(text))
         cap = request.get("max_text_bytes")
         encoded = text.encode("utf-8")
         if cap is not None and len(encoded) > cap:
@@ -304,6 +307,40 @@ class Worker:
                 changed = True
         if changed:
             codegen.regenerate_text()
+
+
+    def unbias_labels(self, text):
+        """Writes goto labels (`LABEL_0x4048c8`, named by the biased address of their block) in
+        rea's numbering. Only characters inside lines change, so reference lines stay right."""
+        import re
+
+        low, high = self.low + self.bias, self.high + self.bias
+
+        def rewrite(match):
+            address = int(match.group(2), 16)
+            if low <= address < high:
+                address -= self.bias
+            return f"LABEL_{match.group(1) or ''}{address:x}"
+
+        # angr writes a label's own line as `LABEL_4054f8:` and a jump out of the function as
+        # `goto LABEL_0x4048c8;`.
+        return re.sub(r"\bLABEL_(0x)?([0-9a-f]+)\b", rewrite, text)
+
+    @staticmethod
+    def jumps_out(text):
+        """Gotos whose label the code never defines: jumps out of the function angr built."""
+        import re
+
+        defined = set(re.findall(r"^\s*(LABEL_\w+):", text, re.MULTILINE))
+        found = []
+        for number, line in enumerate(text.split("\n"), start=1):
+            for label in re.findall(r"\bgoto (LABEL_\w+);", line):
+                if label not in defined:
+                    found.append(
+                        f"line {number}: `goto {label}` jumps to code that the output does not "
+                        "show"
+                    )
+        return found
 
 
 def references(text, codegen, rea_address):
