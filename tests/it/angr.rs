@@ -581,7 +581,13 @@ int main(int argc, char **argv) { (void)argv; return checked(argc - 2) + forward
 #[test]
 fn tail_jumps_and_gotos_out_of_the_region_are_named_regression_20() {
     let dir = tempfile::tempdir().unwrap();
-    let path = build(dir.path(), "tails", "gcc", &["-O2", "-fPIE", "-pie"], TAILS_SOURCE);
+    let path = build(
+        dir.path(),
+        "tails",
+        "gcc",
+        &["-O2", "-fPIE", "-pie"],
+        TAILS_SOURCE,
+    );
     let symbols = nm("nm", &path);
     let image = image(&path);
     let mut angr = Angr::new(installation());

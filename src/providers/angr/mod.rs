@@ -434,7 +434,11 @@ fn unshown_tail_jumps(image: &Image, start: u64, references: &[CodeReference]) -
         })
         .map(|edge| {
             let target = crate::providers::native::format_address(edge.target);
-            let name = edge.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+            let name = edge
+                .name
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
             let sites: Vec<String> = edge
                 .sites
                 .iter()

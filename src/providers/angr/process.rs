@@ -14,6 +14,9 @@ use crate::providers::decompile::DecompileError;
 
 const PROVIDER: &str = super::PROVIDER_ID;
 
+/// Longest wait, after the worker's group was killed, for its stderr to be read to the end.
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
+
 /// Most bytes of the worker's stderr kept for an error message.
 const STDERR_TAIL: usize = 8 * 1024;
 
@@ -96,6 +99,8 @@ pub(crate) struct Process {
     keeper: Option<std::thread::JoinHandle<Option<ExitStatus>>>,
     status: Option<ExitStatus>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Ends (disconnects) when the stderr reader has read to the end of the pipe.
+    stderr_done: mpsc::Receiver<()>,
     _script: ScriptDir,
 }
 
@@ -179,6 +184,9 @@ impl Process {
             .status
             .map(describe)
             .unwrap_or_else(|| "no exit status".into());
+        // The worker's group is dead, so its stderr reaches its end: wait for the reader to
+        // take what the worker wrote last (its traceback), within a bound.
+        let _ = self.stderr_done.recv_timeout(STDERR_DRAIN);
         let stderr = self.stderr.lock().map(|s| s.clone()).unwrap_or_default();
         DecompileError::Crashed {
             provider: PROVIDER,
@@ -423,9 +431,11 @@ fn spawn_linux(
         })?;
     let tail = Arc::new(Mutex::new(Vec::new()));
     let sink = tail.clone();
+    let (done_tx, stderr_done) = mpsc::channel::<()>();
     std::thread::Builder::new()
         .name("rea-angr-stderr".into())
         .spawn(move || {
+            let _done = done_tx;
             let mut stderr = stderr;
             let mut buffer = [0u8; 8192];
             loop {
@@ -454,6 +464,7 @@ fn spawn_linux(
         keeper: Some(keeper),
         status: None,
         stderr: tail,
+        stderr_done,
         _script: script,
     })
 }
