@@ -473,3 +473,25 @@ async fn undeclared_prompt_arguments_are_not_rendered_regression_17() {
         }
     }
 }
+
+/// The function-level tools are reachable from the workflows that need them: a changed
+/// executable is compared procedure by procedure, and a crash is traced along call paths and
+/// read as pseudo-code.
+#[tokio::test]
+async fn workflows_name_the_function_level_tools() {
+    let h = start().await;
+    let compare = h
+        .prompt_text(
+            "compare_application_versions",
+            &required_args("compare_application_versions"),
+        )
+        .await;
+    assert!(mentioned_tools(&compare).contains("compare_procedures"));
+    let crash = h
+        .prompt_text("trace_crash", &required_args("trace_crash"))
+        .await;
+    let crash_tools = mentioned_tools(&crash);
+    for tool in ["call_paths", "procedure_pseudo_code"] {
+        assert!(crash_tools.contains(tool), "{crash_tools:?}");
+    }
+}
