@@ -291,11 +291,19 @@ impl ReadOnlyStore {
                 id: format!("parameters of {operation}"),
                 source,
             })?;
+        // Records are stored as canonical JSON, so a record with these parameters holds them
+        // verbatim after their key: SQLite skips every other record of the operation without
+        // handing it over to be parsed (a session with hundreds of pseudo-code records would
+        // otherwise parse each one on every ask). The parse below still decides.
+        // A JSON tree always has a canonical form; were it ever refused, the filter would keep
+        // every record with parameters and the parse would still decide.
+        let canonical = crate::evidence::canonical_json(&wanted).unwrap_or_default();
+        let needle = format!("\"parameters\":{canonical}");
         self.read(|conn| {
             let mut statement = conn.prepare_cached(
-                "select id, seq, created_at, record from evidence where operation = ?1 and subject_sha256 = ?2 order by seq",
+                "select id, seq, created_at, record from evidence where operation = ?1 and subject_sha256 = ?2 and instr(record, ?3) > 0 order by seq",
             )?;
-            let rows = statement.query_map([operation, subject_sha256], |r| {
+            let rows = statement.query_map([operation, subject_sha256, needle.as_str()], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, i64>(1)?,
