@@ -33,7 +33,7 @@ pub struct EvidenceInline {
     pub operation: String,
     /// The target observed.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<JsonObject>")]
+    #[schemars(with = "JsonObject")]
     pub subject: Option<Subject>,
     /// Who produced it.
     #[schemars(with = "JsonObject")]
@@ -44,12 +44,15 @@ pub struct EvidenceInline {
     /// On whose word it rests.
     #[schemars(with = "String")]
     pub authority: Authority,
-    /// What this observation cannot tell.
+    /// What this observation cannot tell. Present only when there is something to say; left
+    /// out of the schema (to keep `tools/list` small), which allows it like any other member.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
     pub limitations: Vec<String>,
-    /// Other Evidence it rests on.
+    /// Other Evidence it rests on, ids; present only when there are some, and left out of the
+    /// schema like `limitations`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    #[schemars(with = "Vec<String>")]
+    #[schemars(skip)]
     pub links: Vec<EvidenceId>,
 }
 
