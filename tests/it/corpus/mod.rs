@@ -24,6 +24,8 @@ pub enum Source {
     Ifunc,
     /// `shapes.cpp`: namespaces, virtual methods, a template.
     Shapes,
+    /// `datanames.c`: reads of an array and a struct, a string literal, an import's slot.
+    DataNames,
 }
 
 impl Source {
@@ -32,6 +34,7 @@ impl Source {
             Source::Graph => "graph.c",
             Source::Ifunc => "ifunc.c",
             Source::Shapes => "shapes.cpp",
+            Source::DataNames => "datanames.c",
         }
     }
 
@@ -44,6 +47,7 @@ impl Source {
             Source::Graph => "graph",
             Source::Ifunc => "libifunc",
             Source::Shapes => "shapes",
+            Source::DataNames => "datanames",
         }
     }
 }
