@@ -256,7 +256,8 @@ async fn aarch64_elf_adrp_pairs_name_the_symbols_nm_gives_regression_20() {
 }
 
 /// Mach-O arm64 (a dylib, as the corpus builds it): the same reads name `OPS` and `CONFIG`
-/// (without Mach-O's underscore) at llvm-nm's addresses, and `_stderr`'s pointer slot.
+/// (without Mach-O's underscore) at llvm-nm's addresses, and the load of `_stderr`'s pointer
+/// slot (llvm-objdump's bind table) its import, spelled as the import is stored.
 #[tokio::test]
 async fn macho_arm64_operands_name_symbols_and_slots_regression_20() {
     let path = corpus::build(Variant::new(
@@ -270,8 +271,17 @@ async fn macho_arm64_operands_name_symbols_and_slots_regression_20() {
     let computed = reference::arm64_addresses(&listing);
     let (ops, _) = nm_symbol("llvm-nm-14", &path, "_OPS");
     let (config, _) = nm_symbol("llvm-nm-14", &path, "_CONFIG");
+    let binds = corpus::run(
+        "llvm-objdump-14",
+        &["--macho", "--bind", path.to_str().unwrap()],
+    );
+    let slot = binds
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some("_stderr"))
+        .map(|l| hex(l.split_whitespace().nth(2).unwrap()))
+        .expect("a bind of _stderr");
     let mut named = Vec::new();
-    for function in ["_read_ops2", "_read_flag1", "_greet"] {
+    for function in ["_read_ops2", "_read_flag1", "_greet", "_complain"] {
         let ours = instructions(&h, &function[1..]).await;
         for insn in inside(&listing, function, &ours) {
             let mine = at(&ours, insn.address);
@@ -282,12 +292,15 @@ async fn macho_arm64_operands_name_symbols_and_slots_regression_20() {
         }
     }
     let hello = named.get(2).map_or(0, |n| n.0);
+    let to_stderr = named.get(4).map_or(0, |n| n.0);
     assert_eq!(
         named,
         [
             (ops + 8, "OPS+0x8".to_owned()),
             (config + 0x14, "CONFIG+0x14".to_owned()),
             (hello, quoted("datanames: hello from the string table")),
+            (slot, "_stderr@GOT".to_owned()),
+            (to_stderr, quoted("datanames: to stderr\n")),
         ]
     );
 }
