@@ -343,3 +343,48 @@ async fn non_pie_immediates_name_the_string_regression_20() {
     }
     assert_eq!(named, [json!(quoted("datanames: to stderr\n"))]);
 }
+
+/// In a shared library the reads go through GOT slots bound to the library's own symbols
+/// (readelf's `R_X86_64_GLOB_DAT ... OPS`): the slot is named `OPS@GOT`, where objdump prints
+/// the nearest symbol below it (`<OPS@@Base-0x98>`).
+#[tokio::test]
+async fn shared_library_got_slots_name_their_symbol_regression_20() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libdatanames.so");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/datanames.c");
+    corpus::run(
+        "gcc",
+        &[
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-o",
+            path.to_str().unwrap(),
+            source.to_str().unwrap(),
+        ],
+    );
+    let relocs = corpus::run("readelf", &["-rW", path.to_str().unwrap()]);
+    let slot_of = |symbol: &str| {
+        relocs
+            .lines()
+            .find(|l| l.contains("GLOB_DAT") && l.split_whitespace().nth(4) == Some(symbol))
+            .map(|l| hex(l.split_whitespace().next().unwrap()))
+            .unwrap_or_else(|| panic!("no GLOB_DAT of {symbol}"))
+    };
+    let h = opened(&path).await;
+    for (function, symbol) in [("read_ops2", "OPS"), ("read_flag1", "CONFIG")] {
+        let named: Vec<Value> = instructions(&h, function)
+            .await
+            .into_iter()
+            .filter_map(|i| i.get("data").cloned())
+            .collect();
+        assert_eq!(
+            named,
+            [json!({
+                "address": format!("{:#x}", slot_of(symbol)),
+                "name": format!("{symbol}@GOT"),
+            })],
+            "{function}"
+        );
+    }
+}
