@@ -24,7 +24,8 @@ pub enum Source {
     Ifunc,
     /// `shapes.cpp`: namespaces, virtual methods, a template.
     Shapes,
-    /// `datanames.c`: reads of an array and a struct, a string literal, an import's slot.
+    /// `datanames.c`: reads of an array and a struct, a string literal, an import's slot
+    /// (`stderr`, which mingw-w64's C library does not export: ELF and Mach-O builds only).
     DataNames,
 }
 
