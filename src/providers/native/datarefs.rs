@@ -226,6 +226,42 @@ fn macho_pie(file: &object::File<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::native::StringQuery;
+    use crate::providers::native::test_support::document;
+
+    /// Every string match of `ls` names itself, from its first character to the end of its
+    /// run, exactly as the string search reports it; the NUL after a string names no string.
+    #[test]
+    fn strings_name_what_the_string_search_reports() {
+        let image = Image::load(&document("/usr/bin/ls", None)).unwrap();
+        let names = DataNames::new(&image);
+        let mut query = StringQuery::literal("");
+        query.limit = 1000;
+        query.include_code = false;
+        let found = image.strings(&query).unwrap();
+        assert!(found.matches.len() > 500);
+        for m in &found.matches {
+            let expected = quote(&m.text);
+            if m.length <= QUOTED_CHARS {
+                assert_eq!(names.resolve(m.address), Some(DataName::Text(expected)));
+            }
+            // Inside the run: its tail.
+            let tail: String = m.text.chars().skip(1).collect();
+            if m.text.is_ascii() && m.length <= QUOTED_CHARS {
+                assert_eq!(
+                    names.resolve(m.address + 1),
+                    Some(DataName::Text(quote(&tail)))
+                );
+            }
+            if image.bytes_at(m.string_end, 1) == Some(&[0]) {
+                assert!(
+                    !matches!(names.resolve(m.string_end), Some(DataName::Text(_))),
+                    "{:#x}",
+                    m.string_end
+                );
+            }
+        }
+    }
 
     #[test]
     fn names_are_spelled_as_documented() {
