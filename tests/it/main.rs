@@ -16,6 +16,7 @@ mod completion;
 mod corpus;
 mod corruption;
 mod crash;
+mod datanames;
 mod depth;
 mod differential;
 mod disconnect;

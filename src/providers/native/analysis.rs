@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::address::{hex, hex_opt};
 use super::code_index::{CodeIndex, CodeRef, RefKind};
+use super::datarefs::{DataName, DataNames, DataRef};
 use super::disasm::{self, Decoded, Disassembler, Flow, MemoryUse};
 use super::image::Image;
 use super::relocations::{MAX_RELOCATIONS, relocated_pointers};
@@ -34,6 +35,9 @@ const DOSSIER_INSTRUCTIONS: usize = 16;
 /// Longest string a dossier quotes.
 const DOSSIER_STRING_MAX: usize = 512;
 
+/// Most data symbols and slots a dossier lists.
+const DOSSIER_DATA: usize = 64;
+
 /// One decoded instruction.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Instruction {
@@ -53,6 +57,12 @@ pub struct Instruction {
     /// Name of the procedure or import at `target`, or of the import behind an indirect
     /// call through a known pointer slot.
     pub target_name: Option<String>,
+    /// The data a memory operand, address computation or (in an image linked at a fixed
+    /// address) immediate lands in, named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Absent rather than null, so the schema needs no null branch (tools/list budget).
+    #[schemars(with = "DataRef")]
+    pub data: Option<DataRef>,
 }
 
 /// A window of a procedure's disassembly.
@@ -253,6 +263,10 @@ pub struct Dossier {
     pub unresolved: Vec<UnresolvedCall>,
     /// Strings it refers to through address computations or loads.
     pub strings: Vec<DossierString>,
+    /// Data symbols (by start) and import slots it refers to, first 64 by first use; absent
+    /// when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data: Vec<DataRef>,
     /// Names of the imports it calls, sorted and deduplicated.
     pub imports: Vec<String>,
     /// Its first 16 instructions.
@@ -403,7 +417,7 @@ impl Image {
             .map(|s| super::symbols::display_name(s, self.doc.format == "macho"))
     }
 
-    fn render(&self, insn: &Decoded, text: &str) -> Instruction {
+    fn render(&self, insn: &Decoded, text: &str, names: &DataNames<'_>) -> Instruction {
         let bytes = self
             .bytes_at(insn.address, insn.len as u64)
             .map(::hex::encode)
@@ -419,6 +433,7 @@ impl Image {
             text: text.to_string(),
             target: insn.target,
             target_name,
+            data: names.operand(insn),
         }
     }
 
@@ -436,6 +451,7 @@ impl Image {
         let full_end = self.procedure_end(index, u64::MAX);
         let limit = limit.min(MAX_PAGE);
         let data = self.data_in_code();
+        let names = DataNames::new(self);
         let mut d = CodeWalk::new(self.isa, bytes, start, &data, true);
         let mut text = String::new();
         let mut instructions = Vec::new();
@@ -446,7 +462,7 @@ impl Image {
         } {
             if total >= offset && total - offset < limit {
                 instructions.push(match piece {
-                    Piece::Insn(insn) => self.render(&insn, &text),
+                    Piece::Insn(insn) => self.render(&insn, &text, &names),
                     Piece::Data { address, bytes } => render_data(address, bytes),
                 });
             }
@@ -633,9 +649,14 @@ impl Image {
             })
             .collect();
         let (data, total_data) = self.data_pointers_to(address);
+        // What code names exactly (a procedure, import or symbol start) first; else what an
+        // operand landing here would be called (a string, `OPS+0x8`).
+        let name = self
+            .name_at(address)
+            .or_else(|| DataNames::new(self).resolve(address).map(|n| n.display()));
         Ok(Xrefs {
             address,
-            name: self.name_at(address),
+            name,
             code,
             total_code: refs.len(),
             data,
@@ -889,6 +910,8 @@ impl Image {
         let mut text = String::new();
         let mut instructions = Vec::new();
         let mut strings = Vec::new();
+        let names = DataNames::new(self);
+        let mut data_refs: Vec<DataRef> = Vec::new();
         let mut total = 0;
         while let Some(piece) = d.next((total < DOSSIER_INSTRUCTIONS).then_some(&mut text)) {
             let insn = match piece {
@@ -902,9 +925,21 @@ impl Image {
                 }
             };
             if total < DOSSIER_INSTRUCTIONS {
-                instructions.push(self.render(&insn, &text));
+                instructions.push(self.render(&insn, &text, &names));
             }
             total += 1;
+            if data_refs.len() < DOSSIER_DATA {
+                let named = match names.of(&insn) {
+                    Some((_, DataName::Symbol { start, name, .. })) => Some((start, name)),
+                    Some((at, DataName::Slot(name))) => Some((at, name)),
+                    _ => None,
+                };
+                if let Some((address, name)) = named
+                    && !data_refs.iter().any(|r| r.address == address)
+                {
+                    data_refs.push(DataRef { address, name });
+                }
+            }
             if let Some((address, MemoryUse::Address | MemoryUse::Access | MemoryUse::Immediate)) =
                 insn.memory
                 && insn.slot.is_none()
@@ -941,6 +976,7 @@ impl Image {
             callees: edges.callees,
             unresolved: edges.unresolved,
             strings,
+            data: data_refs,
             imports,
             instructions,
             total_instructions: total,
@@ -1144,6 +1180,7 @@ fn render_data(address: u64, bytes: &[u8]) -> Instruction {
         text: format!("{directive} {value:#x}"),
         target: None,
         target_name: None,
+        data: None,
     }
 }
 

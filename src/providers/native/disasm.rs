@@ -365,8 +365,40 @@ impl<'a> Disassembler<'a> {
                 }
             }
         }
-        if writes_dest && let Some(d) = reg_of(&inst.operands[0]) {
-            self.regs[d] = RegValue::Unknown;
+        if writes_dest {
+            // A 32-bit write (`ldr w0, [x0, #8]`) clobbers the whole register too, and a load
+            // pair writes two.
+            let pair = matches!(
+                inst.opcode,
+                Opcode::LDP | Opcode::LDPSW | Opcode::LDNP | Opcode::LDXP | Opcode::LDAXP
+            );
+            for op in inst.operands.iter().take(if pair { 2 } else { 1 }) {
+                if let Operand::Register(_, r) | Operand::RegisterOrSP(_, r) = op {
+                    self.regs[usize::from(*r).min(31)] = RegValue::Unknown;
+                }
+            }
+        }
+        for op in &inst.operands {
+            // Writeback moves the base register off the address it held.
+            if let Operand::RegPreIndex(n, _, true)
+            | Operand::RegPostIndex(n, _)
+            | Operand::RegPostIndexReg(n, _) = op
+            {
+                self.regs[usize::from(*n).min(31)] = RegValue::Unknown;
+            }
+        }
+        // Values are tracked along straight-line flow only: a call clobbers the registers the
+        // callee may (x0-x18, x30), and after an unconditional transfer the next instruction is
+        // reached from elsewhere.
+        match flow {
+            Flow::Call | Flow::IndirectCall => {
+                self.regs[..=18].fill(RegValue::Unknown);
+                self.regs[30] = RegValue::Unknown;
+            }
+            Flow::Jump | Flow::IndirectJump | Flow::Return => {
+                self.regs = [RegValue::Unknown; 32];
+            }
+            _ => {}
         }
         if let Some(out) = text {
             out.clear();
@@ -491,6 +523,37 @@ mod tests {
         // A fragment shorter than one instruction decodes as invalid, not as a panic.
         let out = render(Isa::Arm64, &[1, 2], 0);
         assert!(out[0].0.invalid);
+    }
+
+    /// Issue 20, item 4: a page computed by `adrp` is forgotten when the register is written
+    /// (also as `w0`), across a call for the registers the callee may clobber, and after an
+    /// unconditional transfer; callee-saved registers keep it across a call.
+    #[test]
+    fn arm64_pages_follow_straight_line_flow_regression_20() {
+        let words: [u32; 12] = [
+            0x9000_0000 | (1 << 29), // adrp x0, +0x1000 page
+            0xb940_0801,             // ldr w1, [x0, #8]
+            0xb940_0800,             // ldr w0, [x0, #8]  (writes w0)
+            0xb940_0801,             // ldr w1, [x0, #8]  (x0 unknown now)
+            0x9000_0013 | (1 << 29), // adrp x19, +0x1000 page
+            0x9000_0000 | (1 << 29), // adrp x0, +0x1000 page
+            0x9400_0002,             // bl +8
+            0xb940_0801,             // ldr w1, [x0, #8]  (x0 clobbered by the call)
+            0xb940_0a61,             // ldr w1, [x19, #8] (x19 survives it)
+            0x1400_0001,             // b +4
+            0xb940_0a61,             // ldr w1, [x19, #8] (reached from elsewhere)
+            0xd65f_03c0,             // ret
+        ];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let out = render(Isa::Arm64, &bytes, 0x4000);
+        let memory: Vec<_> = out.iter().map(|(d, _)| d.memory).collect();
+        let access = Some((0x5008, MemoryUse::Access));
+        assert_eq!(memory[1], access, "{}", out[1].1);
+        assert_eq!(memory[2], access);
+        assert_eq!(memory[3], None, "{}", out[3].1);
+        assert_eq!(memory[7], None, "{}", out[7].1);
+        assert_eq!(memory[8], access, "{}", out[8].1);
+        assert_eq!(memory[10], None, "{}", out[10].1);
     }
 
     /// Issue 15, item 8: extended-register operands were written with `lsl` for `uxtw`, or

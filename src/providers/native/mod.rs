@@ -13,6 +13,7 @@
 //! - `arm64_text`: where yaxpeax-arm's AArch64 text differs from LLVM's, LLVM's spelling.
 //! - `body`: masked-byte digests, basic blocks and operand facts of one procedure, for comparing
 //!   builds.
+//! - `datarefs`: names for the data operands and pointers land in (strings, symbols, slots).
 //! - `analysis`: assembly pages, callers, callees, cross-references and function dossiers.
 //! - `strings`: string search over sections.
 
@@ -23,6 +24,7 @@ mod arm64_text;
 mod body;
 mod bytes;
 mod code_index;
+mod datarefs;
 mod disasm;
 mod ehframe;
 mod entry_main;
@@ -47,6 +49,7 @@ pub use bytes::{
     ByteHit, BytePattern, ByteRead, ByteSearch, BytesError, MAX_HITS_PAGE, MAX_READ_BYTES,
     TypedValues,
 };
+pub use datarefs::DataRef;
 pub use format::{
     FatSlice, HEAD_LEN, fat_slices, macho_cpu_name, macho_filetype, macho_is_64, sniff,
     thin_architecture,

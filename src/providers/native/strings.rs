@@ -390,6 +390,63 @@ impl Image {
     }
 }
 
+/// How far before an address [`Image::string_run_at`] looks into its run: enough bytes for
+/// [`MIN_CHARS`] characters of any width, so a run that starts earlier still counts as one.
+const RUN_LOOKBACK: usize = 64;
+
+impl Image {
+    /// The text from `address` to the end of the string this search would report there: the
+    /// run of at least four string characters (UTF-8, or UTF-16LE in a PE image) holding
+    /// `address` in a non-executable section, cut at `max` characters (so a caller asking for
+    /// one more learns whether it was cut). `wide` tells which encoding matched; `None` when
+    /// the address starts no character of such a run.
+    pub(super) fn string_run_at(&self, address: u64, max: usize) -> Option<(String, bool)> {
+        let section = self.section_at(address)?;
+        if section.executable {
+            return None;
+        }
+        let data = self.section_bytes(section);
+        let off = usize::try_from(address - section.address).ok()?;
+        if off >= data.len() {
+            return None;
+        }
+        let lo = off.saturating_sub(RUN_LOOKBACK);
+        // Only `max` characters are kept, of at most four bytes each.
+        let hi = data
+            .len()
+            .min(off.saturating_add(max.saturating_mul(4)).saturating_add(8));
+        let mut found = None;
+        utf8_runs(&data[lo..hi], MIN_CHARS, |start, end, _| {
+            if found.is_none() && lo + start <= off && off < lo + end {
+                found = Some(lo + end);
+            }
+        });
+        if let Some(end) = found {
+            // An address inside a multi-byte character starts no text.
+            let text = std::str::from_utf8(&data[off..end]).ok()?;
+            return Some((text.chars().take(max).collect(), false));
+        }
+        if self.doc.format != "pe" {
+            return None;
+        }
+        // UTF-16 runs sit at even offsets of their section.
+        let lo = lo & !1;
+        utf16_runs(&data[lo..hi], MIN_CHARS, |start, end, _| {
+            if found.is_none() && lo + start <= off && off < lo + end && (off - lo - start) % 2 == 0
+            {
+                found = Some(lo + end);
+            }
+        });
+        let end = found?;
+        let text = data[off..end]
+            .chunks_exact(2)
+            .take(max)
+            .map(|c| c[0] as char)
+            .collect();
+        Some((text, true))
+    }
+}
+
 fn encoding_name(wide: bool) -> String {
     if wide { "utf-16le" } else { "utf-8" }.to_string()
 }

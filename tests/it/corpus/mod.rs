@@ -24,6 +24,9 @@ pub enum Source {
     Ifunc,
     /// `shapes.cpp`: namespaces, virtual methods, a template.
     Shapes,
+    /// `datanames.c`: reads of an array and a struct, a string literal, an import's slot
+    /// (`stderr`, which mingw-w64's C library does not export: ELF and Mach-O builds only).
+    DataNames,
 }
 
 impl Source {
@@ -32,6 +35,7 @@ impl Source {
             Source::Graph => "graph.c",
             Source::Ifunc => "ifunc.c",
             Source::Shapes => "shapes.cpp",
+            Source::DataNames => "datanames.c",
         }
     }
 
@@ -44,6 +48,7 @@ impl Source {
             Source::Graph => "graph",
             Source::Ifunc => "libifunc",
             Source::Shapes => "shapes",
+            Source::DataNames => "datanames",
         }
     }
 }

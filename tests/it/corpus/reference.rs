@@ -385,7 +385,7 @@ fn split_comment(text: &str, x86: bool) -> (&str, Option<String>) {
 /// Addresses an AArch64 listing computes with `adrp` followed by `add` (possibly a chain of
 /// them) or a load/store offset, keyed by the instruction that completes the address. An `add`
 /// that only feeds a further `add` is an intermediate step, not a reference of its own. A
-/// register's value is forgotten at the next write the rule does not follow.
+/// register's value is forgotten at the next write the rule does not follow (see [`forget`]).
 pub fn arm64_addresses(listing: &[Insn]) -> BTreeMap<u64, u64> {
     // Register → (value, the `add` that computed it, if not an `adrp`).
     let mut regs: BTreeMap<String, (u64, Option<u64>)> = BTreeMap::new();
@@ -445,7 +445,42 @@ pub fn arm64_addresses(listing: &[Insn]) -> BTreeMap<u64, u64> {
             }
             _ => {}
         }
-        regs.remove(&dest);
+        forget(&mut regs, insn, &ops);
     }
     out
+}
+
+/// What an instruction the address rule does not follow makes it forget, as a value flows in
+/// straight-line code: the registers it writes (a `w` write clobbers the `x` register, a load
+/// pair writes two, writeback moves the base; stores and comparisons write none), the
+/// registers a call may clobber (x0-x18, x30), and everything after an unconditional transfer.
+fn forget(regs: &mut BTreeMap<String, (u64, Option<u64>)>, insn: &Insn, ops: &[String]) {
+    let x = |r: &str| match r.strip_prefix('w') {
+        Some(n) => format!("x{n}"),
+        None => r.to_string(),
+    };
+    let m = insn.mnemonic.as_str();
+    let writes = !(m.starts_with("st") || matches!(m, "cmp" | "cmn" | "tst"));
+    let pair = ["ldp", "ldnp", "ldxp", "ldaxp"]
+        .iter()
+        .any(|p| m.starts_with(p));
+    if writes {
+        for r in ops.iter().take(if pair { 2 } else { 1 }) {
+            regs.remove(&x(r));
+        }
+    }
+    if insn.operands.contains("]!") || insn.operands.contains("],") {
+        let base = insn.operands.split('[').nth(1).unwrap_or("");
+        let base = base.split([',', ']']).next().unwrap_or("").trim();
+        regs.remove(&x(base));
+    }
+    match m {
+        "bl" | "blr" => {
+            for r in (0..=18).chain([30]) {
+                regs.remove(&format!("x{r}"));
+            }
+        }
+        "b" | "br" | "ret" => regs.clear(),
+        _ => {}
+    }
 }

@@ -1,0 +1,280 @@
+//! Names for the data an instruction refers to: the import behind a pointer slot, the string
+//! rea's string search reports at the address, or the data symbol whose extent holds it
+//! (`OPS`, `OPS+0x8`). One resolver for assembly operands, `xrefs` and dossiers; the address
+//! itself comes from the decoder ([`Decoded::memory`]), which the cross-reference index also
+//! reads, so both agree on what an instruction references.
+//!
+//! Spellings: a string is quoted as JSON (`"Enter password:"`, `L"…"` for UTF-16, `@"…"` for a
+//! Mach-O CFString), cut at 80 characters with `…` after the closing quote; a slot is
+//! `name@GOT` (ELF GOT, Mach-O pointer slot) or `name@IAT` (PE import address table).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::address::hex;
+use super::analysis::data_symbols;
+use super::disasm::{Decoded, MemoryUse};
+use super::image::Image;
+use crate::vocabulary::ImportKind;
+
+/// Characters of a string quoted in a name.
+const QUOTED_CHARS: usize = 80;
+
+/// The data an instruction's operand computes or accesses, named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DataRef {
+    /// The address.
+    #[serde(with = "hex")]
+    #[schemars(with = "String")]
+    pub address: u64,
+    /// A quoted string, `symbol` or `symbol+0x8`, or `import@GOT`.
+    pub name: String,
+}
+
+/// What the resolver found at an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DataName {
+    /// A pointer slot bound to an import: the slot's spelling (`stderr@GOT`).
+    Slot(String),
+    /// A string, already quoted.
+    Text(String),
+    /// A data symbol whose extent holds the address.
+    Symbol {
+        /// Start of the symbol.
+        start: u64,
+        /// Its displayed name.
+        name: String,
+        /// Offset of the address into it.
+        offset: u64,
+    },
+}
+
+impl DataName {
+    fn is_start(&self) -> bool {
+        matches!(self, DataName::Symbol { offset: 0, .. })
+    }
+
+    /// The name as operands show it.
+    pub(crate) fn display(&self) -> String {
+        match self {
+            DataName::Slot(s) | DataName::Text(s) => s.clone(),
+            DataName::Symbol {
+                name, offset: 0, ..
+            } => name.clone(),
+            DataName::Symbol { name, offset, .. } => format!("{name}+{offset:#x}"),
+        }
+    }
+}
+
+/// The resolver for one image, built once per operation (it reads the symbol table).
+pub(crate) struct DataNames<'a> {
+    image: &'a Image,
+    /// Data symbols as `(address, size, displayed name)`, sorted by address.
+    symbols: Vec<(u64, u64, String)>,
+    /// Whether sizes are stated (ELF): an unsized symbol then names only its own address,
+    /// since its extent is unknown. Mach-O and PE state no sizes, so a symbol reaches to the
+    /// next one.
+    sized: bool,
+    /// Whether immediates are addresses: the image is linked at a fixed address (a non-PIE
+    /// ELF or Mach-O executable, or a PE image, whose base relocations keep absolute operands
+    /// pointing at their data).
+    immediates: bool,
+}
+
+impl<'a> DataNames<'a> {
+    pub(crate) fn new(image: &'a Image) -> DataNames<'a> {
+        let file = object::File::parse(&image.bytes[..]).ok();
+        let symbols = file
+            .as_ref()
+            .map(|f| data_symbols(f, image))
+            .unwrap_or_default();
+        DataNames {
+            image,
+            symbols,
+            sized: image.doc.format == "elf",
+            immediates: file.as_ref().is_some_and(fixed_address),
+        }
+    }
+
+    /// The address an instruction refers to as data and what is there, when it refers to
+    /// data this resolver can name.
+    pub(crate) fn of(&self, insn: &Decoded) -> Option<(u64, DataName)> {
+        if insn.invalid {
+            return None;
+        }
+        let (at, usage) = insn.memory?;
+        if usage == MemoryUse::Immediate {
+            // A small immediate is a constant; a large one is an address only in an image
+            // linked at a fixed address, and only where data lives.
+            let in_data = self.image.section_at(at).is_some_and(|s| !s.executable);
+            if !(self.immediates && at >= 0x1000 && in_data) {
+                return None;
+            }
+        }
+        self.resolve(at).map(|name| (at, name))
+    }
+
+    /// The operand's reference as an [`Instruction`](super::Instruction) shows it.
+    pub(crate) fn operand(&self, insn: &Decoded) -> Option<DataRef> {
+        self.of(insn).map(|(address, name)| DataRef {
+            address,
+            name: name.display(),
+        })
+    }
+
+    /// What is at `address`: an import's pointer slot, else a string, else a data symbol;
+    /// nothing in code or outside the image.
+    pub(crate) fn resolve(&self, address: u64) -> Option<DataName> {
+        let image = self.image;
+        // A slot's bytes are a pointer, whatever characters they happen to spell. A data
+        // symbol defined right there is the object itself, copied into the executable by an
+        // `R_*_COPY` relocation (`stderr` of a non-PIC executable), not a pointer to it.
+        let own = self.symbol(address).filter(|s| s.is_start());
+        if let Some(import) = image.import_at(address)
+            && own.is_none()
+        {
+            let table = match import.kind {
+                ImportKind::Got | ImportKind::Pointer => "GOT",
+                ImportKind::Iat => "IAT",
+                ImportKind::Plt | ImportKind::Stub | ImportKind::Thunk => return None,
+            };
+            return Some(DataName::Slot(format!("{}@{table}", import.name)));
+        }
+        let section = image.section_at(address)?;
+        if section.executable {
+            return None;
+        }
+        if section.name.ends_with("__cfstring")
+            && let Some((text, "cfstring")) = image.string_at(address)
+        {
+            return Some(DataName::Text(format!("@{}", quote(&text))));
+        }
+        if let Some((text, wide)) = image.string_run_at(address, QUOTED_CHARS + 1) {
+            let quoted = quote(&text);
+            return Some(DataName::Text(if wide {
+                format!("L{quoted}")
+            } else {
+                quoted
+            }));
+        }
+        self.symbol(address)
+    }
+
+    /// The data symbol whose extent holds `at`.
+    fn symbol(&self, at: u64) -> Option<DataName> {
+        let symbols = &self.symbols;
+        let i = symbols.partition_point(|s| s.0 <= at);
+        // Of several symbols at one start (aliases), the first sorted; a sized one wins.
+        let (start, _, _) = symbols.get(i.checked_sub(1)?)?;
+        let candidates = symbols[..i].iter().rev().take_while(|s| s.0 == *start);
+        let best = candidates
+            .clone()
+            .find(|s| s.1 > 0)
+            .or_else(|| candidates.last())?;
+        let (address, size, name) = best;
+        let end = if *size > 0 {
+            address.saturating_add(*size)
+        } else if self.sized {
+            address.saturating_add(1)
+        } else {
+            symbols
+                .get(i)
+                .map_or(address.saturating_add(4096), |next| next.0)
+        };
+        (at < end).then(|| DataName::Symbol {
+            start: *address,
+            name: name.clone(),
+            offset: at - address,
+        })
+    }
+}
+
+/// JSON-quotes a string, marking with `…` after the quote that it goes on past 80 characters.
+fn quote(text: &str) -> String {
+    let cut = text.chars().count() > QUOTED_CHARS;
+    let shown: String = text.chars().take(QUOTED_CHARS).collect();
+    let quoted = serde_json::to_string(&shown).unwrap_or_default();
+    if cut { format!("{quoted}…") } else { quoted }
+}
+
+/// Whether the image runs at the addresses it was linked at, so immediates can be addresses.
+fn fixed_address(file: &object::File<'_>) -> bool {
+    use object::Object;
+    match file {
+        object::File::Elf32(_) | object::File::Elf64(_) => {
+            file.kind() == object::ObjectKind::Executable
+        }
+        object::File::MachO32(_) | object::File::MachO64(_) => {
+            file.kind() == object::ObjectKind::Executable && !macho_pie(file)
+        }
+        object::File::Pe32(_) | object::File::Pe64(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether a Mach-O executable is position independent (`MH_PIE` in its header's flags).
+fn macho_pie(file: &object::File<'_>) -> bool {
+    use object::read::macho::MachHeader;
+    let flags = match file {
+        object::File::MachO32(f) => f.macho_header().flags(f.endian()),
+        object::File::MachO64(f) => f.macho_header().flags(f.endian()),
+        _ => return false,
+    };
+    flags.intersects(object::macho::MH_PIE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::native::StringQuery;
+    use crate::providers::native::test_support::document;
+
+    /// Every string match of `ls` names itself, from its first character to the end of its
+    /// run, exactly as the string search reports it; the NUL after a string names no string.
+    #[test]
+    fn strings_name_what_the_string_search_reports() {
+        let image = Image::load(&document("/usr/bin/ls", None)).unwrap();
+        let names = DataNames::new(&image);
+        let mut query = StringQuery::literal("");
+        query.limit = 1000;
+        query.include_code = false;
+        let found = image.strings(&query).unwrap();
+        assert!(found.matches.len() > 500);
+        for m in &found.matches {
+            let expected = quote(&m.text);
+            if m.length <= QUOTED_CHARS {
+                assert_eq!(names.resolve(m.address), Some(DataName::Text(expected)));
+            }
+            // Inside the run: its tail.
+            let tail: String = m.text.chars().skip(1).collect();
+            if m.text.is_ascii() && m.length <= QUOTED_CHARS {
+                assert_eq!(
+                    names.resolve(m.address + 1),
+                    Some(DataName::Text(quote(&tail)))
+                );
+            }
+            if image.bytes_at(m.string_end, 1) == Some(&[0]) {
+                assert!(
+                    !matches!(names.resolve(m.string_end), Some(DataName::Text(_))),
+                    "{:#x}",
+                    m.string_end
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_are_spelled_as_documented() {
+        let symbol = |offset| DataName::Symbol {
+            start: 0x4000,
+            name: "OPS".into(),
+            offset,
+        };
+        assert_eq!(symbol(0).display(), "OPS");
+        assert_eq!(symbol(8).display(), "OPS+0x8");
+        assert_eq!(quote("a\"b\n"), r#""a\"b\n""#);
+        let long = "x".repeat(81);
+        assert_eq!(quote(&long), format!("\"{}\"…", "x".repeat(80)));
+        assert_eq!(quote(&long[..80]), format!("\"{}\"", "x".repeat(80)));
+    }
+}
