@@ -388,3 +388,77 @@ async fn shared_library_got_slots_name_their_symbol_regression_20() {
         );
     }
 }
+
+/// `(addr, size, offset)` of a Mach-O section, from `llvm-objdump-14 --macho --private-headers`.
+fn macho_section(path: &Path, name: &str) -> (u64, u64, u64) {
+    let headers = corpus::run(
+        "llvm-objdump-14",
+        &["--macho", "--private-headers", path.to_str().unwrap()],
+    );
+    let mut lines = headers.lines().map(str::trim);
+    while let Some(line) = lines.next() {
+        if line == format!("sectname {name}") {
+            let mut field = |key: &str| {
+                let line = lines.find(|l| l.starts_with(key)).unwrap();
+                let value = line[key.len()..].trim();
+                value.strip_prefix("0x").map_or_else(
+                    || value.parse().unwrap(),
+                    |h| u64::from_str_radix(h, 16).unwrap(),
+                )
+            };
+            let addr = field("addr");
+            let size = field("size");
+            let offset = field("offset");
+            return (addr, size, offset);
+        }
+    }
+    panic!("no section {name} in {path:?}");
+}
+
+/// 7za (mac/x64) calls `getpass("")`: the empty string in `__cstring` is too short for the
+/// string inventory, and the nearest earlier symbol (llvm-objdump says `dyld_stub_binder+…`,
+/// the lookup said `typeinfo name for IHasher+0x7f1b9`) is no name for it. Inside a section of
+/// C strings the operand names the string the bytes hold, here `""`.
+#[tokio::test]
+async fn an_empty_c_string_is_named_as_itself_not_as_a_far_symbol_regression_20() {
+    let path = crate::common::fixture("7zip-bin-5.2.0/package/mac/x64/7za");
+    let h = opened(&path).await;
+    let page = h
+        .call(
+            "procedure_assembly",
+            json!({ "procedure": "GetPassword(CStdOutStream*, bool)", "limit": 200 }),
+        )
+        .await;
+    assert_eq!(page["total_instructions"], 87, "{page}");
+    let ours = page["instructions"].as_array().unwrap();
+    let (addr, size, offset) = macho_section(&path, "__cstring");
+    let bytes = std::fs::read(&path).unwrap();
+    let named: Vec<(u64, String)> = ours
+        .iter()
+        .filter(|i| !i["data"].is_null())
+        .map(|i| {
+            (
+                hex(i["data"]["address"].as_str().unwrap()),
+                i["data"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut strings = 0;
+    for (address, name) in &named {
+        if !(addr..addr + size).contains(address) {
+            continue;
+        }
+        let start = (offset + address - addr) as usize;
+        let len = bytes[start..].iter().position(|&b| b == 0).unwrap();
+        let text = std::str::from_utf8(&bytes[start..start + len]).unwrap();
+        assert_eq!(name, &quoted(text), "{address:#x}");
+        strings += 1;
+    }
+    // The two prompts, two `getpass("")` and the thrown message.
+    assert_eq!(strings, 5, "{named:?}");
+    assert_eq!(
+        named.iter().filter(|(_, n)| n == "\"\"").count(),
+        2,
+        "{named:?}"
+    );
+}

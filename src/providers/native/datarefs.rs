@@ -157,6 +157,16 @@ impl<'a> DataNames<'a> {
                 quoted
             }));
         }
+        if holds_only_c_strings(&section.name) {
+            // Every byte of such a section belongs to a NUL-terminated string, so what is there
+            // is the (short, even empty) string at the address: `getpass("")` reads `""`, not
+            // the nearest earlier symbol plus half a megabyte.
+            let available = (section.address + section.size - address).min(4096);
+            let bytes = image.bytes_at(address, available)?;
+            let end = bytes.iter().position(|&b| b == 0)?;
+            let text = std::str::from_utf8(&bytes[..end]).ok()?;
+            return Some(DataName::Text(quote(text)));
+        }
         self.symbol(address)
     }
 
@@ -177,9 +187,16 @@ impl<'a> DataNames<'a> {
         } else if self.sized {
             address.saturating_add(1)
         } else {
+            // Reaching to the next symbol, but never out of the symbol's own section: what
+            // lies past it is not part of the symbol, whatever the next symbol is.
+            let section_end = self
+                .image
+                .section_at(*address)
+                .map_or(address.saturating_add(1), |s| s.address + s.size);
             symbols
                 .get(i)
                 .map_or(address.saturating_add(4096), |next| next.0)
+                .min(section_end)
         };
         (at < end).then(|| DataName::Symbol {
             start: *address,
@@ -187,6 +204,21 @@ impl<'a> DataNames<'a> {
             offset: at - address,
         })
     }
+}
+
+/// Mach-O sections that hold nothing but NUL-terminated strings (`S_CSTRING_LITERALS` and the
+/// Objective-C name sections).
+fn holds_only_c_strings(section: &str) -> bool {
+    matches!(
+        section.rsplit(',').next(),
+        Some(
+            "__cstring"
+                | "__objc_methname"
+                | "__objc_classname"
+                | "__objc_methtype"
+                | "__oslogstring"
+        )
+    )
 }
 
 /// JSON-quotes a string, marking with `…` after the quote that it goes on past 80 characters.
