@@ -55,7 +55,7 @@ pub struct LedgerCheck {
 }
 
 /// Whether an SQLite error says the file itself is damaged (rather than busy or unopenable).
-fn is_damage(e: &rusqlite::Error) -> bool {
+pub(super) fn is_damage(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)

@@ -293,3 +293,107 @@ fn a_sound_session_verifies_clean_and_resumes() {
     let s = Session::resume(state.path(), &id).unwrap();
     assert_eq!(s.id(), id);
 }
+
+/// Flips one byte inside record `n`'s stored JSON so that it stays valid UTF-8 and valid JSON:
+/// SQLite's b-trees and the ledger's counts are untouched; only the record's digest changes.
+fn flip_inside_json(db: &Path, n: u64) {
+    let mut bytes = std::fs::read(db).unwrap();
+    let at = offset_of(&bytes, n) + 12;
+    assert_eq!(bytes[at], b'x');
+    bytes[at] = b'y';
+    std::fs::write(db, &bytes).unwrap();
+}
+
+#[test]
+fn resume_accepts_a_sound_b_tree_then_its_ledger_check_refuses_writes_naming_the_row_regression_16()
+{
+    let (state, id, db, ids) = session_of();
+    flip_inside_json(&db, 42);
+    let s = Session::resume(state.path(), &id).expect("quick_check and the counts pass");
+    let status = s.store().wait_ledger_check();
+    let problem = match &status {
+        rea::store::LedgerStatus::Damaged(bad) => {
+            assert_eq!((bad.seq, bad.id.as_deref()), (42, Some(ids[41].as_str())));
+            bad.problem.clone()
+        }
+        other => panic!("the check ended {other:?}"),
+    };
+    assert!(
+        problem.starts_with("the stored record hashes to ev_") && problem.ends_with("not its id"),
+        "{problem}"
+    );
+    let refused = s.store().record_blocking(record(N + 1)).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "{} is damaged, so nothing more is written to it: the ledger check found seq 42 {}: {problem}; rows written before stay, later writes are refused",
+            db.display(),
+            ids[41]
+        )
+    );
+    // What was acknowledged stays; nothing was added.
+    let (_, rows) = s.store().list_evidence(&Default::default()).unwrap();
+    assert_eq!(rows, N);
+    drop(s);
+
+    // The same through the server: binary_session reports the damage once the check has ended
+    // (a bounded wait on the check of 120 rows), and a recording tool is refused with it.
+    let mut server = StdioServer::start(state.path());
+    assert_eq!(
+        server.tool("resume_session", json!({"session_id": id}))["id"],
+        json!(id)
+    );
+    let expected = format!("damaged: seq 42 {}: {problem}", ids[41]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let reported = loop {
+        let v = server.tool("binary_session", json!({}));
+        let check = v["ledger_check"].clone();
+        if check != "running" {
+            break check;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running: {v}");
+    };
+    assert_eq!(reported, json!(expected));
+    let v = server.request(
+        "tools/call",
+        json!({"name": "record_unknown", "arguments": {"question": "q?"}}),
+    );
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("the ledger check found seq 42 {}: ", ids[41])),
+        "{text}"
+    );
+    drop(server);
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    assert_eq!(bad_rows(&report), vec![(42, Some(ids[41].clone()))]);
+    assert_eq!(report["records"], N);
+}
+
+#[test]
+fn a_sound_ledger_checks_clean_after_resume_and_writes_go_on() {
+    let (state, id, _db, _ids) = session_of();
+    let s = Session::resume(state.path(), &id).unwrap();
+    assert_eq!(
+        s.store().wait_ledger_check(),
+        rea::store::LedgerStatus::Clean
+    );
+    let o = s.store().record_blocking(record(N + 1)).unwrap();
+    assert_eq!(o.seq, N as i64 + 1);
+    drop(s);
+    let mut server = StdioServer::start(state.path());
+    server.tool("resume_session", json!({"session_id": id}));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let v = server.tool("binary_session", json!({}));
+        let check = &v["ledger_check"];
+        if check != "running" {
+            assert_eq!(check, "clean", "{v}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running: {v}");
+    }
+    let v = server.tool("record_unknown", json!({"question": "q?"}));
+    assert_eq!(v["head"]["revision"], 1, "{v}");
+}
