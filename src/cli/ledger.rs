@@ -156,11 +156,27 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 (None, None) => unreachable!("one of them is open"),
             };
             if jsonl {
-                let n = crate::investigation::export_jsonl(store, &target, overwrite)?;
-                println!("exported {n} records to {}", dest.display());
+                let done = crate::investigation::export_jsonl(store, &target, overwrite)?;
+                if !done.skipped.is_empty() {
+                    eprintln!(
+                        "rea: {} unreadable records were left out:",
+                        done.skipped.len()
+                    );
+                    for row in done.listed() {
+                        eprintln!("  {row}");
+                    }
+                }
+                println!("exported {} records to {}", done.records, dest.display());
             } else {
                 match &owned {
-                    Some(s) => s.store().export(&target, overwrite)?,
+                    Some(s) => {
+                        s.store().export(&target, overwrite)?;
+                        // The copy is of the file as it is; say so when a row in it is damaged.
+                        let check = s.store().wait_ledger_check();
+                        if let crate::store::LedgerStatus::Damaged(_) = check {
+                            eprintln!("rea: the copy holds a damaged record: ledger check {check}");
+                        }
+                    }
                     None => {
                         store.copy_to(&target, overwrite)?;
                         eprintln!(

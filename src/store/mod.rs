@@ -51,7 +51,7 @@ pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRo
 pub use unknowns::{
     NewRevision, NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus,
 };
-pub use verify::{BadRow, LedgerCheck, verify_ledger};
+pub use verify::{BadRow, LedgerCheck, each_readable_evidence, verify_ledger};
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
 use crate::fsroot::{FsError, NewFile};
@@ -723,7 +723,20 @@ impl ReadOnlyStore {
             Connection::open_with_flags(&self.path, flags)?
         };
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.execute("vacuum into ?1", [output])?;
+        // A copy of what SQLite can read would be a silent partial: it is refused, and the
+        // temporary file goes with it. JSON lines keep the readable rows of a damaged ledger.
+        conn.execute("vacuum into ?1", [output]).map_err(|e| {
+            if verify::is_damage(&e) {
+                StoreError::Damaged {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "SQLite cannot read it whole ({e}), so no copy was made; export it as JSON lines to keep the readable records"
+                    ),
+                }
+            } else {
+                e.into()
+            }
+        })?;
         drop(conn);
         temp.commit(overwrite).map_err(fs_error)?;
         Ok(())

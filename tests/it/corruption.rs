@@ -397,3 +397,138 @@ fn a_sound_ledger_checks_clean_after_resume_and_writes_go_on() {
     let v = server.tool("record_unknown", json!({"question": "q?"}));
     assert_eq!(v["head"]["revision"], 1, "{v}");
 }
+
+/// `rea evidence export --session ID DEST [extra]`: (exit success, stdout, stderr).
+fn export_cli(state: &Path, id: &str, dest: &Path, extra: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rea"))
+        .arg("--state-dir")
+        .arg(state)
+        .args(["evidence", "export", "--session", id])
+        .arg(dest)
+        .args(extra)
+        .env_remove("REA_CONFIG_DIR")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The (seq, id) of every line of a JSON-lines export.
+fn exported_rows(file: &Path) -> Vec<(u64, String)> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["seq"].as_u64().unwrap(),
+                v["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Zeroes the page holding record `n`; the records it held, in order.
+fn zero_page_of(db: &Path, n: u64) -> Vec<u64> {
+    let mut bytes = std::fs::read(db).unwrap();
+    let page = offset_of(&bytes, n) / PAGE;
+    let range = page * PAGE..(page + 1) * PAGE;
+    let lost: Vec<u64> = (1..=N)
+        .filter(|&k| range.contains(&offset_of(&bytes, k)))
+        .collect();
+    assert!(lost.len() >= 5 && lost.contains(&n), "{lost:?}");
+    bytes[range].fill(0);
+    std::fs::write(db, &bytes).unwrap();
+    lost
+}
+
+#[test]
+fn jsonl_export_of_a_zeroed_page_keeps_every_other_row_and_names_the_lost_regression_16() {
+    let (state, id, db, ids) = session_of();
+    let lost = zero_page_of(&db, 60);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &["--jsonl"]);
+    assert!(ok, "{stdout}{stderr}");
+    let kept = N - lost.len() as u64;
+    assert_eq!(
+        stdout,
+        format!("exported {kept} records to {}\n", dest.display())
+    );
+    let expected: Vec<(u64, String)> = (1..=N)
+        .filter(|n| !lost.contains(n))
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), expected);
+    // Every skipped row is named with its seq and id, after the count.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == format!("rea: {} unreadable records were left out:", lost.len()))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let named: Vec<&str> = lines[at + 1..].to_vec();
+    assert_eq!(named.len(), lost.len(), "{stderr}");
+    for (line, n) in named.iter().zip(&lost) {
+        assert!(
+            line.starts_with(&format!(
+                "  seq {n} {}: row unreadable: database disk image is malformed",
+                ids[*n as usize - 1]
+            )),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn sqlite_copy_of_a_damaged_file_is_refused_with_the_reason_and_leaves_no_file_regression_16() {
+    let (state, id, db, _ids) = session_of();
+    zero_page_of(&db, 60);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("copy.db");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &[]);
+    assert!(!ok, "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "{} is damaged, so nothing more is written to it: SQLite cannot read it whole (database disk image is malformed), so no copy was made; export it as JSON lines to keep the readable records",
+            db.display()
+        )),
+        "{stderr}"
+    );
+    // No partial copy, no 0-byte file, no temporary file: the directory is as it was.
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    // A retry as JSON lines goes through.
+    let (ok, _, stderr) = export_cli(state.path(), &id, &out.path().join("l.jsonl"), &["--jsonl"]);
+    assert!(ok, "{stderr}");
+}
+
+#[test]
+fn export_evidence_as_jsonl_skips_a_row_that_does_not_hash_to_its_id_and_names_it_regression_16() {
+    let (state, id, db, ids) = session_of();
+    flip_inside_json(&db, 42);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let mut server = StdioServer::start(state.path());
+    server.tool("resume_session", json!({"session_id": id}));
+    let v = server.tool("export_evidence", json!({"path": dest, "format": "jsonl"}));
+    assert_eq!(v["evidence"], N - 1, "{v}");
+    assert_eq!(v["skipped"], 1, "{v}");
+    let listed = v["skipped_rows"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{v}");
+    let row = listed[0].as_str().unwrap();
+    assert!(
+        row.starts_with(&format!(
+            "seq 42 {}: the stored record hashes to ev_",
+            ids[41]
+        )) && row.ends_with(", not its id"),
+        "{row}"
+    );
+    let expected: Vec<(u64, String)> = (1..=N)
+        .filter(|&n| n != 42)
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), expected);
+    assert_eq!(v["bytes"], std::fs::metadata(&dest).unwrap().len());
+}
