@@ -10,9 +10,7 @@ use super::{Investigation, InvestigationError, Result, blocking};
 use crate::evidence::StoredEvidence;
 use crate::fsroot::NewFile;
 use crate::ids::EvidenceId;
-use crate::store::{
-    BadRow, EvidenceFilter, EvidenceSummary, ReadOnlyStore, StoreError, each_readable_evidence,
-};
+use crate::store::{BadRow, EvidenceFilter, EvidenceSummary, StoreError, each_readable_evidence};
 
 /// Arguments of `get_evidence`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -121,11 +119,12 @@ impl JsonlExport {
     }
 }
 
-/// Writes every readable record of `store` as JSON lines to `dest`, in recording order; never
+/// Writes every readable record of the session database `db` as JSON lines to `dest`, in
+/// recording order, reading it through a connection of its own that reads past damage; never
 /// replaces an existing file unless `overwrite` is set. A row that cannot be read, does not parse
 /// or does not hash to its id is left out and named in the answer, and the export goes on: a
 /// damaged ledger keeps what is readable. Blocking.
-pub fn export_jsonl(store: &ReadOnlyStore, dest: &NewFile, overwrite: bool) -> Result<JsonlExport> {
+pub fn export_jsonl(db: &Path, dest: &NewFile, overwrite: bool) -> Result<JsonlExport> {
     use std::io::Write;
     let io = |source| StoreError::Io {
         path: dest.path().to_owned(),
@@ -142,7 +141,7 @@ pub fn export_jsonl(store: &ReadOnlyStore, dest: &NewFile, overwrite: bool) -> R
     let mut temp = dest.temp()?;
     let mut out = std::io::BufWriter::new(temp.file());
     let mut n = 0;
-    let skipped = each_readable_evidence(store.path(), |e: StoredEvidence| {
+    let skipped = each_readable_evidence(db, |e: StoredEvidence| {
         serde_json::to_writer(&mut out, &e).map_err(|source| StoreError::CorruptRecord {
             id: e.id.to_string(),
             source,
@@ -206,7 +205,7 @@ impl Investigation {
                     skipped: vec![],
                 })
             }
-            ExportFormat::Jsonl => export_jsonl(&store, &path, overwrite),
+            ExportFormat::Jsonl => export_jsonl(store.path(), &path, overwrite),
         })
         .await?;
         let bytes = std::fs::symlink_metadata(dest.path())

@@ -249,7 +249,42 @@ pub fn each_readable_evidence(
 ) -> Result<Vec<BadRow>, StoreError> {
     let conn = damaged_reader(path)?;
     let mut walk = Walk::new(&conn, Some(&mut each));
+    if walk.highest_unread {
+        // Where the table ends is unknown (the page holding its last rows is lost, say): the
+        // id index tells.
+        walk.load_index();
+    }
     walk.run();
+    // Rows past the last one the table holds (a truncated file) are missing from it without an
+    // error: the ledger's own counts tell, and the id index names them.
+    let counted: Option<i64> = conn
+        .query_row(
+            "select coalesce(sum(rows), 0) from evidence_id_prefixes",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    let seen = (walk.records + walk.bad.len() as u64) as i64;
+    if walk.failed.is_none() && walk.indexed.is_none() && counted.is_none_or(|c| c > seen) {
+        let before = walk.highest;
+        walk.load_index();
+        walk.run_from(before + 1);
+    }
+    let seen = (walk.records + walk.bad.len() as u64) as i64;
+    if walk.failed.is_none()
+        && let Some(c) = counted
+        && c > seen
+    {
+        // Neither the table nor the index names them; still, none goes unsaid.
+        walk.bad.push(BadRow {
+            seq: walk.highest + 1,
+            id: None,
+            problem: format!(
+                "{UNREADABLE}: {} more rows were stored than the table and the id index hold",
+                c - seen
+            ),
+        });
+    }
     match walk.failed.take() {
         Some(e) => Err(e),
         None => Ok(walk.bad),
@@ -270,6 +305,8 @@ struct Walk<'a> {
     index_problem: Option<String>,
     /// The highest sequence number the table (or, once read, the id index) holds.
     highest: i64,
+    /// Whether the table's highest sequence number could not be read.
+    highest_unread: bool,
     records: u64,
     bad: Vec<BadRow>,
     missing: Vec<i64>,
@@ -282,18 +319,15 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     fn new(conn: &'a Connection, sink: Option<Sink<'a>>) -> Walk<'a> {
-        let highest = conn
-            .query_row("select max(seq) from evidence", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })
-            .ok()
-            .flatten()
-            .unwrap_or(0);
+        let highest = conn.query_row("select max(seq) from evidence", [], |r| {
+            r.get::<_, Option<i64>>(0)
+        });
         Walk {
             conn,
             indexed: None,
             index_problem: None,
-            highest,
+            highest_unread: highest.is_err(),
+            highest: highest.ok().flatten().unwrap_or(0),
             records: 0,
             bad: vec![],
             missing: vec![],
@@ -340,7 +374,11 @@ impl<'a> Walk<'a> {
     }
 
     fn run(&mut self) {
-        let mut next = 1i64;
+        self.run_from(1);
+    }
+
+    /// Walks sequence numbers `next` to the highest.
+    fn run_from(&mut self, mut next: i64) {
         while next <= self.highest && self.failed.is_none() {
             // Sequential from `next` until the scan ends or fails.
             match self.scan_from(&mut next) {

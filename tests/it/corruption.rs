@@ -531,4 +531,64 @@ fn export_evidence_as_jsonl_skips_a_row_that_does_not_hash_to_its_id_and_names_i
         .collect();
     assert_eq!(exported_rows(&dest), expected);
     assert_eq!(v["bytes"], std::fs::metadata(&dest).unwrap().len());
+    // The server ends (end of its input) and lets the session go.
+    drop(server.stdin);
+    assert!(server.child.wait().unwrap().success());
+
+    // The CLI's SQLite copy is of the file as it is, and says that a record in it is damaged.
+    let copy = out.path().join("copy.db");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &copy, &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        format!("exported the session database to {}\n", copy.display())
+    );
+    assert!(
+        stderr.contains(&format!(
+            "rea: the copy holds a damaged record: ledger check damaged: {}",
+            listed[0].as_str().unwrap()
+        )),
+        "{stderr}"
+    );
+    let check = rea::store::verify_ledger(&copy).unwrap();
+    let named: Vec<(i64, Option<String>)> = check
+        .bad_rows
+        .iter()
+        .map(|b| (b.seq, b.id.clone()))
+        .collect();
+    assert_eq!(named, vec![(42, Some(ids[41].clone()))]);
+    assert_eq!(check.records, N);
+}
+
+#[test]
+fn jsonl_export_of_a_truncated_file_names_every_row_past_its_end_regression_16() {
+    let (state, id, db, ids) = session_of();
+    let bytes = std::fs::read(&db).unwrap();
+    let cut = offset_of(&bytes, 100) / PAGE * PAGE;
+    let lost: Vec<u64> = (1..=N).filter(|&n| offset_of(&bytes, n) >= cut).collect();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&db)
+        .unwrap()
+        .set_len(cut as u64)
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &["--jsonl"]);
+    assert!(ok, "{stdout}{stderr}");
+    let expected: Vec<(u64, String)> = (1..=N)
+        .filter(|n| !lost.contains(n))
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), expected);
+    assert!(
+        stderr.contains(&format!(
+            "rea: {} unreadable records were left out:",
+            lost.len()
+        )),
+        "{stderr}"
+    );
+    for n in &lost {
+        assert!(stderr.contains(&format!("  seq {n} ")), "{n}: {stderr}");
+    }
 }
