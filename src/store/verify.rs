@@ -264,13 +264,13 @@ pub fn each_readable_evidence(
             |r| r.get(0),
         )
         .ok();
-    let seen = (walk.records + walk.bad.len() as u64) as i64;
+    let seen = walk.present();
     if walk.failed.is_none() && walk.indexed.is_none() && counted.is_none_or(|c| c > seen) {
         let before = walk.highest;
         walk.load_index();
         walk.run_from(before + 1);
     }
-    let seen = (walk.records + walk.bad.len() as u64) as i64;
+    let seen = walk.present();
     if walk.failed.is_none()
         && let Some(c) = counted
         && c > seen
@@ -365,6 +365,11 @@ impl<'a> Walk<'a> {
             self.highest = self.highest.max(top);
         }
         self.indexed = Some(indexed);
+    }
+
+    /// Rows present in the ledger so far: read (sound or not), or known only to the id index.
+    fn present(&self) -> i64 {
+        (self.records + self.bad.iter().filter(|b| b.unreadable()).count() as u64) as i64
     }
 
     /// The id the index holds for `seq`, reading the index first if need be.

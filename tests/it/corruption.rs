@@ -269,7 +269,22 @@ fn deleted_rows_are_counted_as_gaps_and_resume_refuses_regression_16() {
             format!("{N} rows were stored, {} are present: 2 missing", N - 2),
         ])
     );
-    assert!(!ids.is_empty());
+    // A JSON-lines export keeps the other rows and says that rows are missing.
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &["--jsonl"]);
+    assert!(ok, "{stdout}{stderr}");
+    let kept: Vec<(u64, String)> = (1..N)
+        .filter(|&n| n != 50)
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), kept);
+    assert!(
+        stderr.ends_with(&format!(
+            "rea: 1 unreadable records were left out:\n  seq {N} (id unreadable): row unreadable: 2 more rows were stored than the table and the id index hold\n"
+        )),
+        "{stderr}"
+    );
     resume_refused(
         state.path(),
         &id,
