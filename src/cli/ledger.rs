@@ -146,25 +146,35 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 }
                 Err(e) => return Err(e.into()),
             };
-            let reader = match &owned {
-                Some(_) => None,
-                None => Some(open(Some(&id))?),
-            };
-            let store: &crate::store::ReadOnlyStore = match (&owned, &reader) {
-                (Some(s), _) => s.store(),
-                (None, Some(r)) => r,
-                (None, None) => unreachable!("one of them is open"),
-            };
             if jsonl {
-                let n = crate::investigation::export_jsonl(store, &target, overwrite)?;
-                println!("exported {n} records to {}", dest.display());
+                // Read through a connection of its own that reads past damage (also a truncated
+                // file, which the read-only store does not open).
+                let db = crate::session::database_path(&settings.state_dir, &id)?;
+                let done = crate::investigation::export_jsonl(&db, &target, overwrite)?;
+                if !done.skipped.is_empty() {
+                    eprintln!(
+                        "rea: {} unreadable records were left out:",
+                        done.skipped.len()
+                    );
+                    for row in done.listed() {
+                        eprintln!("  {row}");
+                    }
+                }
+                println!("exported {} records to {}", done.records, dest.display());
             } else {
                 match &owned {
-                    Some(s) => s.store().export(&target, overwrite)?,
+                    Some(s) => {
+                        s.store().export(&target, overwrite)?;
+                        // The copy is of the file as it is; say so when a row in it is damaged.
+                        let check = s.store().wait_ledger_check();
+                        if let crate::store::LedgerStatus::Damaged(_) = check {
+                            eprintln!("rea: the copy holds a damaged record: ledger check {check}");
+                        }
+                    }
                     None => {
-                        store.copy_to(&target, overwrite)?;
+                        open(Some(&id))?.copy_to(&target, overwrite)?;
                         eprintln!(
-                            "rea: session {id} is live; its export time is noted only when its owner exports"
+                            "rea: session {id} is not held by this command; its export time is not noted"
                         );
                     }
                 }

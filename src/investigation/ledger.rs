@@ -10,7 +10,7 @@ use super::{Investigation, InvestigationError, Result, blocking};
 use crate::evidence::StoredEvidence;
 use crate::fsroot::NewFile;
 use crate::ids::EvidenceId;
-use crate::store::{EvidenceFilter, EvidenceSummary, ReadOnlyStore, StoreError};
+use crate::store::{BadRow, EvidenceFilter, EvidenceSummary, StoreError, each_readable_evidence};
 
 /// Arguments of `get_evidence`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -82,11 +82,49 @@ pub struct Exported {
     pub evidence: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// JSON lines: unreadable rows left out (they do not read, parse or hash to their id).
+    pub skipped: u64,
+    /// The first of them, as `seq N ev_…: problem`.
+    pub skipped_rows: Vec<String>,
 }
 
-/// Writes every record of `store` as JSON lines to `dest`; never replaces an existing file
-/// unless `overwrite` is set. Blocking.
-pub fn export_jsonl(store: &ReadOnlyStore, dest: &NewFile, overwrite: bool) -> Result<u64> {
+/// Skipped rows listed one by one in an export's result (all are counted).
+const LISTED_SKIPPED: usize = 100;
+
+/// What a JSON-lines export wrote and left out.
+#[derive(Debug)]
+pub struct JsonlExport {
+    /// Records written.
+    pub records: u64,
+    /// Rows left out, in sequence order.
+    pub skipped: Vec<BadRow>,
+}
+
+impl JsonlExport {
+    /// The skipped rows as the result lists them: `seq N ev_…: problem`, the first
+    /// [`LISTED_SKIPPED`].
+    pub fn listed(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .take(LISTED_SKIPPED)
+            .map(|b| {
+                format!(
+                    "seq {} {}: {}",
+                    b.seq,
+                    b.id.as_deref().unwrap_or("(id unreadable)"),
+                    b.problem
+                )
+            })
+            .collect()
+    }
+}
+
+/// Writes every readable record of the session database `db` as JSON lines to `dest`, in
+/// recording order, reading it through a connection of its own that reads past damage; never
+/// replaces an existing file unless `overwrite` is set. A row that cannot be read, does not parse
+/// or does not hash to its id is left out and named in the answer, and the export goes on: a
+/// damaged ledger keeps what is readable. Blocking.
+pub fn export_jsonl(db: &Path, dest: &NewFile, overwrite: bool) -> Result<JsonlExport> {
     use std::io::Write;
     let io = |source| StoreError::Io {
         path: dest.path().to_owned(),
@@ -103,7 +141,7 @@ pub fn export_jsonl(store: &ReadOnlyStore, dest: &NewFile, overwrite: bool) -> R
     let mut temp = dest.temp()?;
     let mut out = std::io::BufWriter::new(temp.file());
     let mut n = 0;
-    store.all_evidence(|e: StoredEvidence| {
+    let skipped = each_readable_evidence(db, |e: StoredEvidence| {
         serde_json::to_writer(&mut out, &e).map_err(|source| StoreError::CorruptRecord {
             id: e.id.to_string(),
             source,
@@ -115,7 +153,10 @@ pub fn export_jsonl(store: &ReadOnlyStore, dest: &NewFile, overwrite: bool) -> R
     out.flush().map_err(io)?;
     drop(out);
     temp.commit(overwrite)?;
-    Ok(n)
+    Ok(JsonlExport {
+        records: n,
+        skipped,
+    })
 }
 
 impl Investigation {
@@ -156,12 +197,15 @@ impl Investigation {
         let s = self.open_session()?;
         let store = s.store().clone();
         let (format, overwrite, path) = (args.format, args.overwrite, dest.clone());
-        let evidence = blocking(move || match format {
+        let done = blocking(move || match format {
             ExportFormat::Sqlite => {
                 store.export(&path, overwrite)?;
-                Ok(store.list_evidence(&EvidenceFilter::default())?.1)
+                Ok(JsonlExport {
+                    records: store.list_evidence(&EvidenceFilter::default())?.1,
+                    skipped: vec![],
+                })
             }
-            ExportFormat::Jsonl => export_jsonl(&store, &path, overwrite),
+            ExportFormat::Jsonl => export_jsonl(store.path(), &path, overwrite),
         })
         .await?;
         let bytes = std::fs::symlink_metadata(dest.path())
@@ -170,8 +214,10 @@ impl Investigation {
         Ok(Exported {
             path: dest.path().display().to_string(),
             format: args.format,
-            evidence,
+            evidence: done.records,
             bytes,
+            skipped: done.skipped.len() as u64,
+            skipped_rows: done.listed(),
         })
     }
 }

@@ -47,6 +47,8 @@ pub struct SessionState {
     pub evidence: u64,
     /// Unresolved residual unknowns.
     pub unresolved_unknowns: u64,
+    /// Hashing of the ledger's rows since the store opened: running, clean, or the damage.
+    pub ledger_check: Option<String>,
 }
 
 /// Arguments of `open_binary`.
@@ -373,6 +375,7 @@ impl Investigation {
                 targets: vec![],
                 evidence: 0,
                 unresolved_unknowns: 0,
+                ledger_check: None,
             });
         };
         let store = s.store();
@@ -389,6 +392,7 @@ impl Investigation {
             targets: store.targets()?,
             evidence,
             unresolved_unknowns: unknowns,
+            ledger_check: Some(store.ledger_check().to_string()),
         })
     }
 

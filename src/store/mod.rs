@@ -23,6 +23,7 @@ mod artifacts;
 mod checkpoint;
 mod completion;
 mod evidence;
+mod ledgercheck;
 mod prefixes;
 mod recording;
 mod targets;
@@ -42,6 +43,7 @@ pub use artifacts::OccurrenceRow;
 pub use checkpoint::CheckpointStats;
 pub use completion::{CompletionPage, ProcedureScope};
 pub use evidence::{EvidenceFilter, EvidenceSummary, PreparedEvidence, RecordOutcome};
+pub use ledgercheck::LedgerStatus;
 pub use recording::{
     Committed, LoadError, Loaded, ManifestRegistration, OccurrenceRegistration, Recording,
 };
@@ -49,7 +51,7 @@ pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRo
 pub use unknowns::{
     NewRevision, NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus,
 };
-pub use verify::{BadRow, LedgerCheck, verify_ledger};
+pub use verify::{BadRow, LedgerCheck, each_readable_evidence, verify_ledger};
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
 use crate::fsroot::{FsError, NewFile};
@@ -95,9 +97,9 @@ pub enum StoreError {
         /// Its application id.
         found: i32,
     },
-    /// The file is damaged (its b-trees are unsound, or ledger rows are missing): it is not
-    /// opened for writing, and nothing was written to it.
-    #[error("{path} is damaged, so nothing was written to it: {reason}")]
+    /// The file is damaged (its b-trees are unsound, ledger rows are missing, or the background
+    /// ledger check found a row that does not hash to its id): nothing more is written to it.
+    #[error("{path} is damaged, so nothing more is written to it: {reason}")]
     Damaged {
         /// The file.
         path: PathBuf,
@@ -211,6 +213,10 @@ pub struct Store {
     writer_state: Arc<WriterState>,
     /// Where checkpoints ran.
     checkpoints: CheckpointCounters,
+    /// The background ledger check (`ledgercheck.rs`); damage it finds refuses every write.
+    ledger: Arc<ledgercheck::LedgerWatch>,
+    /// Its thread, joined on close; `None` once joined or when there was nothing to check.
+    ledger_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::ops::Deref for Store {
@@ -342,9 +348,20 @@ impl Store {
                 .run(&mut conn)?;
             rekey_if_needed(&mut conn)?;
             count_prefixes_if_needed(&mut conn)?;
-            Checkpointer::start(path, &mut conn, policy)
+            // The rows the ledger check hashes: those written before this store opened.
+            let highest: i64 =
+                conn.query_row("select coalesce(max(seq), 0) from evidence", [], |r| {
+                    r.get(0)
+                })?;
+            Ok((Checkpointer::start(path, &mut conn, policy)?, highest))
         })();
-        let (checkpointer, checkpoints) = prepared.map_err(|e| name_exhaustion(path, e))?;
+        let ((checkpointer, checkpoints), highest) =
+            prepared.map_err(|e| name_exhaustion(path, e))?;
+        let (ledger, ledger_thread) =
+            ledgercheck::start(path, highest).map_err(|source| StoreError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
 
         let (tx, rx) = mpsc::channel::<Job>();
         let (done, writes_done) = mpsc::channel::<()>();
@@ -366,7 +383,20 @@ impl Store {
             writes_done: Mutex::new(writes_done),
             writer_state,
             checkpoints,
+            ledger,
+            ledger_thread: Mutex::new(ledger_thread),
         }))
+    }
+
+    /// Where the background ledger check is: every row present when the store opened is hashed
+    /// and compared with its id (see `ledgercheck.rs`).
+    pub fn ledger_check(&self) -> LedgerStatus {
+        self.ledger.status()
+    }
+
+    /// Waits for the background ledger check to end, and returns how it ended.
+    pub fn wait_ledger_check(&self) -> LedgerStatus {
+        self.ledger.wait()
     }
 
     /// Queues `f` for the writer thread. With `savepoint`, `f` runs inside a savepoint of its
@@ -383,6 +413,12 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
+        if let Some(reason) = self.ledger.damage() {
+            return Err(StoreError::Damaged {
+                path: self.path.clone(),
+                reason,
+            });
+        }
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
             // Savepoint and release go through the statement cache: parsing them anew for every
@@ -470,7 +506,11 @@ impl Store {
     /// replace an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
     pub fn export(&self, dest: &NewFile, overwrite: bool) -> Result<(), StoreError> {
         self.reads.copy_to(dest, overwrite)?;
-        self.set_meta_blocking("exported_at", &now_rfc3339())
+        match self.set_meta_blocking("exported_at", &now_rfc3339()) {
+            // A damaged ledger is written to no more; the copy is made all the same.
+            Err(StoreError::Damaged { .. }) => Ok(()),
+            other => other,
+        }
     }
 
     /// [`Store::close`] for a database about to be deleted: the writer connection skips the
@@ -494,6 +534,16 @@ impl Store {
     /// Stops the writer after every queued write has finished and closes every connection.
     /// Idempotent.
     pub fn close(&self) {
+        // The ledger check stops at its next chunk; its connection closes before the writer's.
+        self.ledger.stop();
+        if let Some(thread) = self
+            .ledger_thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = thread.join();
+        }
         // Idle readers close first: the writer's connection must be the last one open, for SQLite
         // to checkpoint and remove the WAL when it closes.
         self.reads.release();
@@ -673,7 +723,20 @@ impl ReadOnlyStore {
             Connection::open_with_flags(&self.path, flags)?
         };
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.execute("vacuum into ?1", [output])?;
+        // A copy of what SQLite can read would be a silent partial: it is refused, and the
+        // temporary file goes with it. JSON lines keep the readable rows of a damaged ledger.
+        conn.execute("vacuum into ?1", [output]).map_err(|e| {
+            if verify::is_damage(&e) {
+                StoreError::Damaged {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "SQLite cannot read it whole ({e}), so no copy was made; export it as JSON lines to keep the readable records"
+                    ),
+                }
+            } else {
+                e.into()
+            }
+        })?;
         drop(conn);
         temp.commit(overwrite).map_err(fs_error)?;
         Ok(())

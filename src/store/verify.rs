@@ -9,11 +9,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, ffi::ErrorCode};
 use serde::Serialize;
 
 use super::{APPLICATION_ID, BUSY_TIMEOUT, StoreError, immutable_uri, shm_path, wal_is_empty};
-use crate::evidence::EvidenceRecord;
+use crate::evidence::{EvidenceRecord, StoredEvidence};
 use crate::ids::EvidenceId;
 
 /// Lines of `integrity_check`/`quick_check` output kept in a report.
@@ -55,7 +56,7 @@ pub struct LedgerCheck {
 }
 
 /// Whether an SQLite error says the file itself is damaged (rather than busy or unopenable).
-fn is_damage(e: &rusqlite::Error) -> bool {
+pub(super) fn is_damage(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
@@ -160,33 +161,6 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
         Err(e) => problems.push(format!("application_id unreadable: {e}")),
     }
 
-    // The id index holds every row's id and sequence number apart from the table: it names rows
-    // whose table page is lost.
-    let mut indexed: BTreeMap<i64, String> = BTreeMap::new();
-    let index_scan = (|| -> rusqlite::Result<()> {
-        let mut stmt =
-            conn.prepare("select seq, id from evidence indexed by sqlite_autoindex_evidence_1")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let id = String::from_utf8_lossy(r.get_ref(1)?.as_bytes()?).into_owned();
-            indexed.insert(r.get(0)?, id);
-        }
-        Ok(())
-    })();
-    if let Err(e) = index_scan {
-        problems.push(format!(
-            "the id index is unreadable after {} entries: {e}",
-            indexed.len()
-        ));
-    }
-    let table_highest: Option<i64> = conn
-        .query_row("select max(seq) from evidence", [], |r| r.get(0))
-        .unwrap_or(None);
-    let highest = table_highest
-        .into_iter()
-        .chain(indexed.keys().next_back().copied())
-        .max()
-        .unwrap_or(0);
     let counted: Option<u64> = conn
         .query_row(
             "select coalesce(sum(rows), 0) from evidence_id_prefixes",
@@ -196,15 +170,12 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
         .ok()
         .map(|n| n.max(0) as u64);
 
-    let mut walk = Walk {
-        conn: &conn,
-        indexed: &indexed,
-        records: 0,
-        bad: vec![],
-        missing: vec![],
-        gaps: 0,
-    };
-    walk.run(highest);
+    let mut walk = Walk::new(&conn, None);
+    walk.load_index();
+    if let Some(p) = walk.index_problem.take() {
+        problems.push(p);
+    }
+    walk.run();
     let Walk {
         records,
         bad: bad_rows,
@@ -264,43 +235,188 @@ impl BadRow {
 
 const UNREADABLE: &str = "row unreadable";
 
+/// Where [`each_readable_evidence`] hands a sound row.
+type Sink<'a> = &'a mut dyn FnMut(StoredEvidence) -> Result<(), StoreError>;
+
+/// Every ledger row of the database at `path` that reads, parses and hashes to its id, in
+/// sequence order, handed to `each`; the rows that do not are skipped and returned with their
+/// sequence numbers and ids, in order. Reads past damage as [`verify_ledger`] does, so a bad row
+/// or page costs only the rows it held. An error from `each` ends the walk and is returned.
+/// Blocking.
+pub fn each_readable_evidence(
+    path: &Path,
+    mut each: impl FnMut(StoredEvidence) -> Result<(), StoreError>,
+) -> Result<Vec<BadRow>, StoreError> {
+    let conn = damaged_reader(path)?;
+    let mut walk = Walk::new(&conn, Some(&mut each));
+    if walk.highest_unread {
+        // Where the table ends is unknown (the page holding its last rows is lost, say): the
+        // id index tells.
+        walk.load_index();
+    }
+    walk.run();
+    // Rows past the last one the table holds (a truncated file) are missing from it without an
+    // error: the ledger's own counts tell, and the id index names them.
+    let counted: Option<i64> = conn
+        .query_row(
+            "select coalesce(sum(rows), 0) from evidence_id_prefixes",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    let seen = walk.present();
+    if walk.failed.is_none() && walk.indexed.is_none() && counted.is_none_or(|c| c > seen) {
+        let before = walk.highest;
+        walk.load_index();
+        walk.run_from(before + 1);
+    }
+    let seen = walk.present();
+    if walk.failed.is_none()
+        && let Some(c) = counted
+        && c > seen
+    {
+        // Neither the table nor the index names them; still, none goes unsaid.
+        walk.bad.push(BadRow {
+            seq: walk.highest + 1,
+            id: None,
+            problem: format!(
+                "{UNREADABLE}: {} more rows were stored than the table and the id index hold",
+                c - seen
+            ),
+        });
+    }
+    match walk.failed.take() {
+        Some(e) => Err(e),
+        None => Ok(walk.bad),
+    }
+}
+
 /// The walk over sequence numbers 1 to the highest: a sequential scan while pages read, one row at
 /// a time past a page that does not.
+///
+/// Verifying checks every row's links too and reads the id index first; exporting hands sound
+/// rows to its sink and reads the id index only once damage is found (to name the rows it lost),
+/// since on a sound ledger of a million rows that index alone is tens of megabytes.
 struct Walk<'a> {
     conn: &'a Connection,
-    indexed: &'a BTreeMap<i64, String>,
+    /// Every id the id index holds, by sequence number; `None` until read.
+    indexed: Option<BTreeMap<i64, String>>,
+    /// Why the id index could not be read whole.
+    index_problem: Option<String>,
+    /// The highest sequence number the table (or, once read, the id index) holds.
+    highest: i64,
+    /// Whether the table's highest sequence number could not be read.
+    highest_unread: bool,
     records: u64,
     bad: Vec<BadRow>,
     missing: Vec<i64>,
     gaps: u64,
+    /// Exporting: where sound rows go (links are then not checked).
+    sink: Option<Sink<'a>>,
+    /// The sink's error, which ends the walk.
+    failed: Option<StoreError>,
 }
 
-impl Walk<'_> {
-    fn run(&mut self, highest: i64) {
-        let mut next = 1i64;
-        while next <= highest {
+impl<'a> Walk<'a> {
+    fn new(conn: &'a Connection, sink: Option<Sink<'a>>) -> Walk<'a> {
+        let highest = conn.query_row("select max(seq) from evidence", [], |r| {
+            r.get::<_, Option<i64>>(0)
+        });
+        Walk {
+            conn,
+            indexed: None,
+            index_problem: None,
+            highest_unread: highest.is_err(),
+            highest: highest.ok().flatten().unwrap_or(0),
+            records: 0,
+            bad: vec![],
+            missing: vec![],
+            gaps: 0,
+            sink,
+            failed: None,
+        }
+    }
+
+    /// Reads the id index, which holds every row's id and sequence number apart from the table:
+    /// it names rows whose table page is lost. Once.
+    fn load_index(&mut self) {
+        if self.indexed.is_some() {
+            return;
+        }
+        let mut indexed: BTreeMap<i64, String> = BTreeMap::new();
+        let index_scan = (|| -> rusqlite::Result<()> {
+            let mut stmt = self
+                .conn
+                .prepare("select seq, id from evidence indexed by sqlite_autoindex_evidence_1")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let id = String::from_utf8_lossy(r.get_ref(1)?.as_bytes()?).into_owned();
+                indexed.insert(r.get(0)?, id);
+            }
+            Ok(())
+        })();
+        if let Err(e) = index_scan {
+            self.index_problem = Some(format!(
+                "the id index is unreadable after {} entries: {e}",
+                indexed.len()
+            ));
+        }
+        if let Some(&top) = indexed.keys().next_back() {
+            self.highest = self.highest.max(top);
+        }
+        self.indexed = Some(indexed);
+    }
+
+    /// Rows present in the ledger so far: read (sound or not), or known only to the id index.
+    fn present(&self) -> i64 {
+        (self.records + self.bad.iter().filter(|b| b.unreadable()).count() as u64) as i64
+    }
+
+    /// The id the index holds for `seq`, reading the index first if need be.
+    fn indexed_id(&mut self, seq: i64) -> Option<String> {
+        self.load_index();
+        self.indexed.as_ref().and_then(|m| m.get(&seq).cloned())
+    }
+
+    fn run(&mut self) {
+        self.run_from(1);
+    }
+
+    /// Walks sequence numbers `next` to the highest.
+    fn run_from(&mut self, mut next: i64) {
+        while next <= self.highest && self.failed.is_none() {
             // Sequential from `next` until the scan ends or fails.
             match self.scan_from(&mut next) {
                 Ok(()) => {
+                    if self.failed.is_some() {
+                        return;
+                    }
                     // The table has no row from `next` on; the index may still name some.
-                    while next <= highest {
+                    if next <= self.highest {
+                        self.load_index();
+                    }
+                    while next <= self.highest {
                         self.absent(next);
                         next += 1;
                     }
                 }
                 Err(_) => {
                     // Row by row until one reads again, then back to scanning.
-                    while next <= highest {
+                    self.load_index();
+                    while next <= self.highest && self.failed.is_none() {
                         let seq = next;
                         next += 1;
                         match self.point(seq) {
                             Ok(true) => break,
                             Ok(false) => self.absent(seq),
-                            Err(e) => self.bad.push(BadRow {
-                                seq,
-                                id: self.indexed.get(&seq).cloned(),
-                                problem: format!("{UNREADABLE}: {e}"),
-                            }),
+                            Err(e) => {
+                                let id = self.indexed_id(seq);
+                                self.bad.push(BadRow {
+                                    seq,
+                                    id,
+                                    problem: format!("{UNREADABLE}: {e}"),
+                                });
+                            }
                         }
                     }
                 }
@@ -311,17 +427,20 @@ impl Walk<'_> {
     /// Scans rows from `*next` in order, checking each; advances `*next` past every row read and
     /// counts the sequence numbers skipped as absent.
     fn scan_from(&mut self, next: &mut i64) -> rusqlite::Result<()> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("select seq, id, record from evidence where seq >= ?1 order by seq")?;
+        let mut stmt = self.conn.prepare_cached(
+            "select seq, id, record, created_at from evidence where seq >= ?1 order by seq",
+        )?;
         let mut rows = stmt.query([*next])?;
         while let Some(r) = rows.next()? {
             let seq: i64 = r.get(0)?;
             for skipped in *next..seq {
                 self.absent(skipped);
             }
-            self.check(seq, r.get_ref(1)?, r.get_ref(2)?);
+            self.check(seq, r.get_ref(1)?, r.get_ref(2)?, r.get_ref(3)?);
             *next = seq + 1;
+            if self.failed.is_some() {
+                break;
+            }
         }
         Ok(())
     }
@@ -330,11 +449,11 @@ impl Walk<'_> {
     fn point(&mut self, seq: i64) -> rusqlite::Result<bool> {
         let mut stmt = self
             .conn
-            .prepare_cached("select id, record from evidence where seq = ?1")?;
+            .prepare_cached("select id, record, created_at from evidence where seq = ?1")?;
         let mut rows = stmt.query([seq])?;
         match rows.next()? {
             Some(r) => {
-                self.check(seq, r.get_ref(0)?, r.get_ref(1)?);
+                self.check(seq, r.get_ref(0)?, r.get_ref(1)?, r.get_ref(2)?);
                 Ok(true)
             }
             None => Ok(false),
@@ -343,10 +462,10 @@ impl Walk<'_> {
 
     /// No row holds `seq`: a gap, unless the id index still names it (its row is lost).
     fn absent(&mut self, seq: i64) {
-        match self.indexed.get(&seq) {
+        match self.indexed_id(seq) {
             Some(id) => self.bad.push(BadRow {
                 seq,
-                id: Some(id.clone()),
+                id: Some(id),
                 problem: format!("{UNREADABLE}: in the id index but not in the ledger table"),
             }),
             None => {
@@ -361,56 +480,87 @@ impl Walk<'_> {
     fn check(
         &mut self,
         seq: i64,
-        id: rusqlite::types::ValueRef<'_>,
-        record: rusqlite::types::ValueRef<'_>,
+        id: ValueRef<'_>,
+        record: ValueRef<'_>,
+        created_at: ValueRef<'_>,
     ) {
         self.records += 1;
         let id_text = id
             .as_bytes()
             .ok()
             .map(|b| String::from_utf8_lossy(b).into_owned());
-        let problem = self.problem_of(seq, id_text.as_deref(), record);
-        if let Some(problem) = problem {
-            self.bad.push(BadRow {
-                seq,
+        match self.sound(seq, id_text.as_deref(), record) {
+            Ok((id, record)) => {
+                let Some(sink) = self.sink.as_mut() else {
+                    return;
+                };
+                let created_at = match created_at.as_str() {
+                    Ok(t) => t.to_owned(),
+                    Err(_) => {
+                        let problem = "the row's created_at is not text".to_owned();
+                        self.bad.push(BadRow {
+                            seq,
+                            id: Some(id.to_string()),
+                            problem,
+                        });
+                        return;
+                    }
+                };
+                if let Err(e) = sink(StoredEvidence {
+                    id,
+                    seq,
+                    created_at,
+                    record,
+                }) {
+                    self.failed = Some(e);
+                }
+            }
+            Err(problem) => {
                 // An id the row no longer holds readably is named as the index holds it.
-                id: id_text
-                    .filter(|t| EvidenceId::parse(t).is_ok())
-                    .or_else(|| self.indexed.get(&seq).cloned()),
-                problem,
-            });
+                let id = match id_text.filter(|t| EvidenceId::parse(t).is_ok()) {
+                    Some(id) => Some(id),
+                    None => self.indexed_id(seq),
+                };
+                self.bad.push(BadRow { seq, id, problem });
+            }
         }
     }
 
-    fn problem_of(
-        &self,
+    /// The row's id and record when it is sound, else what is wrong with it.
+    fn sound(
+        &mut self,
         seq: i64,
         id: Option<&str>,
-        record: rusqlite::types::ValueRef<'_>,
-    ) -> Option<String> {
+        record: ValueRef<'_>,
+    ) -> Result<(EvidenceId, EvidenceRecord), String> {
         let Some(id) = id.and_then(|t| EvidenceId::parse(t).ok()) else {
-            return Some(format!("the row's id is not an Evidence id: {id:?}"));
+            return Err(format!("the row's id is not an Evidence id: {id:?}"));
         };
-        if let Some(indexed) = self.indexed.get(&seq)
+        // Exporting needs only what the row holds; the index is read there to name lost rows.
+        if self.sink.is_none()
+            && let Some(indexed) = self.indexed.as_ref().and_then(|m| m.get(&seq))
             && indexed != id.as_str()
         {
-            return Some(format!("the id index names {indexed} for this row"));
+            return Err(format!("the id index names {indexed} for this row"));
         }
         let Ok(bytes) = record.as_bytes() else {
-            return Some("the record is not text".into());
+            return Err("the record is not text".into());
         };
         let digest = EvidenceId::from_digest_of(bytes);
         if digest != id {
-            return Some(format!("the stored record hashes to {digest}, not its id"));
+            return Err(format!("the stored record hashes to {digest}, not its id"));
         }
         let text = match std::str::from_utf8(bytes) {
             Ok(t) => t,
-            Err(e) => return Some(format!("the record is not UTF-8: {e}")),
+            Err(e) => return Err(format!("the record is not UTF-8: {e}")),
         };
         let parsed: EvidenceRecord = match serde_json::from_str(text) {
             Ok(r) => r,
-            Err(e) => return Some(format!("the record does not parse: {e}")),
+            Err(e) => return Err(format!("the record does not parse: {e}")),
         };
+        if self.sink.is_some() {
+            return Ok((id, parsed));
+        }
         let mut missing_links = vec![];
         for link in &parsed.links {
             let present = self
@@ -424,11 +574,11 @@ impl Walk<'_> {
             }
         }
         if !missing_links.is_empty() {
-            return Some(format!(
+            return Err(format!(
                 "links not in the ledger: {}",
                 missing_links.join(", ")
             ));
         }
-        None
+        Ok((id, parsed))
     }
 }

@@ -269,7 +269,22 @@ fn deleted_rows_are_counted_as_gaps_and_resume_refuses_regression_16() {
             format!("{N} rows were stored, {} are present: 2 missing", N - 2),
         ])
     );
-    assert!(!ids.is_empty());
+    // A JSON-lines export keeps the other rows and says that rows are missing.
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &["--jsonl"]);
+    assert!(ok, "{stdout}{stderr}");
+    let kept: Vec<(u64, String)> = (1..N)
+        .filter(|&n| n != 50)
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), kept);
+    assert!(
+        stderr.ends_with(&format!(
+            "rea: 1 unreadable records were left out:\n  seq {N} (id unreadable): row unreadable: 2 more rows were stored than the table and the id index hold\n"
+        )),
+        "{stderr}"
+    );
     resume_refused(
         state.path(),
         &id,
@@ -292,4 +307,303 @@ fn a_sound_session_verifies_clean_and_resumes() {
     assert_eq!(report["integrity_check"], "ok");
     let s = Session::resume(state.path(), &id).unwrap();
     assert_eq!(s.id(), id);
+}
+
+/// Flips one byte inside record `n`'s stored JSON so that it stays valid UTF-8 and valid JSON:
+/// SQLite's b-trees and the ledger's counts are untouched; only the record's digest changes.
+fn flip_inside_json(db: &Path, n: u64) {
+    let mut bytes = std::fs::read(db).unwrap();
+    let at = offset_of(&bytes, n) + 12;
+    assert_eq!(bytes[at], b'x');
+    bytes[at] = b'y';
+    std::fs::write(db, &bytes).unwrap();
+}
+
+#[test]
+fn resume_accepts_a_sound_b_tree_then_its_ledger_check_refuses_writes_naming_the_row_regression_16()
+{
+    let (state, id, db, ids) = session_of();
+    flip_inside_json(&db, 42);
+    let s = Session::resume(state.path(), &id).expect("quick_check and the counts pass");
+    let status = s.store().wait_ledger_check();
+    let problem = match &status {
+        rea::store::LedgerStatus::Damaged(bad) => {
+            assert_eq!((bad.seq, bad.id.as_deref()), (42, Some(ids[41].as_str())));
+            bad.problem.clone()
+        }
+        other => panic!("the check ended {other:?}"),
+    };
+    assert!(
+        problem.starts_with("the stored record hashes to ev_") && problem.ends_with("not its id"),
+        "{problem}"
+    );
+    let refused = s.store().record_blocking(record(N + 1)).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "{} is damaged, so nothing more is written to it: the ledger check found seq 42 {}: {problem}; rows written before stay, later writes are refused",
+            db.display(),
+            ids[41]
+        )
+    );
+    // What was acknowledged stays; nothing was added.
+    let (_, rows) = s.store().list_evidence(&Default::default()).unwrap();
+    assert_eq!(rows, N);
+    drop(s);
+
+    // The same through the server: binary_session reports the damage once the check has ended
+    // (a bounded wait on the check of 120 rows), and a recording tool is refused with it.
+    let mut server = StdioServer::start(state.path());
+    assert_eq!(
+        server.tool("resume_session", json!({"session_id": id}))["id"],
+        json!(id)
+    );
+    let expected = format!("damaged: seq 42 {}: {problem}", ids[41]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let reported = loop {
+        let v = server.tool("binary_session", json!({}));
+        let check = v["ledger_check"].clone();
+        if check != "running" {
+            break check;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running: {v}");
+    };
+    assert_eq!(reported, json!(expected));
+    let v = server.request(
+        "tools/call",
+        json!({"name": "record_unknown", "arguments": {"question": "q?"}}),
+    );
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("the ledger check found seq 42 {}: ", ids[41])),
+        "{text}"
+    );
+    drop(server);
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    assert_eq!(bad_rows(&report), vec![(42, Some(ids[41].clone()))]);
+    assert_eq!(report["records"], N);
+}
+
+#[test]
+fn a_sound_ledger_checks_clean_after_resume_and_writes_go_on() {
+    let (state, id, _db, _ids) = session_of();
+    let s = Session::resume(state.path(), &id).unwrap();
+    assert_eq!(
+        s.store().wait_ledger_check(),
+        rea::store::LedgerStatus::Clean
+    );
+    let o = s.store().record_blocking(record(N + 1)).unwrap();
+    assert_eq!(o.seq, N as i64 + 1);
+    drop(s);
+    let mut server = StdioServer::start(state.path());
+    server.tool("resume_session", json!({"session_id": id}));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let v = server.tool("binary_session", json!({}));
+        let check = &v["ledger_check"];
+        if check != "running" {
+            assert_eq!(check, "clean", "{v}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running: {v}");
+    }
+    let v = server.tool("record_unknown", json!({"question": "q?"}));
+    assert_eq!(v["head"]["revision"], 1, "{v}");
+}
+
+/// `rea evidence export --session ID DEST [extra]`: (exit success, stdout, stderr).
+fn export_cli(state: &Path, id: &str, dest: &Path, extra: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rea"))
+        .arg("--state-dir")
+        .arg(state)
+        .args(["evidence", "export", "--session", id])
+        .arg(dest)
+        .args(extra)
+        .env_remove("REA_CONFIG_DIR")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The (seq, id) of every line of a JSON-lines export.
+fn exported_rows(file: &Path) -> Vec<(u64, String)> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["seq"].as_u64().unwrap(),
+                v["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Zeroes the page holding record `n`; the records it held, in order.
+fn zero_page_of(db: &Path, n: u64) -> Vec<u64> {
+    let mut bytes = std::fs::read(db).unwrap();
+    let page = offset_of(&bytes, n) / PAGE;
+    let range = page * PAGE..(page + 1) * PAGE;
+    let lost: Vec<u64> = (1..=N)
+        .filter(|&k| range.contains(&offset_of(&bytes, k)))
+        .collect();
+    assert!(lost.len() >= 5 && lost.contains(&n), "{lost:?}");
+    bytes[range].fill(0);
+    std::fs::write(db, &bytes).unwrap();
+    lost
+}
+
+#[test]
+fn jsonl_export_of_a_zeroed_page_keeps_every_other_row_and_names_the_lost_regression_16() {
+    let (state, id, db, ids) = session_of();
+    let lost = zero_page_of(&db, 60);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &["--jsonl"]);
+    assert!(ok, "{stdout}{stderr}");
+    let kept = N - lost.len() as u64;
+    assert_eq!(
+        stdout,
+        format!("exported {kept} records to {}\n", dest.display())
+    );
+    let expected: Vec<(u64, String)> = (1..=N)
+        .filter(|n| !lost.contains(n))
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), expected);
+    // Every skipped row is named with its seq and id, after the count.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == format!("rea: {} unreadable records were left out:", lost.len()))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let named: Vec<&str> = lines[at + 1..].to_vec();
+    assert_eq!(named.len(), lost.len(), "{stderr}");
+    for (line, n) in named.iter().zip(&lost) {
+        assert!(
+            line.starts_with(&format!(
+                "  seq {n} {}: row unreadable: database disk image is malformed",
+                ids[*n as usize - 1]
+            )),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn sqlite_copy_of_a_damaged_file_is_refused_with_the_reason_and_leaves_no_file_regression_16() {
+    let (state, id, db, _ids) = session_of();
+    zero_page_of(&db, 60);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("copy.db");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &[]);
+    assert!(!ok, "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "{} is damaged, so nothing more is written to it: SQLite cannot read it whole (database disk image is malformed), so no copy was made; export it as JSON lines to keep the readable records",
+            db.display()
+        )),
+        "{stderr}"
+    );
+    // No partial copy, no 0-byte file, no temporary file: the directory is as it was.
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    // A retry as JSON lines goes through.
+    let (ok, _, stderr) = export_cli(state.path(), &id, &out.path().join("l.jsonl"), &["--jsonl"]);
+    assert!(ok, "{stderr}");
+}
+
+#[test]
+fn export_evidence_as_jsonl_skips_a_row_that_does_not_hash_to_its_id_and_names_it_regression_16() {
+    let (state, id, db, ids) = session_of();
+    flip_inside_json(&db, 42);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let mut server = StdioServer::start(state.path());
+    server.tool("resume_session", json!({"session_id": id}));
+    let v = server.tool("export_evidence", json!({"path": dest, "format": "jsonl"}));
+    assert_eq!(v["evidence"], N - 1, "{v}");
+    assert_eq!(v["skipped"], 1, "{v}");
+    let listed = v["skipped_rows"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{v}");
+    let row = listed[0].as_str().unwrap();
+    assert!(
+        row.starts_with(&format!(
+            "seq 42 {}: the stored record hashes to ev_",
+            ids[41]
+        )) && row.ends_with(", not its id"),
+        "{row}"
+    );
+    let expected: Vec<(u64, String)> = (1..=N)
+        .filter(|&n| n != 42)
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), expected);
+    assert_eq!(v["bytes"], std::fs::metadata(&dest).unwrap().len());
+    // The server ends (end of its input) and lets the session go.
+    drop(server.stdin);
+    assert!(server.child.wait().unwrap().success());
+
+    // The CLI's SQLite copy is of the file as it is, and says that a record in it is damaged.
+    let copy = out.path().join("copy.db");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &copy, &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        format!("exported the session database to {}\n", copy.display())
+    );
+    assert!(
+        stderr.contains(&format!(
+            "rea: the copy holds a damaged record: ledger check damaged: {}",
+            listed[0].as_str().unwrap()
+        )),
+        "{stderr}"
+    );
+    let check = rea::store::verify_ledger(&copy).unwrap();
+    let named: Vec<(i64, Option<String>)> = check
+        .bad_rows
+        .iter()
+        .map(|b| (b.seq, b.id.clone()))
+        .collect();
+    assert_eq!(named, vec![(42, Some(ids[41].clone()))]);
+    assert_eq!(check.records, N);
+}
+
+#[test]
+fn jsonl_export_of_a_truncated_file_names_every_row_past_its_end_regression_16() {
+    let (state, id, db, ids) = session_of();
+    let bytes = std::fs::read(&db).unwrap();
+    let cut = offset_of(&bytes, 100) / PAGE * PAGE;
+    let lost: Vec<u64> = (1..=N).filter(|&n| offset_of(&bytes, n) >= cut).collect();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&db)
+        .unwrap()
+        .set_len(cut as u64)
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &["--jsonl"]);
+    assert!(ok, "{stdout}{stderr}");
+    let expected: Vec<(u64, String)> = (1..=N)
+        .filter(|n| !lost.contains(n))
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), expected);
+    assert!(
+        stderr.contains(&format!(
+            "rea: {} unreadable records were left out:",
+            lost.len()
+        )),
+        "{stderr}"
+    );
+    for n in &lost {
+        assert!(stderr.contains(&format!("  seq {n} ")), "{n}: {stderr}");
+    }
 }

@@ -32,9 +32,11 @@ impl HttpServer {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        stderr.read_line(&mut line).unwrap();
+        // Keep reading what the server logs: with the pipe closed, a log line written to it
+        // fails, and the request that wrote it is never answered.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         let port = line
             .trim_end()
             .strip_suffix("/mcp")
@@ -50,14 +52,19 @@ impl HttpServer {
 
     /// POSTs one JSON-RPC message; returns the session id header and the messages answered.
     fn post(&self, session: Option<&str>, message: &Value) -> (Option<String>, Vec<Value>) {
+        let session_header = session
+            .map(|s| format!("Mcp-Session-Id: {s}\r\nMcp-Protocol-Version: 2025-11-25\r\n"))
+            .unwrap_or_default();
+        self.send(&session_header, message)
+    }
+
+    /// POSTs one message with `session_header` (header lines, each ending in CRLF).
+    fn send(&self, session_header: &str, message: &Value) -> (Option<String>, Vec<Value>) {
         let body = message.to_string();
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
-        let session_header = session
-            .map(|s| format!("Mcp-Session-Id: {s}\r\nMcp-Protocol-Version: 2025-11-25\r\n"))
-            .unwrap_or_default();
         write!(
             stream,
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{session_header}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -65,8 +72,17 @@ impl HttpServer {
             body.len()
         )
         .unwrap();
+        // Up to the end of the body: the close, or the last chunk of a chunked one (a stateless
+        // error answer ends with its last chunk while the connection stays open).
         let mut raw = vec![];
-        stream.read_to_end(&mut raw).unwrap();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            raw.extend_from_slice(&buf[..n]);
+            if n == 0 || raw.ends_with(b"\r\n0\r\n\r\n") {
+                break;
+            }
+        }
         let split = raw
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
@@ -125,6 +141,33 @@ impl HttpServer {
         } else {
             Ok(result["structuredContent"].clone())
         }
+    }
+}
+
+impl HttpServer {
+    /// A stateless MCP 2026-07-28 `tools/call` (no MCP session, its version in `_meta` and the
+    /// headers): the whole answer.
+    fn stateless(&self, name: &str, arguments: Value) -> Value {
+        let headers = format!(
+            "Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\n"
+        );
+        let (session, messages) = self.send(
+            &headers,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": name,
+                "arguments": arguments,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            }}),
+        );
+        assert_eq!(session, None, "a stateless request got an MCP session");
+        messages
+            .into_iter()
+            .find(|m| m["id"] == 7)
+            .expect("an answer")
     }
 }
 
@@ -278,5 +321,104 @@ fn descriptor_exhaustion_is_reported_as_too_many_open_files_regression_16() {
             .iter()
             .any(|t| t.starts_with("too many open files: this process has used up")),
         "{refusals:#?}"
+    );
+}
+
+/// `nm`'s address of `symbol` in `file`, as rea writes addresses (`0x` + lowercase hex).
+fn nm_address(file: &Path, symbol: &str) -> String {
+    let out = Command::new("nm")
+        .arg("--defined-only")
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(2) == Some(symbol))
+        .unwrap_or_else(|| panic!("nm lists no {symbol}: {text}"));
+    let hex = line.split_whitespace().next().unwrap();
+    format!("0x{:x}", u64::from_str_radix(hex, 16).unwrap())
+}
+
+#[test]
+fn stateless_requests_reach_the_session_they_name_and_a_wrong_id_is_refused_regression_16() {
+    let state = tempfile::tempdir().unwrap();
+    let src = state.path().join("addressed.c");
+    std::fs::write(
+        &src,
+        "int addressed_marker(int x) { return x * 3 + 1; }\nint main(void) { return addressed_marker(2); }\n",
+    )
+    .unwrap();
+    let program = state.path().join("addressed");
+    let cc = Command::new("cc")
+        .args(["-O0", "-o"])
+        .arg(&program)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(cc.success());
+    let address = nm_address(&program, "addressed_marker");
+    let server = HttpServer::start(state.path(), "");
+
+    let opened = server.stateless("open_binary", json!({"path": program}));
+    let opened = &opened["result"]["structuredContent"];
+    let id = opened["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(opened["name"], "addressed");
+
+    // A later request, on a new connection with no MCP session, names it and reaches its target.
+    let state_now = server.stateless("binary_session", json!({"session": id}));
+    let state_now = &state_now["result"]["structuredContent"];
+    assert_eq!(state_now["session_id"], id.as_str());
+    assert_eq!(state_now["targets"][0]["name"], "addressed");
+    assert_eq!(state_now["targets"][0]["path"], program.to_str().unwrap());
+    let found = server.stateless(
+        "search_procedures",
+        json!({"session": id, "query": "addressed_marker"}),
+    );
+    let procedures = found["result"]["structuredContent"]["procedures"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{found}"))
+        .clone();
+    assert!(
+        procedures
+            .iter()
+            .any(|p| p["name"] == "addressed_marker" && p["address"] == address.as_str()),
+        "{found}"
+    );
+
+    // One that names no session is told to; one that names a wrong id is refused with the reason.
+    let unnamed = server.stateless("list_procedures", json!({"limit": 1}));
+    assert_eq!(unnamed["result"]["isError"], true, "{unnamed}");
+    assert_eq!(
+        unnamed["result"]["content"][0]["text"],
+        "this request is stateless (MCP 2026-07-28 over HTTP) and names no binary session: pass the session id open_binary or resume_session returned as the `session` argument"
+    );
+    let wrong = "ses_1a232c9f7a0_00000000";
+    let refused = server.stateless("binary_session", json!({"session": wrong}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        format!(
+            "no live binary session {wrong} on this server (closed, or released after sitting idle): resume_session it"
+        )
+    );
+    let mistyped = server.stateless("binary_session", json!({"session": 7}));
+    assert_eq!(
+        mistyped["error"]["message"],
+        "`session` is a session id (a string), not 7"
+    );
+
+    // Closed by name, it is gone for the next request that names it.
+    let closed = server.stateless("close_binary", json!({"session": id}));
+    assert_eq!(
+        closed["result"]["structuredContent"]["session_id"],
+        id.as_str()
+    );
+    let gone = server.stateless("binary_session", json!({"session": id}));
+    assert_eq!(
+        gone["error"]["message"],
+        format!(
+            "no live binary session {id} on this server (closed, or released after sitting idle): resume_session it"
+        )
     );
 }

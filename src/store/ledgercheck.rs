@@ -1,0 +1,333 @@
+//! The ledger check a [`Store`](super::Store) runs in the background once it is open: every row
+//! that was in the ledger when it opened is hashed, in sequence order, and compared with its id.
+//!
+//! `PRAGMA quick_check` and the ledger's counts (what resume runs before it writes) see only
+//! SQLite's b-trees: a byte flipped inside a record's JSON leaves them sound. An id is the digest
+//! of the record's stored canonical JSON, so hashing the stored bytes finds such a row without
+//! parsing it; it runs beside the session instead of before it, because reading a ledger of a
+//! million rows takes far longer than resume may. Once a row is found that does not hash to its
+//! id, the store refuses every later write ([`StoreError::Damaged`](super::StoreError)); rows
+//! already written stay, and nothing is deleted.
+//!
+//! The check reads on a read-only connection of its own, a chunk of rows per statement, so no
+//! read transaction of it holds the WAL back for long and closing the store stops it between two
+//! chunks.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use sha2::{Digest, Sha256};
+
+use super::verify::{BadRow, is_damage};
+use super::{Role, StoreError, configure};
+use crate::ids::EvidenceId;
+
+/// Rows one statement of the check reads.
+const CHUNK: i64 = 2048;
+
+/// Where the background ledger check of a store is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerStatus {
+    /// Still hashing rows.
+    Running,
+    /// Every row hashed to its id.
+    Clean,
+    /// This row does not hold what its id says (or could not be read); writes are refused.
+    Damaged(BadRow),
+    /// The store closed before the check ended.
+    Stopped,
+    /// The check could not go on for a reason that is not damage (the file could not be opened,
+    /// say); writes go on.
+    Unfinished(String),
+}
+
+impl std::fmt::Display for LedgerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerStatus::Running => f.write_str("running"),
+            LedgerStatus::Clean => f.write_str("clean"),
+            LedgerStatus::Damaged(b) => write!(f, "damaged: {}", describe(b)),
+            LedgerStatus::Stopped => f.write_str("stopped"),
+            LedgerStatus::Unfinished(reason) => write!(f, "unfinished: {reason}"),
+        }
+    }
+}
+
+/// `seq N ev_…: problem`, as `rea evidence verify` lists a bad row.
+fn describe(b: &BadRow) -> String {
+    format!(
+        "seq {} {}: {}",
+        b.seq,
+        b.id.as_deref().unwrap_or("(id unreadable)"),
+        b.problem
+    )
+}
+
+/// What a store and its check thread share.
+pub(super) struct LedgerWatch {
+    status: Mutex<LedgerStatus>,
+    ended: Condvar,
+    /// Set when the status is [`LedgerStatus::Damaged`]: every write reads it, without the lock.
+    damaged: AtomicBool,
+    /// Set by closing the store.
+    stop: AtomicBool,
+}
+
+impl LedgerWatch {
+    fn new(status: LedgerStatus) -> LedgerWatch {
+        LedgerWatch {
+            damaged: AtomicBool::new(matches!(status, LedgerStatus::Damaged(_))),
+            status: Mutex::new(status),
+            ended: Condvar::new(),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    fn finish(&self, status: LedgerStatus) {
+        let mut current = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(status, LedgerStatus::Damaged(_)) {
+            self.damaged.store(true, Ordering::Release);
+        }
+        *current = status;
+        self.ended.notify_all();
+    }
+
+    /// The check's status now.
+    pub(super) fn status(&self) -> LedgerStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Blocks until the check has ended; its final status.
+    pub(super) fn wait(&self) -> LedgerStatus {
+        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        while *status == LedgerStatus::Running {
+            status = self.ended.wait(status).unwrap_or_else(|p| p.into_inner());
+        }
+        status.clone()
+    }
+
+    /// Why writes are refused, when the check found damage.
+    pub(super) fn damage(&self) -> Option<String> {
+        if !self.damaged.load(Ordering::Acquire) {
+            return None;
+        }
+        match &*self.status.lock().unwrap_or_else(|p| p.into_inner()) {
+            LedgerStatus::Damaged(b) => Some(format!(
+                "the ledger check found {}; rows written before stay, later writes are refused",
+                describe(b)
+            )),
+            _ => None,
+        }
+    }
+
+    /// Asks the check to stop at its next chunk.
+    pub(super) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// Starts the check of rows 1 to `highest` of the database at `path` on a thread of its own.
+/// With no row to check it is clean at once and no thread starts.
+pub(super) fn start(
+    path: &Path,
+    highest: i64,
+) -> Result<(Arc<LedgerWatch>, Option<JoinHandle<()>>), std::io::Error> {
+    if highest <= 0 {
+        return Ok((Arc::new(LedgerWatch::new(LedgerStatus::Clean)), None));
+    }
+    let watch = Arc::new(LedgerWatch::new(LedgerStatus::Running));
+    let thread = std::thread::Builder::new()
+        .name("rea-ledger-check".into())
+        .spawn({
+            let (watch, path) = (watch.clone(), path.to_owned());
+            move || {
+                let status = run(&path, highest, &watch);
+                watch.finish(status);
+            }
+        })?;
+    Ok((watch, Some(thread)))
+}
+
+fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = match Connection::open_with_flags(path, flags)
+        .map_err(StoreError::from)
+        .and_then(|c| configure(&c, Role::Reader).map(|()| c))
+    {
+        Ok(conn) => conn,
+        Err(e) => return LedgerStatus::Unfinished(e.to_string()),
+    };
+    let mut after = 0i64;
+    loop {
+        if watch.stop.load(Ordering::Acquire) {
+            return LedgerStatus::Stopped;
+        }
+        match chunk(&conn, &mut after, highest) {
+            Ok(Some(bad)) => return LedgerStatus::Damaged(bad),
+            Ok(None) if after >= highest => return LedgerStatus::Clean,
+            Ok(None) => {}
+            Err(e) if is_damage(&e) => {
+                return LedgerStatus::Damaged(BadRow {
+                    seq: after + 1,
+                    id: None,
+                    problem: format!("row unreadable (the first row after seq {after}): {e}"),
+                });
+            }
+            Err(e) => return LedgerStatus::Unfinished(e.to_string()),
+        }
+    }
+}
+
+/// Hashes the next chunk of rows after `*after`, advancing it past every row read; the first row
+/// that does not hash to its id, if any. A chunk that reads no row moves `*after` to `highest`
+/// (the rest of the sequence has no row).
+fn chunk(conn: &Connection, after: &mut i64, highest: i64) -> rusqlite::Result<Option<BadRow>> {
+    let mut read = 0u64;
+    let mut stmt = conn.prepare_cached(
+        "select seq, id, record from evidence where seq > ?1 and seq <= ?2 order by seq limit ?3",
+    )?;
+    let mut rows = stmt.query(rusqlite::params![*after, highest, CHUNK])?;
+    while let Some(r) = rows.next()? {
+        let seq: i64 = r.get(0)?;
+        read += 1;
+        *after = seq;
+        if let Some((id, problem)) = damage_of(r.get_ref(1)?, r.get_ref(2)?) {
+            return Ok(Some(BadRow { seq, id, problem }));
+        }
+    }
+    if read == 0 {
+        *after = highest;
+    }
+    Ok(None)
+}
+
+/// What is wrong with a row, judged by its bytes alone: its id and the problem, or `None` when
+/// its stored record hashes to its id.
+fn damage_of(id: ValueRef<'_>, record: ValueRef<'_>) -> Option<(Option<String>, String)> {
+    // The common case without allocating: the stored id is `ev_` and the digest in lowercase hex
+    // (as every id is written), compared as bytes.
+    if let (Ok(id), Ok(bytes)) = (id.as_bytes(), record.as_bytes())
+        && let Some(hex_digest) = id.strip_prefix(b"ev_")
+        && hex_digest.iter().all(|b| !b.is_ascii_uppercase())
+    {
+        let mut stored = [0u8; 32];
+        if hex::decode_to_slice(hex_digest, &mut stored).is_ok()
+            && stored == <[u8; 32]>::from(Sha256::digest(bytes))
+        {
+            return None;
+        }
+    }
+    let text = id.as_bytes().ok().map(String::from_utf8_lossy);
+    let Some(id) = text.as_deref().and_then(|t| EvidenceId::parse(t).ok()) else {
+        return Some((
+            None,
+            format!("the row's id is not an Evidence id: {text:?}"),
+        ));
+    };
+    let Ok(bytes) = record.as_bytes() else {
+        return Some((Some(id.to_string()), "the record is not text".into()));
+    };
+    let digest = EvidenceId::from_digest_of(bytes);
+    (digest != id).then(|| {
+        (
+            Some(id.to_string()),
+            format!("the stored record hashes to {digest}, not its id"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::test_record;
+    use crate::store::Store;
+    use serde_json::json;
+
+    /// A closed store of `n` records; their ids by seq - 1.
+    fn ledger(path: &Path, n: u64) -> Vec<String> {
+        let store = Store::open(path).unwrap();
+        let ids = (1..=n)
+            .map(|i| {
+                let r = test_record(
+                    "ledger.check",
+                    json!({ "n": i }),
+                    json!({ "mark": format!("row-{i:03}-abcdef") }),
+                );
+                store.record_blocking(r).unwrap().id.to_string()
+            })
+            .collect();
+        store.close();
+        ids
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_record_refuses_later_writes_naming_its_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let ids = ledger(&path, 30);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes
+            .windows(8)
+            .position(|w| w == b"row-017-")
+            .expect("row 17 in the file");
+        // `abcdef` becomes `bbcdef`: still valid JSON, so only the digest tells.
+        bytes[at + 8] = b'b';
+        std::fs::write(&path, &bytes).unwrap();
+
+        let store = Store::open_checked(&path).expect("quick_check passes");
+        let status = store.wait_ledger_check();
+        let LedgerStatus::Damaged(bad) = &status else {
+            panic!("{status:?}");
+        };
+        assert_eq!((bad.seq, bad.id.as_deref()), (17, Some(ids[16].as_str())));
+        assert!(
+            bad.problem.starts_with("the stored record hashes to ev_")
+                && bad.problem.ends_with(", not its id"),
+            "{}",
+            bad.problem
+        );
+        assert_eq!(
+            status.to_string(),
+            format!("damaged: seq 17 {}: {}", ids[16], bad.problem)
+        );
+        let refused = store
+            .record_blocking(test_record("ledger.check", json!({"n": 99}), json!(1)))
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "{} is damaged, so nothing more is written to it: the ledger check found seq 17 {}: {}; rows written before stay, later writes are refused",
+                path.display(),
+                ids[16],
+                bad.problem
+            )
+        );
+        // Nothing was deleted, and reads go on.
+        assert_eq!(store.list_evidence(&Default::default()).unwrap().1, 30);
+        assert!(store.set_meta_blocking("x", "y").is_err());
+    }
+
+    #[test]
+    fn a_sound_ledger_checks_clean_and_writes_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        // More rows than one chunk, so the check reads several.
+        ledger(&path, CHUNK as u64 + 5);
+        let store = Store::open_checked(&path).unwrap();
+        assert_eq!(store.wait_ledger_check(), LedgerStatus::Clean);
+        assert_eq!(store.ledger_check().to_string(), "clean");
+        store
+            .record_blocking(test_record("ledger.check", json!({"n": 0}), json!(1)))
+            .unwrap();
+        // A new, empty store has nothing to check.
+        let fresh = Store::open(&dir.path().join("new.db")).unwrap();
+        assert_eq!(fresh.ledger_check(), LedgerStatus::Clean);
+    }
+}
