@@ -1,0 +1,645 @@
+//! Objective-C method names of a stripped Mach-O where the file states them: the classes of
+//! `__objc_classlist` and the categories of `__objc_catlist`, each with its instance methods (the
+//! class's `class_ro_t` method list) and class methods (its metaclass's), named
+//! `-[Class selector]` / `+[Class(Category) selector]` at their implementation's address, as the
+//! compiler names the local symbols `strip -x` removes.
+//!
+//! Pointers are read as the linked file holds them: plain values (images with rebase opcodes) or
+//! chained fixups (`LC_DYLD_CHAINED_FIXUPS`, formats `DYLD_CHAINED_PTR_64` and
+//! `DYLD_CHAINED_PTR_64_OFFSET`), where a bind is not a pointer into the image. Every walk is a
+//! fixed number of steps from a list entry (no superclass chains), every count is bounded by the
+//! bytes that hold it, so a hostile file costs time linear in its size.
+
+use std::collections::HashMap;
+
+use object::read::macho::{MachHeader, MachOFile};
+use object::{Object, ObjectSection, ObjectSegment};
+
+use crate::vocabulary::NameOrigin;
+
+/// Upper bound on methods named from one file, against lists that claim billions.
+const MAX_METHODS: usize = 1_000_000;
+
+/// Longest class, category or selector name read; longer is not a name the compiler wrote.
+const MAX_NAME: usize = 4096;
+
+/// `method_list_t.entsizeAndFlags`: the entries are relative offsets (12 bytes each).
+const RELATIVE_METHODS: u32 = 0x8000_0000;
+/// With relative entries: the name offset reaches the selector string itself, not a reference.
+const DIRECT_SELECTORS: u32 = 0x4000_0000;
+/// The entry size bits of `entsizeAndFlags` (the low two bits and the high half are flags).
+const ENTSIZE_MASK: u32 = 0x0000_fffc;
+
+/// The low bits of `class_t.data` are Swift flags, not address bits.
+const CLASS_DATA_FLAGS: u64 = 0x7;
+
+/// `DYLD_CHAINED_PTR_64`: a rebase's target is a virtual address.
+const DYLD_CHAINED_PTR_64: u16 = 2;
+/// `DYLD_CHAINED_PTR_64_OFFSET`: a rebase's target is an offset from the image's start.
+const DYLD_CHAINED_PTR_64_OFFSET: u16 = 6;
+/// A page of a segment where no chain starts.
+const DYLD_CHAINED_PTR_START_NONE: u16 = 0xffff;
+
+/// A method implementation and the name the metadata gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Method {
+    /// Address of the implementation.
+    pub(crate) imp: u64,
+    /// `-[Class selector]`, `+[Class selector]` or `-[Class(Category) selector]`.
+    pub(crate) name: String,
+    /// The list that named it.
+    pub(crate) source: NameOrigin,
+}
+
+/// What one 64-bit chained fixup of the image says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fixup {
+    /// A pointer into the image, at this (unslid) address.
+    Rebase(u64),
+    /// A pointer to another image's symbol: no address of this one.
+    Bind,
+}
+
+/// How the image's pointer slots hold their values.
+#[derive(Debug, Default)]
+pub(crate) enum Pointers {
+    /// Plain addresses (rebase opcodes, or no fixups at all).
+    #[default]
+    Plain,
+    /// Chained fixups, decoded by slot address.
+    Chained(HashMap<u64, Fixup>),
+}
+
+/// The image as loaded: file-backed ranges by address, and how its pointers are stored.
+#[derive(Debug, Default)]
+pub(crate) struct Memory<'a> {
+    /// `(address, bytes)` of each segment's file-backed part.
+    pub(crate) regions: Vec<(u64, &'a [u8])>,
+    /// How a pointer slot is read.
+    pub(crate) pointers: Pointers,
+}
+
+impl Memory<'_> {
+    fn bytes(&self, address: u64, len: usize) -> Option<&[u8]> {
+        self.regions.iter().find_map(|&(start, data)| {
+            let at = usize::try_from(address.checked_sub(start)?).ok()?;
+            data.get(at..at.checked_add(len)?)
+        })
+    }
+
+    fn u32(&self, address: u64) -> Option<u32> {
+        Some(u32::from_le_bytes(self.bytes(address, 4)?.try_into().ok()?))
+    }
+
+    fn u64(&self, address: u64) -> Option<u64> {
+        Some(u64::from_le_bytes(self.bytes(address, 8)?.try_into().ok()?))
+    }
+
+    /// The address a pointer slot holds once loaded; `None` for null, a bind or an unreadable
+    /// slot.
+    fn pointer(&self, slot: u64) -> Option<u64> {
+        match &self.pointers {
+            Pointers::Plain => self.u64(slot).filter(|&v| v != 0),
+            Pointers::Chained(fixups) => match fixups.get(&slot)? {
+                Fixup::Rebase(target) => Some(*target),
+                Fixup::Bind => None,
+            },
+        }
+    }
+
+    /// The NUL-terminated name at `address`: non-empty, within `MAX_NAME` bytes.
+    fn name(&self, address: u64) -> Option<String> {
+        let (start, data) = self
+            .regions
+            .iter()
+            .find(|&&(start, data)| address >= start && address - start < data.len() as u64)?;
+        let rest = &data[usize::try_from(address - start).ok()?..];
+        let rest = &rest[..rest.len().min(MAX_NAME + 1)];
+        let end = memchr::memchr(0, rest).filter(|&n| n > 0)?;
+        Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+    }
+}
+
+/// Decodes one 64-bit chained fixup of `format` (`DYLD_CHAINED_PTR_64` or `_64_OFFSET`):
+/// `(fixup, next)` where `next` is the stride count (4 bytes each) to the chain's next slot, 0
+/// at its end; `None` for another format.
+pub(crate) fn decode_chained_64(format: u16, raw: u64, image_base: u64) -> Option<(Fixup, u64)> {
+    let next = (raw >> 51) & 0xfff;
+    if raw >> 63 == 1 {
+        return matches!(format, DYLD_CHAINED_PTR_64 | DYLD_CHAINED_PTR_64_OFFSET)
+            .then_some((Fixup::Bind, next));
+    }
+    // Rebase: target in bits 0..36, the top byte of the pointer in bits 36..44.
+    let target = raw & 0xf_ffff_ffff;
+    let high8 = ((raw >> 36) & 0xff) << 56;
+    let address = match format {
+        DYLD_CHAINED_PTR_64 => target,
+        DYLD_CHAINED_PTR_64_OFFSET => image_base.wrapping_add(target),
+        _ => return None,
+    };
+    Some((Fixup::Rebase(address | high8), next))
+}
+
+fn le_u16(data: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        data.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+
+fn le_u32(data: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        data.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+fn le_u64(data: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        data.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// The fixups of an `LC_DYLD_CHAINED_FIXUPS` payload, by slot address: each segment's chains
+/// walked page by page through `memory`. A chain only moves forward inside its page, so the walk
+/// ends; segments of other pointer formats are left out (their slots then read as no pointer).
+pub(crate) fn chained_fixups(
+    payload: &[u8],
+    memory: &Memory,
+    image_base: u64,
+) -> HashMap<u64, Fixup> {
+    let mut out = HashMap::new();
+    let Some(starts) = le_u32(payload, 4).and_then(|o| usize::try_from(o).ok()) else {
+        return out;
+    };
+    let Some(segments) = le_u32(payload, starts) else {
+        return out;
+    };
+    for index in 0..segments as usize {
+        if out.len() >= MAX_METHODS * 8 {
+            break;
+        }
+        let Some(info) = index
+            .checked_mul(4)
+            .and_then(|i| starts.checked_add(4 + i))
+            .and_then(|at| le_u32(payload, at))
+        else {
+            break;
+        };
+        if info == 0 {
+            continue;
+        }
+        let Some(seg) = starts.checked_add(info as usize) else {
+            continue;
+        };
+        let (Some(page_size), Some(format), Some(segment_offset), Some(pages)) = (
+            le_u16(payload, seg + 4),
+            le_u16(payload, seg + 6),
+            le_u64(payload, seg + 8),
+            le_u16(payload, seg + 20),
+        ) else {
+            continue;
+        };
+        if !matches!(format, DYLD_CHAINED_PTR_64 | DYLD_CHAINED_PTR_64_OFFSET) || page_size < 8 {
+            continue;
+        }
+        let segment = image_base.wrapping_add(segment_offset);
+        for page in 0..usize::from(pages) {
+            let Some(first) = le_u16(payload, seg + 22 + 2 * page) else {
+                break;
+            };
+            if first == DYLD_CHAINED_PTR_START_NONE {
+                continue;
+            }
+            let page_start = segment.wrapping_add(page as u64 * u64::from(page_size));
+            let mut offset = u64::from(first);
+            while offset + 8 <= u64::from(page_size) {
+                let slot = page_start.wrapping_add(offset);
+                let Some(raw) = memory.u64(slot) else { break };
+                let Some((fixup, next)) = decode_chained_64(format, raw, image_base) else {
+                    break;
+                };
+                out.insert(slot, fixup);
+                if next == 0 {
+                    break;
+                }
+                offset += next * 4;
+            }
+        }
+    }
+    out
+}
+
+/// Names the methods of the classes and categories listed at `classlist` and `catlist` (each a
+/// section's address and size).
+pub(crate) fn methods(
+    memory: &Memory,
+    classlist: Option<(u64, u64)>,
+    catlist: Option<(u64, u64)>,
+) -> Vec<Method> {
+    let mut out = Vec::new();
+    for slot in slots(classlist) {
+        if out.len() >= MAX_METHODS {
+            break;
+        }
+        let Some(class) = memory.pointer(slot) else {
+            continue;
+        };
+        let Some((name, instance)) = class_ro(memory, class) else {
+            continue;
+        };
+        let source = NameOrigin::ObjcClasslist;
+        method_list(memory, instance, '-', &name, source, &mut out);
+        if let Some(meta) = memory.pointer(class)
+            && let Some((_, class_methods)) = class_ro(memory, meta)
+        {
+            method_list(memory, class_methods, '+', &name, source, &mut out);
+        }
+    }
+    for slot in slots(catlist) {
+        if out.len() >= MAX_METHODS {
+            break;
+        }
+        let Some(category) = memory.pointer(slot) else {
+            continue;
+        };
+        let Some(category_name) = memory.pointer(category).and_then(|a| memory.name(a)) else {
+            continue;
+        };
+        // A category of another image's class reaches it through a bind: no name here.
+        let Some((class_name, _)) = memory
+            .pointer(category + 8)
+            .and_then(|c| class_ro(memory, c))
+        else {
+            continue;
+        };
+        let owner = format!("{class_name}({category_name})");
+        let source = NameOrigin::ObjcCatlist;
+        method_list(
+            memory,
+            memory.pointer(category + 16),
+            '-',
+            &owner,
+            source,
+            &mut out,
+        );
+        method_list(
+            memory,
+            memory.pointer(category + 24),
+            '+',
+            &owner,
+            source,
+            &mut out,
+        );
+    }
+    // One name per implementation: the first listed, as the runtime would find it first.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|m| seen.insert(m.imp));
+    out.sort_by_key(|m| m.imp);
+    out
+}
+
+/// The pointer slots of a list section.
+fn slots(section: Option<(u64, u64)>) -> impl Iterator<Item = u64> {
+    let (address, size) = section.unwrap_or((0, 0));
+    (0..size / 8).map(move |i| address.wrapping_add(i * 8))
+}
+
+/// A class's name and method list, from its `class_ro_t` (`data` at offset 32 of `class_t`).
+fn class_ro(memory: &Memory, class: u64) -> Option<(String, Option<u64>)> {
+    let ro = memory.pointer(class.checked_add(32)?)? & !CLASS_DATA_FLAGS;
+    let name = memory.name(memory.pointer(ro.checked_add(24)?)?)?;
+    Some((name, memory.pointer(ro.checked_add(32)?)))
+}
+
+/// Adds the methods of the `method_list_t` at `list`, named `{kind}[{owner} selector]`.
+fn method_list(
+    memory: &Memory,
+    list: Option<u64>,
+    kind: char,
+    owner: &str,
+    source: NameOrigin,
+    out: &mut Vec<Method>,
+) {
+    let Some(list) = list else { return };
+    let (Some(flags), Some(count)) = (
+        memory.u32(list),
+        list.checked_add(4).and_then(|a| memory.u32(a)),
+    ) else {
+        return;
+    };
+    let relative = flags & RELATIVE_METHODS != 0;
+    let entsize = u64::from(flags & ENTSIZE_MASK);
+    if entsize < if relative { 12 } else { 24 } {
+        return;
+    }
+    for index in 0..u64::from(count) {
+        if out.len() >= MAX_METHODS {
+            return;
+        }
+        let Some(entry) = list.checked_add(8 + index * entsize) else {
+            return;
+        };
+        // Entries past the bytes that hold them end the list (a count cannot outrun its file).
+        if memory.bytes(entry, entsize as usize).is_none() {
+            return;
+        }
+        let (selector, imp) = if relative {
+            let offset = |at: u64| memory.u32(at).map(|v| i64::from(v as i32));
+            let (Some(name_offset), Some(imp_offset)) = (offset(entry), offset(entry + 8)) else {
+                return;
+            };
+            if imp_offset == 0 {
+                continue;
+            }
+            let reference = entry.wrapping_add_signed(name_offset);
+            let selector = if flags & DIRECT_SELECTORS != 0 {
+                memory.name(reference)
+            } else {
+                memory.pointer(reference).and_then(|a| memory.name(a))
+            };
+            (selector, Some((entry + 8).wrapping_add_signed(imp_offset)))
+        } else {
+            (
+                memory.pointer(entry).and_then(|a| memory.name(a)),
+                memory.pointer(entry + 16),
+            )
+        };
+        if let (Some(selector), Some(imp)) = (selector, imp) {
+            out.push(Method {
+                imp,
+                name: format!("{kind}[{owner} {selector}]"),
+                source,
+            });
+        }
+    }
+}
+
+/// The Objective-C methods of a 64-bit Mach-O, little-endian (x86-64, arm64).
+pub(crate) fn file_methods<Mach: MachHeader<Endian = object::Endianness>>(
+    file: &MachOFile<'_, Mach>,
+) -> Vec<Method> {
+    if !file.is_64() || !file.is_little_endian() {
+        return Vec::new();
+    }
+    let list = |name: &str| {
+        file.sections()
+            .find(|s| {
+                s.name().ok() == Some(name)
+                    && s.segment_name()
+                        .ok()
+                        .flatten()
+                        .is_some_and(|g| g.starts_with("__DATA"))
+            })
+            .map(|s| (s.address(), s.size()))
+    };
+    let (classlist, catlist) = (list("__objc_classlist"), list("__objc_catlist"));
+    if classlist.is_none() && catlist.is_none() {
+        return Vec::new();
+    }
+    let mut memory = Memory {
+        regions: file
+            .segments()
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .filter(|(_, data)| !data.is_empty())
+            .collect(),
+        pointers: Pointers::Plain,
+    };
+    let image_base = file
+        .segments()
+        .find(|s| s.name().ok().flatten() == Some("__TEXT"))
+        .map_or(0, |s| s.address());
+    let endian = file.endian();
+    if let Ok(mut commands) = file.macho_load_commands() {
+        while let Ok(Some(command)) = commands.next() {
+            if command.cmd() != object::macho::LC_DYLD_CHAINED_FIXUPS {
+                continue;
+            }
+            let Ok(linkedit) =
+                command.data::<object::macho::LinkeditDataCommand<object::Endianness>>()
+            else {
+                continue;
+            };
+            let start = linkedit.dataoff.get(endian) as usize;
+            let payload = start
+                .checked_add(linkedit.datasize.get(endian) as usize)
+                .and_then(|end| file.data().get(start..end))
+                .unwrap_or_default();
+            memory.pointers = Pointers::Chained(chained_fixups(payload, &memory, image_base));
+            break;
+        }
+    }
+    methods(&memory, classlist, catlist)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A little-endian image under construction: one region at `BASE`.
+    struct Builder {
+        bytes: Vec<u8>,
+    }
+
+    const BASE: u64 = 0x1000;
+
+    impl Builder {
+        fn new(len: usize) -> Builder {
+            Builder {
+                bytes: vec![0; len],
+            }
+        }
+        fn at(&mut self, address: u64) -> &mut [u8] {
+            &mut self.bytes[(address - BASE) as usize..]
+        }
+        fn u32(&mut self, address: u64, v: u32) {
+            self.at(address)[..4].copy_from_slice(&v.to_le_bytes());
+        }
+        fn u64(&mut self, address: u64, v: u64) {
+            self.at(address)[..8].copy_from_slice(&v.to_le_bytes());
+        }
+        fn text(&mut self, address: u64, s: &str) {
+            self.at(address)[..s.len()].copy_from_slice(s.as_bytes());
+        }
+        fn memory(&self) -> Memory<'_> {
+            Memory {
+                regions: vec![(BASE, &self.bytes)],
+                pointers: Pointers::Plain,
+            }
+        }
+    }
+
+    /// One class `Counter` with `-increment` (classic list) and `+make` (relative list, through
+    /// a selector reference), listed at 0x1000.
+    fn counter() -> Builder {
+        let mut b = Builder::new(0x400);
+        b.u64(0x1000, 0x1100); // classlist[0] → class
+        b.u64(0x1100, 0x1180); // class.isa → metaclass
+        b.u64(0x1100 + 32, 0x1200 | 1); // class.data → ro (with a Swift flag bit)
+        b.u64(0x1180 + 32, 0x1240); // metaclass.data → its ro
+        b.u64(0x1200 + 24, 0x1300); // ro.name
+        b.u64(0x1200 + 32, 0x1280); // ro.baseMethods
+        b.u64(0x1240 + 24, 0x1300);
+        b.u64(0x1240 + 32, 0x12c0);
+        b.text(0x1300, "Counter");
+        b.text(0x1310, "increment");
+        b.text(0x1320, "make");
+        // Classic list: entsize 24 (flag bits 0b11 set), one entry {name, types, imp}.
+        b.u32(0x1280, 24 | 3);
+        b.u32(0x1284, 1);
+        b.u64(0x1288, 0x1310);
+        b.u64(0x1288 + 16, 0x4560);
+        // Relative list: entsize 12, one entry whose name reaches a selref at 0x1330.
+        b.u64(0x1330, 0x1320);
+        b.u32(0x12c0, RELATIVE_METHODS | 12);
+        b.u32(0x12c4, 1);
+        let entry = 0x12c8u64;
+        b.u32(entry, (0x1330 - entry) as u32);
+        b.u32(entry + 8, (0x458c - (entry + 8)) as u32);
+        b
+    }
+
+    #[test]
+    fn classic_and_relative_lists_name_instance_and_class_methods() {
+        let b = counter();
+        let found = methods(&b.memory(), Some((0x1000, 8)), None);
+        let names: Vec<(u64, &str)> = found.iter().map(|m| (m.imp, m.name.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                (0x4560, "-[Counter increment]"),
+                (0x458c, "+[Counter make]")
+            ]
+        );
+        assert!(found.iter().all(|m| m.source == NameOrigin::ObjcClasslist));
+    }
+
+    #[test]
+    fn truncated_looping_and_huge_lists_answer_cleanly() {
+        let mut b = counter();
+        // A class whose isa and data point back at the classlist and itself, a method list
+        // claiming four billion entries, and a name without its terminating NUL.
+        b.u64(0x1008, 0x1000);
+        b.u64(0x1000 + 32, 0x1000);
+        b.u32(0x1284, u32::MAX);
+        let mut m = b.memory();
+        let found = methods(&m, Some((0x1000, 0x10)), Some((0x1000, 0x10)));
+        // The real class still names its two methods; the garbage entries that follow the
+        // huge list's first one end at the image's end (24 bytes each), never past it.
+        assert_eq!(
+            found
+                .iter()
+                .filter(|m| m.name == "-[Counter increment]")
+                .count(),
+            1
+        );
+        assert!(found.iter().any(|m| m.name == "+[Counter make]"));
+        assert!(found.len() <= 2 + (0x1400 - 0x1288) / 24, "{found:?}");
+        // Every cut of the image is harmless, with the lists' sizes as claimed.
+        for cut in (0..b.bytes.len()).step_by(7) {
+            m.regions = vec![(BASE, &b.bytes[..cut])];
+            let _ = methods(&m, Some((0x1000, 0x1000)), Some((0x1000, 0x1000)));
+        }
+        let mut unterminated = Builder::new(0x20);
+        unterminated.bytes.fill(b'A');
+        assert_eq!(unterminated.memory().name(0x1000), None);
+    }
+
+    #[test]
+    fn chained_64_pointers_decode_rebases_and_binds() {
+        // Rebase to 0x4560, next slot 2 strides on (8 bytes), top byte 0x80.
+        let raw = 0x4560 | (0x80 << 36) | (2 << 51);
+        assert_eq!(
+            decode_chained_64(DYLD_CHAINED_PTR_64, raw, 0x1_0000_0000),
+            Some((Fixup::Rebase(0x8000_0000_0000_4560), 2))
+        );
+        // The offset format adds the image's start.
+        assert_eq!(
+            decode_chained_64(DYLD_CHAINED_PTR_64_OFFSET, 0x4560, 0x1_0000_0000),
+            Some((Fixup::Rebase(0x1_0000_4560), 0))
+        );
+        // A bind (ordinal 3, addend 0) is no local pointer.
+        let bind = (1 << 63) | (1 << 51) | 3;
+        assert_eq!(
+            decode_chained_64(DYLD_CHAINED_PTR_64_OFFSET, bind, 0),
+            Some((Fixup::Bind, 1))
+        );
+        // arm64e formats are not read.
+        assert_eq!(decode_chained_64(1, raw, 0), None);
+    }
+
+    /// An `LC_DYLD_CHAINED_FIXUPS` payload for one segment at `segment_offset` of one page whose
+    /// chain starts at `first`.
+    fn payload(format: u16, segment_offset: u64, first: u16) -> Vec<u8> {
+        let mut p = vec![0u8; 28];
+        p[4..8].copy_from_slice(&28u32.to_le_bytes()); // starts_offset
+        p.extend(1u32.to_le_bytes()); // seg_count
+        p.extend(8u32.to_le_bytes()); // seg_info_offset[0], from starts_in_image
+        p.extend(24u32.to_le_bytes()); // size
+        p.extend(0x1000u16.to_le_bytes()); // page_size
+        p.extend(format.to_le_bytes());
+        p.extend(segment_offset.to_le_bytes());
+        p.extend(0u32.to_le_bytes()); // max_valid_pointer
+        p.extend(1u16.to_le_bytes()); // page_count
+        p.extend(first.to_le_bytes());
+        p
+    }
+
+    #[test]
+    fn chained_image_names_methods_through_its_rebases() {
+        // The Counter image with every pointer slot rewritten as a DYLD_CHAINED_PTR_64_OFFSET
+        // rebase (image base 0), chained in address order.
+        let plain = counter();
+        // The relative list's imp offset (0x12d0) reads as an in-range value but is no pointer.
+        let slots: Vec<u64> = (0..0x400u64)
+            .step_by(8)
+            .map(|o| BASE + o)
+            .filter(|&a| (BASE..0x5000).contains(&plain.memory().u64(a).unwrap()) && a != 0x12d0)
+            .collect();
+        let mut chained = Builder {
+            bytes: plain.bytes.clone(),
+        };
+        for (i, &slot) in slots.iter().enumerate() {
+            let target = plain.memory().u64(slot).unwrap();
+            let next = slots.get(i + 1).map_or(0, |n| (n - slot) / 4);
+            chained.u64(slot, target | (next << 51));
+        }
+        let mut memory = chained.memory();
+        let fixups = chained_fixups(&payload(DYLD_CHAINED_PTR_64_OFFSET, BASE, 0), &memory, 0);
+        assert_eq!(fixups.get(&0x1000), Some(&Fixup::Rebase(0x1100)));
+        assert_eq!(fixups.get(&0x1120), Some(&Fixup::Rebase(0x1201)));
+        memory.pointers = Pointers::Chained(fixups);
+        let found = methods(&memory, Some((0x1000, 8)), None);
+        let names: Vec<&str> = found.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["-[Counter increment]", "+[Counter make]"]);
+        // A chain start outside its page, or an unknown format, reads nothing.
+        assert!(
+            chained_fixups(
+                &payload(DYLD_CHAINED_PTR_64_OFFSET, BASE, 0xfffc),
+                &chained.memory(),
+                0
+            )
+            .is_empty()
+        );
+        assert!(chained_fixups(&payload(1, BASE, 0), &chained.memory(), 0).is_empty());
+        for cut in 0..payload(2, 0, 0).len() {
+            let _ = chained_fixups(&payload(2, 0, 0)[..cut], &chained.memory(), 0);
+        }
+    }
+
+    #[test]
+    fn categories_name_their_class_and_skip_a_bound_class() {
+        let mut b = counter();
+        b.u64(0x1380, 0x13c0); // catlist[0] → category
+        b.u64(0x13c0, 0x13f0); // name
+        b.u64(0x13c8, 0x1100); // cls (Counter)
+        b.u64(0x13d0, 0x1280); // instanceMethods: reuses -increment's list
+        b.text(0x13f0, "Extra");
+        b.u64(0x1388, 0x13a0); // catlist[1] → a category whose cls is a bind (null here)
+        b.u64(0x13a0, 0x13f0);
+        let mut m = b.memory();
+        m.pointers = Pointers::Plain;
+        let found = methods(&m, None, Some((0x1380, 16)));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].name, "-[Counter(Extra) increment]");
+        assert_eq!(found[0].source, NameOrigin::ObjcCatlist);
+    }
+}
