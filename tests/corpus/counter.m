@@ -1,5 +1,6 @@
-// Ground truth for Objective-C method names (issue 20, item 5): two root classes and a category,
-// compiled for Mach-O without an SDK (no Foundation: `objc_root_class` stands in for NSObject).
+// Ground truth for Objective-C method names (issue 20, item 5): two root classes, a category of
+// one and a category of a class another image defines,
+// compiled for Mach-O without an SDK (no Foundation: `objc_root_class` declares the roots).
 
 __attribute__((objc_root_class))
 @interface Counter {
@@ -50,5 +51,25 @@ __attribute__((objc_root_class))
 }
 + (int)arity {
     return 2;
+}
+@end
+
+// A class this image does not define: its category reaches it through a bind to
+// `_OBJC_CLASS_$_NSObject` (resolved at load time under `-undefined dynamic_lookup`).
+__attribute__((objc_root_class))
+@interface NSObject
+@end
+
+@interface NSObject (Probe)
+- (int)probe;
++ (int)kind;
+@end
+
+@implementation NSObject (Probe)
+- (int)probe {
+    return 7;
+}
++ (int)kind {
+    return 8;
 }
 @end

@@ -69,14 +69,33 @@ fn nm_methods(path: &Path) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The pointer slots `llvm-objdump-14 --macho --bind` lists: address → symbol.
+fn objdump_binds(path: &Path) -> BTreeMap<u64, String> {
+    let text = run(
+        "llvm-objdump-14",
+        &["--macho", "--bind", path.to_str().unwrap()],
+    );
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let address = u64::from_str_radix(f.get(2)?.strip_prefix("0x")?, 16).ok()?;
+            Some((address, f.last()?.to_string()))
+        })
+        .collect()
+}
+
 /// The methods `llvm-objdump-14 --macho --objc-meta-data` prints: `±[Class(Category) selector]`
 /// → implementation address. A category's listing repeats its class's; only the methods after
-/// its `instanceMethods` / `classMethods` lines are the category's own.
+/// its `instanceMethods` / `classMethods` lines are the category's own. A category of another
+/// image's class prints `cls 0x0`: its class is the symbol `--bind` gives the category's `cls`
+/// slot (8 bytes in).
 fn objdump_methods(path: &Path) -> BTreeMap<String, u64> {
     let text = run(
         "llvm-objdump-14",
         &["--macho", "--objc-meta-data", path.to_str().unwrap()],
     );
+    let binds = objdump_binds(path);
+    let mut entry = 0u64;
     let mut out = BTreeMap::new();
     let (mut in_catlist, mut recording) = (false, false);
     let (mut kind, mut class, mut category) = ('-', String::new(), None::<String>);
@@ -92,10 +111,22 @@ fn objdump_methods(path: &Path) -> BTreeMap<String, u64> {
             && line.as_bytes()[16] == b' '
             && line[..16].bytes().all(|b| b.is_ascii_hexdigit())
         {
-            // A list entry: a new class (or category) begins.
+            // A list entry: a new class (or category) begins, at the address it points to.
+            entry = u64::from_str_radix(
+                line[17..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .trim_start_matches("0x"),
+                16,
+            )
+            .unwrap();
             kind = '-';
             category = None;
             recording = !in_catlist;
+        } else if t == "cls 0x0" {
+            let symbol = &binds[&(entry + 8)];
+            class = symbol.strip_prefix("_OBJC_CLASS_$_").unwrap().to_string();
         } else if t == "Meta Class" {
             kind = '+';
         } else if t.starts_with("instanceMethods ") {
@@ -148,8 +179,8 @@ async fn rows(h: &Harness) -> BTreeMap<String, Value> {
     }
 }
 
-/// The seven methods of `counter.m`, with the list that names each once stripped.
-const METHODS: [(&str, &str); 7] = [
+/// The nine methods of `counter.m`, with the list that names each once stripped.
+const METHODS: [(&str, &str); 9] = [
     ("-[Counter increment]", "objc_classlist"),
     ("-[Counter value]", "objc_classlist"),
     ("+[Counter make]", "objc_classlist"),
@@ -157,6 +188,8 @@ const METHODS: [(&str, &str); 7] = [
     ("+[Counter(Extra) limit]", "objc_catlist"),
     ("-[Pair sum:]", "objc_classlist"),
     ("+[Pair arity]", "objc_classlist"),
+    ("-[NSObject(Probe) probe]", "objc_catlist"),
+    ("+[NSObject(Probe) kind]", "objc_catlist"),
 ];
 
 async fn check(target: &str) {

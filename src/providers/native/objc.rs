@@ -56,8 +56,9 @@ pub(crate) struct Method {
 pub(crate) enum Fixup {
     /// A pointer into the image, at this (unslid) address.
     Rebase(u64),
-    /// A pointer to another image's symbol: no address of this one.
-    Bind,
+    /// A pointer to another image's symbol (its index in the fixups' import table): no
+    /// address of this one.
+    Bind(u32),
 }
 
 /// How the image's pointer slots hold their values.
@@ -77,6 +78,9 @@ pub(crate) struct Memory<'a> {
     pub(crate) regions: Vec<(u64, &'a [u8])>,
     /// How a pointer slot is read.
     pub(crate) pointers: Pointers,
+    /// The symbols other images' pointers bind to, by slot (a category's class that another
+    /// image defines is one).
+    pub(crate) bound: HashMap<u64, String>,
 }
 
 impl Memory<'_> {
@@ -102,7 +106,7 @@ impl Memory<'_> {
             Pointers::Plain => self.u64(slot).filter(|&v| v != 0),
             Pointers::Chained(fixups) => match fixups.get(&slot)? {
                 Fixup::Rebase(target) => Some(*target),
-                Fixup::Bind => None,
+                Fixup::Bind(_) => None,
             },
         }
     }
@@ -127,7 +131,7 @@ pub(crate) fn decode_chained_64(format: u16, raw: u64, image_base: u64) -> Optio
     let next = (raw >> 51) & 0xfff;
     if raw >> 63 == 1 {
         return matches!(format, DYLD_CHAINED_PTR_64 | DYLD_CHAINED_PTR_64_OFFSET)
-            .then_some((Fixup::Bind, next));
+            .then_some((Fixup::Bind((raw & 0xff_ffff) as u32), next));
     }
     // Rebase: target in bits 0..36, the top byte of the pointer in bits 36..44.
     let target = raw & 0xf_ffff_ffff;
@@ -228,6 +232,156 @@ pub(crate) fn chained_fixups(
     out
 }
 
+/// Reads a ULEB128 value at `*at`, advancing it; `None` past the end or beyond 64 bits.
+fn uleb(data: &[u8], at: &mut usize) -> Option<u64> {
+    let (mut value, mut shift) = (0u64, 0u32);
+    loop {
+        let byte = *data.get(*at)?;
+        *at += 1;
+        if shift >= 64 {
+            return None;
+        }
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+        shift += 7;
+    }
+}
+
+/// The symbol names of a chained-fixups import table, by import index (the ordinal a bind
+/// carries): formats `DYLD_CHAINED_IMPORT` (1), `_ADDEND` (2) and `_ADDEND64` (3), with
+/// uncompressed names.
+pub(crate) fn chained_imports(payload: &[u8]) -> Vec<String> {
+    let field = |at: usize| le_u32(payload, at).map(|v| v as usize);
+    let (Some(imports), Some(symbols), Some(count), Some(format), Some(0)) =
+        (field(8), field(12), field(16), field(20), field(24))
+    else {
+        return Vec::new();
+    };
+    let size = match format {
+        1 => 4,
+        2 => 8,
+        3 => 16,
+        _ => return Vec::new(),
+    };
+    // A count cannot outrun the bytes that hold the table.
+    let count = count.min(payload.len().saturating_sub(imports) / size);
+    (0..count)
+        .map(|i| {
+            let at = imports + i * size;
+            let offset = if format == 3 {
+                le_u64(payload, at).map(|v| (v >> 32) as usize)
+            } else {
+                le_u32(payload, at).map(|v| (v >> 9) as usize)
+            };
+            offset
+                .and_then(|o| symbols.checked_add(o))
+                .and_then(|start| {
+                    let rest = payload.get(start..)?;
+                    let end = memchr::memchr(0, &rest[..rest.len().min(MAX_NAME + 1)])?;
+                    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The symbol each bound slot of a chained image binds to, through its import table.
+fn chained_bound(fixups: &HashMap<u64, Fixup>, imports: &[String]) -> HashMap<u64, String> {
+    fixups
+        .iter()
+        .filter_map(|(&slot, fixup)| match fixup {
+            Fixup::Bind(i) => Some((slot, imports.get(*i as usize)?.clone())),
+            Fixup::Rebase(_) => None,
+        })
+        .collect()
+}
+
+/// The `wanted` slots that `LC_DYLD_INFO` bind opcodes bind, with the symbol each binds to;
+/// `segments` are the segments' addresses in load-command order (the opcodes name segments by
+/// index). Each opcode advances through the data and repeats count toward a cap, so the walk
+/// ends.
+pub(crate) fn bind_opcodes(
+    opcodes: &[u8],
+    segments: &[u64],
+    wanted: &dyn Fn(u64) -> bool,
+) -> HashMap<u64, String> {
+    const MAX_BINDS: usize = 1_000_000;
+    let mut out = HashMap::new();
+    let (mut at, mut symbol, mut place) = (0usize, String::new(), None::<u64>);
+    let mut bind = |place: &mut Option<u64>, symbol: &str, step: u64| {
+        if let Some(address) = *place {
+            if wanted(address) {
+                out.insert(address, symbol.to_string());
+            }
+            *place = Some(address.wrapping_add(step));
+        }
+    };
+    let mut steps = 0usize;
+    while let Some(&byte) = opcodes.get(at) {
+        at += 1;
+        steps += 1;
+        if steps > MAX_BINDS {
+            break;
+        }
+        let immediate = byte & 0x0f;
+        match byte & 0xf0 {
+            0x00 => break,
+            0x10 | 0x30 | 0x50 => {}
+            // The dylib ordinal, and the addend (a signed LEB128, its bytes read as unsigned).
+            0x20 | 0x60 => {
+                let Some(_) = uleb(opcodes, &mut at) else {
+                    break;
+                };
+            }
+            0x40 => {
+                let Some(len) = opcodes.get(at..).and_then(|r| memchr::memchr(0, r)) else {
+                    break;
+                };
+                symbol = String::from_utf8_lossy(&opcodes[at..at + len]).into_owned();
+                at += len + 1;
+            }
+            0x70 => {
+                let Some(offset) = uleb(opcodes, &mut at) else {
+                    break;
+                };
+                place = segments
+                    .get(usize::from(immediate))
+                    .map(|s| s.wrapping_add(offset));
+            }
+            0x80 => {
+                let Some(add) = uleb(opcodes, &mut at) else {
+                    break;
+                };
+                place = place.map(|p| p.wrapping_add(add));
+            }
+            0x90 => bind(&mut place, &symbol, 8),
+            0xa0 => {
+                let Some(add) = uleb(opcodes, &mut at) else {
+                    break;
+                };
+                bind(&mut place, &symbol, add.wrapping_add(8));
+            }
+            0xb0 => bind(&mut place, &symbol, 8 + u64::from(immediate) * 8),
+            0xc0 => {
+                let (Some(count), Some(skip)) = (uleb(opcodes, &mut at), uleb(opcodes, &mut at))
+                else {
+                    break;
+                };
+                let count = count.min(MAX_BINDS as u64);
+                for _ in 0..count {
+                    bind(&mut place, &symbol, skip.wrapping_add(8));
+                }
+                steps = steps.saturating_add(count as usize);
+            }
+            // Threaded binds (arm64e) and unknown opcodes: not read.
+            _ => break,
+        }
+    }
+    out
+}
+
 /// Names the methods of the classes and categories listed at `classlist` and `catlist` (each a
 /// section's address and size).
 pub(crate) fn methods(
@@ -264,10 +418,16 @@ pub(crate) fn methods(
         let Some(category_name) = memory.pointer(category).and_then(|a| memory.name(a)) else {
             continue;
         };
-        // A category of another image's class reaches it through a bind: no name here.
-        let Some((class_name, _)) = memory
-            .pointer(category + 8)
+        // A category of another image's class reaches it through a bind to the class's symbol.
+        let cls = category.wrapping_add(8);
+        let Some(class_name) = memory
+            .pointer(cls)
             .and_then(|c| class_ro(memory, c))
+            .map(|(name, _)| name)
+            .or_else(|| {
+                let symbol = memory.bound.get(&cls)?.strip_prefix("_OBJC_CLASS_$_")?;
+                (!symbol.is_empty()).then(|| symbol.to_string())
+            })
         else {
             continue;
         };
@@ -401,31 +561,49 @@ pub(crate) fn file_methods<Mach: MachHeader<Endian = object::Endianness>>(
             .filter_map(|s| Some((s.address(), s.data().ok()?)))
             .filter(|(_, data)| !data.is_empty())
             .collect(),
-        pointers: Pointers::Plain,
+        ..Memory::default()
     };
+    let segments: Vec<u64> = file.segments().map(|s| s.address()).collect();
     let image_base = file
         .segments()
         .find(|s| s.name().ok().flatten() == Some("__TEXT"))
         .map_or(0, |s| s.address());
     let endian = file.endian();
+    let linkedit = |offset: u32, size: u32| {
+        let start = offset as usize;
+        start
+            .checked_add(size as usize)
+            .and_then(|end| file.data().get(start..end))
+            .unwrap_or_default()
+    };
+    let mut opcodes: &[u8] = &[];
     if let Ok(mut commands) = file.macho_load_commands() {
         while let Ok(Some(command)) = commands.next() {
+            if let Ok(Some(info)) = command.dyld_info() {
+                opcodes = linkedit(info.bind_off.get(endian), info.bind_size.get(endian));
+                continue;
+            }
             if command.cmd() != object::macho::LC_DYLD_CHAINED_FIXUPS {
                 continue;
             }
-            let Ok(linkedit) =
-                command.data::<object::macho::LinkeditDataCommand<object::Endianness>>()
+            let Ok(data) = command.data::<object::macho::LinkeditDataCommand<object::Endianness>>()
             else {
                 continue;
             };
-            let start = linkedit.dataoff.get(endian) as usize;
-            let payload = start
-                .checked_add(linkedit.datasize.get(endian) as usize)
-                .and_then(|end| file.data().get(start..end))
-                .unwrap_or_default();
-            memory.pointers = Pointers::Chained(chained_fixups(payload, &memory, image_base));
-            break;
+            let payload = linkedit(data.dataoff.get(endian), data.datasize.get(endian));
+            let fixups = chained_fixups(payload, &memory, image_base);
+            memory.bound = chained_bound(&fixups, &chained_imports(payload));
+            memory.pointers = Pointers::Chained(fixups);
         }
+    }
+    if !opcodes.is_empty() {
+        // Only a category's class slot is asked about: the binds of every other slot are
+        // passed over, not kept.
+        let wanted: std::collections::HashSet<u64> = slots(catlist)
+            .filter_map(|slot| memory.pointer(slot))
+            .map(|category| category.wrapping_add(8))
+            .collect();
+        memory.bound = bind_opcodes(opcodes, &segments, &|slot| wanted.contains(&slot));
     }
     methods(&memory, classlist, catlist)
 }
@@ -462,7 +640,7 @@ mod tests {
         fn memory(&self) -> Memory<'_> {
             Memory {
                 regions: vec![(BASE, &self.bytes)],
-                pointers: Pointers::Plain,
+                ..Memory::default()
             }
         }
     }
@@ -560,7 +738,7 @@ mod tests {
         let bind = (1 << 63) | (1 << 51) | 3;
         assert_eq!(
             decode_chained_64(DYLD_CHAINED_PTR_64_OFFSET, bind, 0),
-            Some((Fixup::Bind, 1))
+            Some((Fixup::Bind(3), 1))
         );
         // arm64e formats are not read.
         assert_eq!(decode_chained_64(1, raw, 0), None);
@@ -626,7 +804,7 @@ mod tests {
     }
 
     #[test]
-    fn categories_name_their_class_and_skip_a_bound_class() {
+    fn categories_name_their_class_or_the_class_symbol_they_bind() {
         let mut b = counter();
         b.u64(0x1380, 0x13c0); // catlist[0] → category
         b.u64(0x13c0, 0x13f0); // name
@@ -635,11 +813,67 @@ mod tests {
         b.text(0x13f0, "Extra");
         b.u64(0x1388, 0x13a0); // catlist[1] → a category whose cls is a bind (null here)
         b.u64(0x13a0, 0x13f0);
+        b.u64(0x13b8, 0x12c0); // its classMethods: +make's list
         let mut m = b.memory();
-        m.pointers = Pointers::Plain;
         let found = methods(&m, None, Some((0x1380, 16)));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "-[Counter(Extra) increment]");
         assert_eq!(found[0].source, NameOrigin::ObjcCatlist);
+        // Bound to another image's class symbol, the second category is that class's; in a
+        // chained image the bind's ordinal picks the symbol from the import table.
+        let fixups = HashMap::from([(0x13a8, Fixup::Bind(1)), (0x13b0, Fixup::Rebase(0))]);
+        let imports = ["_x".to_string(), "_OBJC_CLASS_$_NSObject".to_string()];
+        m.bound = chained_bound(&fixups, &imports);
+        assert_eq!(m.bound.len(), 1);
+        let found = methods(&m, None, Some((0x1380, 16)));
+        let names: Vec<&str> = found.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["-[Counter(Extra) increment]", "+[NSObject(Extra) make]"]
+        );
+    }
+
+    #[test]
+    fn bind_opcodes_give_the_symbol_of_each_wanted_slot() {
+        let segments = [0, 0x1000, 0x3000];
+        let mut ops = vec![0x11, 0x40];
+        ops.extend(b"_OBJC_CLASS_$_NSObject\0");
+        // type pointer; segment 2 + 0x48; bind; bind twice skipping 8; done.
+        ops.extend([0x51, 0x72, 0x48, 0x90, 0xc0, 0x02, 0x08, 0x00]);
+        let all = bind_opcodes(&ops, &segments, &|_| true);
+        let mut slots: Vec<u64> = all.keys().copied().collect();
+        slots.sort();
+        assert_eq!(slots, [0x3048, 0x3050, 0x3060]);
+        assert_eq!(all[&0x3050], "_OBJC_CLASS_$_NSObject");
+        assert_eq!(bind_opcodes(&ops, &segments, &|s| s == 0x3060).len(), 1);
+        // A repeat claiming 2^56 binds, a segment index past the table, and every cut: bounded.
+        let huge = [
+            0x72, 0x00, 0xc0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x00,
+        ];
+        assert_eq!(bind_opcodes(&huge, &segments, &|_| false).len(), 0);
+        assert!(bind_opcodes(&[0x7f, 0x00, 0x90], &segments, &|_| true).is_empty());
+        for cut in 0..ops.len() {
+            let _ = bind_opcodes(&ops[..cut], &segments, &|_| true);
+        }
+    }
+
+    #[test]
+    fn chained_import_table_names_each_ordinal() {
+        // Header (28 bytes), then DYLD_CHAINED_IMPORT entries at 28, symbols at 36.
+        let mut p = vec![0u8; 28];
+        p[8..12].copy_from_slice(&28u32.to_le_bytes());
+        p[12..16].copy_from_slice(&36u32.to_le_bytes());
+        p[16..20].copy_from_slice(&2u32.to_le_bytes());
+        p[20..24].copy_from_slice(&1u32.to_le_bytes());
+        p.extend((1u32 | (1 << 9)).to_le_bytes()); // ordinal 1, name at 1
+        p.extend((1u32 | (7 << 9)).to_le_bytes()); // name at 7
+        p.extend(b"\0_objc\0_OBJC_CLASS_$_NSString\0");
+        assert_eq!(chained_imports(&p), ["_objc", "_OBJC_CLASS_$_NSString"]);
+        // A count past the table's bytes reads only what is there; a cut is harmless.
+        p[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(chained_imports(&p).len() <= (p.len() - 28) / 4);
+        for cut in 0..p.len() {
+            let _ = chained_imports(&p[..cut]);
+        }
     }
 }
