@@ -259,3 +259,53 @@ async fn stripped_x86_64_dylib_names_objc_methods_from_classlist_regression_20()
 async fn stripped_arm64_dylib_names_objc_methods_from_classlist_regression_20() {
     check("arm64").await;
 }
+
+/// A program ld64 linked (terminal-notifier, x86-64, rebase and bind opcodes): stripped of its
+/// local symbols, rea names all seventeen methods at `llvm-nm-14`'s addresses in the shipped
+/// file, the two categories of Foundation classes (`NSBundle`, `NSUserDefaults`) by the class
+/// symbols their class pointers bind to.
+#[tokio::test]
+async fn stripped_ld64_program_names_its_methods_and_foundation_categories_regression_20() {
+    let shipped = crate::common::fixture(
+        "node-notifier/package/vendor/mac.noindex/terminal-notifier.app/Contents/MacOS/terminal-notifier",
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("rea-objc-names")
+        .join(std::process::id().to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    let stripped = dir.join("terminal-notifier-stripped");
+    run(
+        "llvm-strip-14",
+        &[
+            "-x",
+            "-o",
+            stripped.to_str().unwrap(),
+            shipped.to_str().unwrap(),
+        ],
+    );
+    let expected = nm_methods(&shipped);
+    assert_eq!(expected.len(), 17, "{expected:?}");
+    assert!(nm_methods(&stripped).is_empty());
+    let h = start().await;
+    h.call("open_binary", json!({ "path": stripped })).await;
+    let all = rows(&h).await;
+    for (name, &address) in &expected {
+        let address = format!("{address:#x}");
+        assert_eq!(all[&address]["name"], name.as_str(), "{}", all[&address]);
+        let info = h
+            .call("procedure_info", json!({ "procedure": address }))
+            .await;
+        let source = if name.contains('(') {
+            "objc_catlist"
+        } else {
+            "objc_classlist"
+        };
+        assert_eq!(info["name_source"], source, "{info}");
+    }
+    for name in [
+        "-[NSBundle(FakeBundleIdentifier) __bundleIdentifier]",
+        "-[NSUserDefaults(SubscriptAndUnescape) objectForKeyedSubscript:]",
+    ] {
+        assert!(expected.contains_key(name), "{name}");
+    }
+}
