@@ -220,6 +220,17 @@ async fn check(target: &str) {
             .await;
         assert_eq!(info["procedure"]["name"], name, "{target}: {info}");
         assert_eq!(info["name_source"], source, "{target}: {info}");
+        // The Evidence the call recorded holds the source too.
+        let evidence = h
+            .call(
+                "get_evidence",
+                json!({ "evidence_id": info["evidence"]["id"] }),
+            )
+            .await;
+        assert_eq!(
+            evidence["record"]["result"]["name_source"], source,
+            "{evidence}"
+        );
         let by_name = h.call("procedure_info", json!({ "procedure": name })).await;
         assert_eq!(
             by_name["procedure"]["address"],
