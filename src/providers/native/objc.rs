@@ -555,6 +555,17 @@ pub(crate) fn file_methods<Mach: MachHeader<Endian = object::Endianness>>(
     if classlist.is_none() && catlist.is_none() {
         return Vec::new();
     }
+    let memory = loaded(file, catlist);
+    methods(&memory, classlist, catlist)
+}
+
+/// The file's segments as loaded, with its pointers' encoding and the binds of the slots the
+/// walk asks about: every bind of a chained image, the class slots of the categories listed at
+/// `catlist` of one with bind opcodes.
+fn loaded<'a, Mach: MachHeader<Endian = object::Endianness>>(
+    file: &MachOFile<'a, Mach>,
+    catlist: Option<(u64, u64)>,
+) -> Memory<'a> {
     let mut memory = Memory {
         regions: file
             .segments()
@@ -605,7 +616,7 @@ pub(crate) fn file_methods<Mach: MachHeader<Endian = object::Endianness>>(
             .collect();
         memory.bound = bind_opcodes(opcodes, &segments, &|slot| wanted.contains(&slot));
     }
-    methods(&memory, classlist, catlist)
+    memory
 }
 
 #[cfg(test)]
@@ -855,6 +866,45 @@ mod tests {
         for cut in 0..ops.len() {
             let _ = bind_opcodes(&ops[..cut], &segments, &|_| true);
         }
+    }
+
+    #[test]
+    fn a_chained_dylib_binds_each_got_slot_to_its_indirect_symbol() {
+        // ld64's output for macOS 12 (chained fixups, DYLD_CHAINED_PTR_64_OFFSET): every
+        // `__got` slot is a bind whose import is the symbol llvm-objdump-14 lists for it.
+        use crate::providers::native::test_support::{fixtures, tool_output};
+        let path = fixtures().join("delocate/delocate/tests/data/liba_12.dylib");
+        let data = std::fs::read(&path).unwrap();
+        let file = object::read::macho::MachOFile64::<object::Endianness>::parse(&*data).unwrap();
+        let memory = loaded(&file, None);
+        let Pointers::Chained(fixups) = &memory.pointers else {
+            panic!("liba_12.dylib has chained fixups");
+        };
+        let listing = tool_output(
+            "llvm-objdump-14",
+            &["--macho", "--indirect-symbols", path.to_str().unwrap()],
+        )
+        .expect("llvm-objdump-14 is installed by .ci/run");
+        let got: Vec<(u64, String)> = listing
+            .split("Indirect symbols for (__DATA_CONST,__got)")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let address = u64::from_str_radix(f.first()?.strip_prefix("0x")?, 16).ok()?;
+                Some((address, f.get(2)?.to_string()))
+            })
+            .collect();
+        assert_eq!(got.len(), 23);
+        for (slot, symbol) in &got {
+            assert!(
+                matches!(fixups.get(slot), Some(Fixup::Bind(_))),
+                "{slot:#x}"
+            );
+            assert_eq!(memory.bound.get(slot), Some(symbol), "{slot:#x}");
+        }
+        assert_eq!(memory.bound.len(), got.len());
     }
 
     #[test]
