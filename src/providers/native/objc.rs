@@ -908,6 +908,42 @@ mod tests {
     }
 
     #[test]
+    fn a_real_program_with_corrupted_metadata_answers_cleanly() {
+        // terminal-notifier (ld64, bind opcodes): its 17 methods, then the same file with words
+        // of its __DATA segment overwritten by pointers back into the lists, huge counts and
+        // all-ones, a few hundred times; each walk ends and names at most what fits.
+        use object::read::macho::MachOFile64;
+        let path = crate::providers::native::test_support::fixtures().join(
+            "node-notifier/package/vendor/mac.noindex/terminal-notifier.app/Contents/MacOS/terminal-notifier",
+        );
+        let data = std::fs::read(&path).unwrap();
+        let file = MachOFile64::<object::Endianness>::parse(&*data).unwrap();
+        assert_eq!(file_methods(&file).len(), 17);
+        let (start, len) = file
+            .segments()
+            .find(|s| s.name().ok().flatten() == Some("__DATA"))
+            .map(|s| s.file_range())
+            .unwrap();
+        let words = [0u64, u64::MAX, 0x1_0000_8000, 0xffff_ffff, 0x1_0000_0000];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..300 {
+            let mut bytes = data.clone();
+            for _ in 0..16 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let at = ((start + state % len) & !7) as usize;
+                let word = words[(state >> 32) as usize % words.len()];
+                bytes[at..at + 8].copy_from_slice(&word.to_le_bytes());
+            }
+            if let Ok(file) = MachOFile64::<object::Endianness>::parse(&*bytes) {
+                let found = file_methods(&file);
+                assert!(found.len() <= bytes.len() / 12, "round {round}");
+            }
+        }
+    }
+
+    #[test]
     fn chained_import_table_names_each_ordinal() {
         // Header (28 bytes), then DYLD_CHAINED_IMPORT entries at 28, symbols at 36.
         let mut p = vec![0u8; 28];
