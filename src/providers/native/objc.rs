@@ -6,9 +6,10 @@
 //!
 //! Pointers are read as the linked file holds them: plain values (images with rebase opcodes) or
 //! chained fixups (`LC_DYLD_CHAINED_FIXUPS`, formats `DYLD_CHAINED_PTR_64` and
-//! `DYLD_CHAINED_PTR_64_OFFSET`), where a bind is not a pointer into the image. Every walk is a
-//! fixed number of steps from a list entry (no superclass chains), every count is bounded by the
-//! bytes that hold it, so a hostile file costs time linear in its size.
+//! `DYLD_CHAINED_PTR_64_OFFSET`, decoded slot by slot), where a bind is not a pointer into the
+//! image but names the symbol a category's class is. Every walk is a fixed number of steps from
+//! a list entry (no superclass chains), every count is bounded by the bytes that hold it, so a
+//! hostile file costs time linear in its size and memory for the names only.
 
 use std::collections::HashMap;
 
@@ -37,8 +38,6 @@ const CLASS_DATA_FLAGS: u64 = 0x7;
 const DYLD_CHAINED_PTR_64: u16 = 2;
 /// `DYLD_CHAINED_PTR_64_OFFSET`: a rebase's target is an offset from the image's start.
 const DYLD_CHAINED_PTR_64_OFFSET: u16 = 6;
-/// A page of a segment where no chain starts.
-const DYLD_CHAINED_PTR_START_NONE: u16 = 0xffff;
 
 /// A method implementation and the name the metadata gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,14 +60,33 @@ pub(crate) enum Fixup {
     Bind(u32),
 }
 
+/// A segment whose pointers are chained fixups of one format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChainedSegment {
+    /// First address of the segment.
+    pub(crate) start: u64,
+    /// End (exclusive) of its pages.
+    pub(crate) end: u64,
+    /// `DYLD_CHAINED_PTR_64` or `DYLD_CHAINED_PTR_64_OFFSET`.
+    pub(crate) format: u16,
+}
+
 /// How the image's pointer slots hold their values.
 #[derive(Debug, Default)]
 pub(crate) enum Pointers {
     /// Plain addresses (rebase opcodes, or no fixups at all).
     #[default]
     Plain,
-    /// Chained fixups, decoded by slot address.
-    Chained(HashMap<u64, Fixup>),
+    /// Chained fixups, each slot decoded when read: the walk reads only pointer fields, which
+    /// are fixups or null, so no chain is followed and nothing is kept per fixup.
+    Chained {
+        /// The segments of a format this reads.
+        segments: Vec<ChainedSegment>,
+        /// Address of the Mach-O header (what `_64_OFFSET` targets count from).
+        image_base: u64,
+        /// Symbol names of the import table, by a bind's ordinal.
+        imports: Vec<String>,
+    },
 }
 
 /// The image as loaded: file-backed ranges by address, and how its pointers are stored.
@@ -78,8 +96,8 @@ pub(crate) struct Memory<'a> {
     pub(crate) regions: Vec<(u64, &'a [u8])>,
     /// How a pointer slot is read.
     pub(crate) pointers: Pointers,
-    /// The symbols other images' pointers bind to, by slot (a category's class that another
-    /// image defines is one).
+    /// In an image with bind opcodes, the symbols the slots the walk asks about bind to (a
+    /// category's class that another image defines is one).
     pub(crate) bound: HashMap<u64, String>,
 }
 
@@ -104,9 +122,35 @@ impl Memory<'_> {
     fn pointer(&self, slot: u64) -> Option<u64> {
         match &self.pointers {
             Pointers::Plain => self.u64(slot).filter(|&v| v != 0),
-            Pointers::Chained(fixups) => match fixups.get(&slot)? {
-                Fixup::Rebase(target) => Some(*target),
+            Pointers::Chained { .. } => match self.fixup(slot)? {
+                Fixup::Rebase(target) => Some(target),
                 Fixup::Bind(_) => None,
+            },
+        }
+    }
+
+    /// The chained fixup a non-null slot holds, in a segment of a format this reads.
+    fn fixup(&self, slot: u64) -> Option<Fixup> {
+        let Pointers::Chained {
+            segments,
+            image_base,
+            ..
+        } = &self.pointers
+        else {
+            return None;
+        };
+        let raw = self.u64(slot).filter(|&v| v != 0)?;
+        let segment = segments.iter().find(|s| slot >= s.start && slot < s.end)?;
+        decode_chained_64(segment.format, raw, *image_base)
+    }
+
+    /// The symbol another image's pointer at `slot` binds to.
+    fn bound_symbol(&self, slot: u64) -> Option<&str> {
+        match &self.pointers {
+            Pointers::Plain => self.bound.get(&slot).map(String::as_str),
+            Pointers::Chained { imports, .. } => match self.fixup(slot)? {
+                Fixup::Bind(ordinal) => imports.get(ordinal as usize).map(String::as_str),
+                Fixup::Rebase(_) => None,
             },
         }
     }
@@ -124,24 +168,24 @@ impl Memory<'_> {
     }
 }
 
-/// Decodes one 64-bit chained fixup of `format` (`DYLD_CHAINED_PTR_64` or `_64_OFFSET`):
-/// `(fixup, next)` where `next` is the stride count (4 bytes each) to the chain's next slot, 0
-/// at its end; `None` for another format.
-pub(crate) fn decode_chained_64(format: u16, raw: u64, image_base: u64) -> Option<(Fixup, u64)> {
-    let next = (raw >> 51) & 0xfff;
+/// Decodes one 64-bit chained fixup of `format` (`DYLD_CHAINED_PTR_64` or `_64_OFFSET`);
+/// `None` for another format. (Its `next` field, bits 51..63, only links the chain.)
+pub(crate) fn decode_chained_64(format: u16, raw: u64, image_base: u64) -> Option<Fixup> {
+    if !matches!(format, DYLD_CHAINED_PTR_64 | DYLD_CHAINED_PTR_64_OFFSET) {
+        return None;
+    }
     if raw >> 63 == 1 {
-        return matches!(format, DYLD_CHAINED_PTR_64 | DYLD_CHAINED_PTR_64_OFFSET)
-            .then_some((Fixup::Bind((raw & 0xff_ffff) as u32), next));
+        return Some(Fixup::Bind((raw & 0xff_ffff) as u32));
     }
     // Rebase: target in bits 0..36, the top byte of the pointer in bits 36..44.
     let target = raw & 0xf_ffff_ffff;
     let high8 = ((raw >> 36) & 0xff) << 56;
-    let address = match format {
-        DYLD_CHAINED_PTR_64 => target,
-        DYLD_CHAINED_PTR_64_OFFSET => image_base.wrapping_add(target),
-        _ => return None,
+    let address = if format == DYLD_CHAINED_PTR_64 {
+        target
+    } else {
+        image_base.wrapping_add(target)
     };
-    Some((Fixup::Rebase(address | high8), next))
+    Some(Fixup::Rebase(address | high8))
 }
 
 fn le_u16(data: &[u8], at: usize) -> Option<u16> {
@@ -162,72 +206,41 @@ fn le_u64(data: &[u8], at: usize) -> Option<u64> {
     ))
 }
 
-/// The fixups of an `LC_DYLD_CHAINED_FIXUPS` payload, by slot address: each segment's chains
-/// walked page by page through `memory`. A chain only moves forward inside its page, so the walk
-/// ends; segments of other pointer formats are left out (their slots then read as no pointer).
-pub(crate) fn chained_fixups(
-    payload: &[u8],
-    memory: &Memory,
-    image_base: u64,
-) -> HashMap<u64, Fixup> {
-    let mut out = HashMap::new();
-    let Some(starts) = le_u32(payload, 4).and_then(|o| usize::try_from(o).ok()) else {
+/// The segments an `LC_DYLD_CHAINED_FIXUPS` payload describes in a format this reads
+/// (`dyld_chained_starts_in_image`, then one `dyld_chained_starts_in_segment` each); the number
+/// of segments is bounded by the bytes that list them.
+pub(crate) fn chained_segments(payload: &[u8], image_base: u64) -> Vec<ChainedSegment> {
+    let mut out = Vec::new();
+    let Some(starts) = le_u32(payload, 4).map(|o| o as usize) else {
         return out;
     };
-    let Some(segments) = le_u32(payload, starts) else {
+    let Some(count) = le_u32(payload, starts) else {
         return out;
     };
-    for index in 0..segments as usize {
-        if out.len() >= MAX_METHODS * 8 {
-            break;
-        }
-        let Some(info) = index
-            .checked_mul(4)
-            .and_then(|i| starts.checked_add(4 + i))
+    for index in 0..(count as usize).min(payload.len() / 4) {
+        let Some(info) = starts
+            .checked_add(4 + 4 * index)
             .and_then(|at| le_u32(payload, at))
         else {
             break;
         };
-        if info == 0 {
-            continue;
-        }
-        let Some(seg) = starts.checked_add(info as usize) else {
+        let Some(at) = starts.checked_add(info as usize).filter(|_| info != 0) else {
             continue;
         };
-        let (Some(page_size), Some(format), Some(segment_offset), Some(pages)) = (
-            le_u16(payload, seg + 4),
-            le_u16(payload, seg + 6),
-            le_u64(payload, seg + 8),
-            le_u16(payload, seg + 20),
+        let (Some(page_size), Some(format), Some(offset), Some(pages)) = (
+            le_u16(payload, at + 4),
+            le_u16(payload, at + 6),
+            le_u64(payload, at + 8),
+            le_u16(payload, at + 20),
         ) else {
             continue;
         };
-        if !matches!(format, DYLD_CHAINED_PTR_64 | DYLD_CHAINED_PTR_64_OFFSET) || page_size < 8 {
+        if !matches!(format, DYLD_CHAINED_PTR_64 | DYLD_CHAINED_PTR_64_OFFSET) {
             continue;
         }
-        let segment = image_base.wrapping_add(segment_offset);
-        for page in 0..usize::from(pages) {
-            let Some(first) = le_u16(payload, seg + 22 + 2 * page) else {
-                break;
-            };
-            if first == DYLD_CHAINED_PTR_START_NONE {
-                continue;
-            }
-            let page_start = segment.wrapping_add(page as u64 * u64::from(page_size));
-            let mut offset = u64::from(first);
-            while offset + 8 <= u64::from(page_size) {
-                let slot = page_start.wrapping_add(offset);
-                let Some(raw) = memory.u64(slot) else { break };
-                let Some((fixup, next)) = decode_chained_64(format, raw, image_base) else {
-                    break;
-                };
-                out.insert(slot, fixup);
-                if next == 0 {
-                    break;
-                }
-                offset += next * 4;
-            }
-        }
+        let start = image_base.wrapping_add(offset);
+        let end = start.saturating_add(u64::from(page_size) * u64::from(pages));
+        out.push(ChainedSegment { start, end, format });
     }
     out
 }
@@ -283,17 +296,6 @@ pub(crate) fn chained_imports(payload: &[u8]) -> Vec<String> {
                     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
                 })
                 .unwrap_or_default()
-        })
-        .collect()
-}
-
-/// The symbol each bound slot of a chained image binds to, through its import table.
-fn chained_bound(fixups: &HashMap<u64, Fixup>, imports: &[String]) -> HashMap<u64, String> {
-    fixups
-        .iter()
-        .filter_map(|(&slot, fixup)| match fixup {
-            Fixup::Bind(i) => Some((slot, imports.get(*i as usize)?.clone())),
-            Fixup::Rebase(_) => None,
         })
         .collect()
 }
@@ -425,7 +427,7 @@ pub(crate) fn methods(
             .and_then(|c| class_ro(memory, c))
             .map(|(name, _)| name)
             .or_else(|| {
-                let symbol = memory.bound.get(&cls)?.strip_prefix("_OBJC_CLASS_$_")?;
+                let symbol = memory.bound_symbol(cls)?.strip_prefix("_OBJC_CLASS_$_")?;
                 (!symbol.is_empty()).then(|| symbol.to_string())
             })
         else {
@@ -559,9 +561,9 @@ pub(crate) fn file_methods<Mach: MachHeader<Endian = object::Endianness>>(
     methods(&memory, classlist, catlist)
 }
 
-/// The file's segments as loaded, with its pointers' encoding and the binds of the slots the
-/// walk asks about: every bind of a chained image, the class slots of the categories listed at
-/// `catlist` of one with bind opcodes.
+/// The file's segments as loaded, with its pointers' encoding: chained fixups with their import
+/// table, or plain values with the binds of the categories' class slots (of `catlist`) that the
+/// bind opcodes state.
 fn loaded<'a, Mach: MachHeader<Endian = object::Endianness>>(
     file: &MachOFile<'a, Mach>,
     catlist: Option<(u64, u64)>,
@@ -602,9 +604,11 @@ fn loaded<'a, Mach: MachHeader<Endian = object::Endianness>>(
                 continue;
             };
             let payload = linkedit(data.dataoff.get(endian), data.datasize.get(endian));
-            let fixups = chained_fixups(payload, &memory, image_base);
-            memory.bound = chained_bound(&fixups, &chained_imports(payload));
-            memory.pointers = Pointers::Chained(fixups);
+            memory.pointers = Pointers::Chained {
+                segments: chained_segments(payload, image_base),
+                image_base,
+                imports: chained_imports(payload),
+            };
         }
     }
     if !opcodes.is_empty() {
@@ -738,26 +742,29 @@ mod tests {
         let raw = 0x4560 | (0x80 << 36) | (2 << 51);
         assert_eq!(
             decode_chained_64(DYLD_CHAINED_PTR_64, raw, 0x1_0000_0000),
-            Some((Fixup::Rebase(0x8000_0000_0000_4560), 2))
+            Some(Fixup::Rebase(0x8000_0000_0000_4560))
         );
         // The offset format adds the image's start.
         assert_eq!(
-            decode_chained_64(DYLD_CHAINED_PTR_64_OFFSET, 0x4560, 0x1_0000_0000),
-            Some((Fixup::Rebase(0x1_0000_4560), 0))
+            decode_chained_64(
+                DYLD_CHAINED_PTR_64_OFFSET,
+                0x4560 | (1 << 51),
+                0x1_0000_0000
+            ),
+            Some(Fixup::Rebase(0x1_0000_4560))
         );
-        // A bind (ordinal 3, addend 0) is no local pointer.
-        let bind = (1 << 63) | (1 << 51) | 3;
+        // A bind (ordinal 3, addend 5) is no local pointer.
+        let bind = (1 << 63) | (1 << 51) | (5 << 24) | 3;
         assert_eq!(
             decode_chained_64(DYLD_CHAINED_PTR_64_OFFSET, bind, 0),
-            Some((Fixup::Bind(3), 1))
+            Some(Fixup::Bind(3))
         );
         // arm64e formats are not read.
         assert_eq!(decode_chained_64(1, raw, 0), None);
     }
 
-    /// An `LC_DYLD_CHAINED_FIXUPS` payload for one segment at `segment_offset` of one page whose
-    /// chain starts at `first`.
-    fn payload(format: u16, segment_offset: u64, first: u16) -> Vec<u8> {
+    /// An `LC_DYLD_CHAINED_FIXUPS` payload for one segment at `segment_offset` of one page.
+    fn payload(format: u16, segment_offset: u64) -> Vec<u8> {
         let mut p = vec![0u8; 28];
         p[4..8].copy_from_slice(&28u32.to_le_bytes()); // starts_offset
         p.extend(1u32.to_le_bytes()); // seg_count
@@ -768,50 +775,70 @@ mod tests {
         p.extend(segment_offset.to_le_bytes());
         p.extend(0u32.to_le_bytes()); // max_valid_pointer
         p.extend(1u16.to_le_bytes()); // page_count
-        p.extend(first.to_le_bytes());
+        p.extend(0u16.to_le_bytes()); // page_start[0]
         p
+    }
+
+    /// `memory` read as a chained image whose fixups `payload` describes.
+    fn chained<'a>(memory: Memory<'a>, payload: &[u8], imports: &[&str]) -> Memory<'a> {
+        Memory {
+            pointers: Pointers::Chained {
+                segments: chained_segments(payload, 0),
+                image_base: 0,
+                imports: imports.iter().map(|s| s.to_string()).collect(),
+            },
+            ..memory
+        }
     }
 
     #[test]
     fn chained_image_names_methods_through_its_rebases() {
         // The Counter image with every pointer slot rewritten as a DYLD_CHAINED_PTR_64_OFFSET
-        // rebase (image base 0), chained in address order.
+        // rebase (image base 0), chained in address order. The relative list's imp offset
+        // (0x12d0) reads as an in-range value but is no pointer.
         let plain = counter();
-        // The relative list's imp offset (0x12d0) reads as an in-range value but is no pointer.
         let slots: Vec<u64> = (0..0x400u64)
             .step_by(8)
             .map(|o| BASE + o)
             .filter(|&a| (BASE..0x5000).contains(&plain.memory().u64(a).unwrap()) && a != 0x12d0)
             .collect();
-        let mut chained = Builder {
+        let mut image = Builder {
             bytes: plain.bytes.clone(),
         };
         for (i, &slot) in slots.iter().enumerate() {
             let target = plain.memory().u64(slot).unwrap();
             let next = slots.get(i + 1).map_or(0, |n| (n - slot) / 4);
-            chained.u64(slot, target | (next << 51));
+            image.u64(slot, target | (next << 51));
         }
-        let mut memory = chained.memory();
-        let fixups = chained_fixups(&payload(DYLD_CHAINED_PTR_64_OFFSET, BASE, 0), &memory, 0);
-        assert_eq!(fixups.get(&0x1000), Some(&Fixup::Rebase(0x1100)));
-        assert_eq!(fixups.get(&0x1120), Some(&Fixup::Rebase(0x1201)));
-        memory.pointers = Pointers::Chained(fixups);
+        let fixups = payload(DYLD_CHAINED_PTR_64_OFFSET, BASE);
+        assert_eq!(
+            chained_segments(&fixups, 0),
+            [ChainedSegment {
+                start: BASE,
+                end: BASE + 0x1000,
+                format: DYLD_CHAINED_PTR_64_OFFSET
+            }]
+        );
+        let memory = chained(image.memory(), &fixups, &[]);
+        assert_eq!(memory.pointer(0x1000), Some(0x1100));
+        assert_eq!(memory.pointer(0x1120), Some(0x1201));
         let found = methods(&memory, Some((0x1000, 8)), None);
         let names: Vec<&str> = found.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["-[Counter increment]", "+[Counter make]"]);
-        // A chain start outside its page, or an unknown format, reads nothing.
-        assert!(
-            chained_fixups(
-                &payload(DYLD_CHAINED_PTR_64_OFFSET, BASE, 0xfffc),
-                &chained.memory(),
-                0
-            )
-            .is_empty()
-        );
-        assert!(chained_fixups(&payload(1, BASE, 0), &chained.memory(), 0).is_empty());
-        for cut in 0..payload(2, 0, 0).len() {
-            let _ = chained_fixups(&payload(2, 0, 0)[..cut], &chained.memory(), 0);
+        // Read as plain values the next bits make every pointer miss; an arm64e format, or a
+        // segment that does not cover the slots, reads no pointer at all.
+        assert!(methods(&image.memory(), Some((0x1000, 8)), None).is_empty());
+        let arm64e = chained(image.memory(), &payload(1, BASE), &[]);
+        assert_eq!(arm64e.pointer(0x1000), None);
+        let elsewhere = chained(image.memory(), &payload(2, 0x8000), &[]);
+        assert_eq!(elsewhere.pointer(0x1000), None);
+        for cut in 0..fixups.len() {
+            let _ = chained_segments(&fixups[..cut], 0);
         }
+        // A segment count of four billion reads only the entries the payload holds.
+        let mut huge = fixups.clone();
+        huge[28..32].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(chained_segments(&huge, 0).len() <= huge.len() / 4);
     }
 
     #[test]
@@ -830,18 +857,21 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "-[Counter(Extra) increment]");
         assert_eq!(found[0].source, NameOrigin::ObjcCatlist);
-        // Bound to another image's class symbol, the second category is that class's; in a
-        // chained image the bind's ordinal picks the symbol from the import table.
-        let fixups = HashMap::from([(0x13a8, Fixup::Bind(1)), (0x13b0, Fixup::Rebase(0))]);
-        let imports = ["_x".to_string(), "_OBJC_CLASS_$_NSObject".to_string()];
-        m.bound = chained_bound(&fixups, &imports);
-        assert_eq!(m.bound.len(), 1);
-        let found = methods(&m, None, Some((0x1380, 16)));
-        let names: Vec<&str> = found.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["-[Counter(Extra) increment]", "+[NSObject(Extra) make]"]
-        );
+        // Bound to another image's class symbol, the second category is that class's.
+        m.bound.insert(0x13a8, "_OBJC_CLASS_$_NSObject".into());
+        let names = |m: &Memory| -> Vec<String> {
+            let found = methods(m, None, Some((0x1380, 16)));
+            found.into_iter().map(|m| m.name).collect()
+        };
+        let expected = ["-[Counter(Extra) increment]", "+[NSObject(Extra) make]"];
+        assert_eq!(names(&m), expected);
+        // In a chained image the bind's ordinal picks the symbol from the import table (the
+        // plain values below 2^36 are DYLD_CHAINED_PTR_64 rebases as they stand).
+        b.u64(0x13a8, (1 << 63) | 1);
+        let imports = ["_x", "_OBJC_CLASS_$_NSObject"];
+        let m = chained(b.memory(), &payload(DYLD_CHAINED_PTR_64, BASE), &imports);
+        assert_eq!(m.bound_symbol(0x13a8), Some("_OBJC_CLASS_$_NSObject"));
+        assert_eq!(names(&m), expected);
     }
 
     #[test]
@@ -877,9 +907,18 @@ mod tests {
         let data = std::fs::read(&path).unwrap();
         let file = object::read::macho::MachOFile64::<object::Endianness>::parse(&*data).unwrap();
         let memory = loaded(&file, None);
-        let Pointers::Chained(fixups) = &memory.pointers else {
+        let Pointers::Chained { segments, .. } = &memory.pointers else {
             panic!("liba_12.dylib has chained fixups");
         };
+        // One segment of fixups, __DATA_CONST at 0x4000 (one page).
+        assert_eq!(
+            segments,
+            &[ChainedSegment {
+                start: 0x4000,
+                end: 0x8000,
+                format: DYLD_CHAINED_PTR_64_OFFSET
+            }]
+        );
         let listing = tool_output(
             "llvm-objdump-14",
             &["--macho", "--indirect-symbols", path.to_str().unwrap()],
@@ -899,12 +938,15 @@ mod tests {
         assert_eq!(got.len(), 23);
         for (slot, symbol) in &got {
             assert!(
-                matches!(fixups.get(slot), Some(Fixup::Bind(_))),
+                matches!(memory.fixup(*slot), Some(Fixup::Bind(_))),
                 "{slot:#x}"
             );
-            assert_eq!(memory.bound.get(slot), Some(symbol), "{slot:#x}");
+            assert_eq!(
+                memory.bound_symbol(*slot),
+                Some(symbol.as_str()),
+                "{slot:#x}"
+            );
         }
-        assert_eq!(memory.bound.len(), got.len());
     }
 
     #[test]
