@@ -644,7 +644,7 @@ impl Investigation {
         .await
     }
 
-    /// `procedure_info`: start, name, raw name, size and section of one procedure.
+    /// `procedure_info`: start, name, raw name, name source, size and section of one procedure.
     pub async fn procedure_info(&self, args: ProcedureArgs) -> Result<Observed<ProcedureDetails>> {
         let (s, a, r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
