@@ -437,7 +437,7 @@ pub(crate) fn methods(
         let source = NameOrigin::ObjcCatlist;
         method_list(
             memory,
-            memory.pointer(category + 16),
+            memory.pointer(category.wrapping_add(16)),
             '-',
             &owner,
             source,
@@ -445,14 +445,15 @@ pub(crate) fn methods(
         );
         method_list(
             memory,
-            memory.pointer(category + 24),
+            memory.pointer(category.wrapping_add(24)),
             '+',
             &owner,
             source,
             &mut out,
         );
     }
-    // One name per implementation: the first listed, as the runtime would find it first.
+    // One name per implementation (selectors may share one): the first listed, so the answer
+    // does not depend on the order of anything but the file's lists.
     let mut seen = std::collections::HashSet::new();
     out.retain(|m| seen.insert(m.imp));
     out.sort_by_key(|m| m.imp);
