@@ -167,6 +167,11 @@ def main():
         "elf-arm-7za-prefix": ("7zip-bin-5.2.0/package/linux/arm/7za", 16384),
         "macho-arm64-go-esbuild-prefix": ("esbuild-darwin-arm64/package/bin/esbuild", 16384),
         "macho-universal-sentry-prefix": ("sentry-cli-darwin/package/bin/sentry-cli", 16384),
+        # Objective-C class and category lists, with binds to Foundation classes.
+        "macho-x86_64-objc-exe": (
+            "node-notifier/package/vendor/mac.noindex/terminal-notifier.app/Contents/MacOS/terminal-notifier",
+            None,
+        ),
     }
     for name, (rel, limit) in natives.items():
         seed("native_image", name, fixture(rel, limit))

@@ -250,6 +250,20 @@ vocabulary!(
     }
 );
 
+vocabulary!(
+    /// Where a procedure's name comes from when no symbol gives it.
+    NameOrigin, "a name source (LC_MAIN, entry:__libc_start_main, objc_classlist, objc_catlist)", {
+        /// `main` at the Mach-O `LC_MAIN` entry.
+        LcMain => "LC_MAIN",
+        /// `main` as the first argument the ELF entry code passes to `__libc_start_main`.
+        LibcStartMain => "entry:__libc_start_main",
+        /// An Objective-C method of a class in `__objc_classlist`.
+        ObjcClasslist => "objc_classlist",
+        /// An Objective-C method of a category in `__objc_catlist`.
+        ObjcCatlist => "objc_catlist",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,6 +287,9 @@ mod tests {
         }
         for k in CalleeKind::ALL {
             assert_eq!(CalleeKind::parse(k.as_str()), Ok(*k));
+        }
+        for o in NameOrigin::ALL {
+            assert_eq!(NameOrigin::parse(o.as_str()), Ok(*o));
         }
         assert!(Format::parse("ELF").is_err());
         assert!(serde_json::from_str::<Architecture>("\"aarch64\"").is_err());

@@ -1,6 +1,7 @@
 //! Fuzzes the native reader (`auto` provider) on arbitrary file contents: admission (ELF, Mach-O
 //! thin and universal, PE, raw), procedure discovery (symbols, exports, unwind tables, PLT, Go
-//! pclntab) and the analysis operations of a loaded image. Nothing may panic, and what the
+//! pclntab, Objective-C class and category lists with their chained fixups) and the analysis
+//! operations of a loaded image. Nothing may panic, and what the
 //! provider documents must hold: procedures sorted with one per address, sections sorted, every
 //! document's byte range inside its file.
 #![no_main]

@@ -21,7 +21,7 @@ use crate::providers::native::{
     StringQuery, Target, Xrefs,
 };
 use crate::store::{DocumentRow, ProcedureRow, Recording};
-use crate::vocabulary::Architecture;
+use crate::vocabulary::{Architecture, NameOrigin};
 
 /// Arguments of `list_documents`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -195,11 +195,12 @@ pub struct StringsFound {
 pub struct ProcedureDetails {
     /// The procedure.
     pub procedure: ResolvedProcedure,
-    /// The name as stored in the binary, when it differs; for a `main` no symbol names but the
-    /// file states, that statement (`LC_MAIN entry`, `_start: first argument to
-    /// __libc_start_main`).
+    /// The name as stored in the binary, when it differs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_name: Option<String>,
+    /// Where a name no symbol gives comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_source: Option<NameOrigin>,
     /// Size in bytes, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
@@ -643,7 +644,7 @@ impl Investigation {
         .await
     }
 
-    /// `procedure_info`: start, name, raw name, size and section of one procedure.
+    /// `procedure_info`: start, name, raw name, name source, size and section of one procedure.
     pub async fn procedure_info(&self, args: ProcedureArgs) -> Result<Observed<ProcedureDetails>> {
         let (s, a, r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
@@ -651,6 +652,7 @@ impl Investigation {
         let stored = image.procedure_starting_at(r.procedure.address.0);
         let details = ProcedureDetails {
             raw_name: stored.and_then(|p| p.raw_name.clone()),
+            name_source: stored.and_then(|p| p.name_source),
             size: stored.and_then(|p| p.size),
             section: image
                 .section_at(r.procedure.address.0)

@@ -543,6 +543,7 @@ pub(crate) fn parse_syms(text: &str, macho: bool, coff_sections: &[u64]) -> Vec<
                     address,
                     raw_name: (shown != name).then(|| name.to_string()),
                     name: Some(shown),
+                    name_source: None,
                     size: None,
                     aliases: Vec::new(),
                 });
@@ -590,6 +591,7 @@ pub(crate) fn parse_syms(text: &str, macho: bool, coff_sections: &[u64]) -> Vec<
             address,
             name: Some(shown),
             raw_name: raw,
+            name_source: None,
             size: size.filter(|&s| s > 0),
             aliases: Vec::new(),
         });

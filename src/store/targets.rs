@@ -117,9 +117,7 @@ pub struct ProcedureRow {
     /// Name, when the binary gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The name as stored in the binary, when it differs from `name`; for a `main` no symbol
-    /// names but the file states, that statement (`LC_MAIN entry`, `_start: first argument
-    /// to __libc_start_main`).
+    /// The name as stored in the binary, when it differs from `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_name: Option<String>,
     /// Size in bytes, when known.

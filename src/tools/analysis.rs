@@ -26,8 +26,9 @@ impl Tools {
         Ok(Json(self.investigation.search_strings(args).await?))
     }
 
-    /// Look up one procedure: start address, name, raw name, size and section. Accepts an address
-    /// inside a procedure (for example a faulting address) and reports the procedure containing it.
+    /// Look up one procedure: start address, name, raw name, name source, size and section.
+    /// Accepts an address inside a procedure (for example a faulting address) and reports the
+    /// procedure containing it.
     #[tool(
         name = "procedure_info",
         annotations(read_only_hint = true, open_world_hint = false)

@@ -32,6 +32,7 @@ mod javascript;
 mod jsonrpc;
 mod listing;
 mod names_15;
+mod objc_names;
 mod parity;
 mod prompts;
 mod readonly;

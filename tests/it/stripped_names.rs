@@ -1,7 +1,8 @@
 //! Issue 20, item 5 (first half): `main` of a stripped executable where the file states it —
 //! the ELF entry's first argument to `__libc_start_main` and Mach-O's `LC_MAIN` — named through
 //! `list_procedures` and `procedure_info` at exactly the address `nm` / `llvm-nm-14` gives
-//! `main` in the unstripped twin, with the statement as its raw name.
+//! `main` in the unstripped twin, with where the file says so as `procedure_info`'s
+//! `name_source` (and no raw name: no symbol stores it).
 
 use std::path::{Path, PathBuf};
 
@@ -42,39 +43,41 @@ async fn all_procedures(h: &Harness) -> Vec<Value> {
 }
 
 /// Opens `path` and asserts rea names exactly one procedure `main`, at `expected`, in both
-/// `list_procedures` and `procedure_info`, with `statement` as its raw name.
-async fn assert_main(path: &Path, expected: &str, statement: Option<&str>) {
+/// `list_procedures` and `procedure_info`, with `raw` as its raw name and `source` as its name
+/// source.
+async fn assert_main(path: &Path, expected: &str, raw: Option<&str>, source: Option<&str>) {
     let h = start().await;
     h.call("open_binary", json!({ "path": path })).await;
     let rows = all_procedures(&h).await;
     let named: Vec<&Value> = rows.iter().filter(|r| r["name"] == "main").collect();
     assert_eq!(named.len(), 1, "{path:?}: {named:?}");
     assert_eq!(named[0]["address"], expected, "{path:?}");
-    assert_eq!(named[0]["raw_name"].as_str(), statement, "{path:?}");
+    assert_eq!(named[0]["raw_name"].as_str(), raw, "{path:?}");
     let info = h
         .call("procedure_info", json!({ "procedure": "main" }))
         .await;
     assert_eq!(info["procedure"]["address"], expected, "{info}");
-    assert_eq!(info["raw_name"].as_str(), statement, "{info}");
+    assert_eq!(info["raw_name"].as_str(), raw, "{info}");
+    assert_eq!(info["name_source"].as_str(), source, "{info}");
     let by_address = h
         .call("procedure_info", json!({ "procedure": expected }))
         .await;
     assert_eq!(by_address["procedure"]["name"], "main", "{by_address}");
 }
 
-const LIBC: &str = "_start: first argument to __libc_start_main";
+const LIBC: &str = "entry:__libc_start_main";
 
 /// A stripped corpus ELF build names `main` at the unstripped twin's `main`.
 async fn check_elf(toolchain: Toolchain, opt: Opt) {
     let stripped = corpus::build(Variant::new(Source::Graph, toolchain, opt, true));
     let unstripped = corpus::build(Variant::new(Source::Graph, toolchain, opt, false));
     let expected = nm_address("nm", &unstripped, "main");
-    // The stripped file keeps no symbol for it: the name is the entry code's statement.
+    // The stripped file keeps no symbol for it: the name comes from the entry code.
     let left = run("nm", &["-D", "--defined-only", stripped.to_str().unwrap()]);
     assert!(!left.lines().any(|l| l.ends_with(" main")), "{left}");
-    assert_main(&stripped, &expected, Some(LIBC)).await;
-    // With its symbol the name is the symbol's, and no statement is recorded.
-    assert_main(&unstripped, &expected, None).await;
+    assert_main(&stripped, &expected, None, Some(LIBC)).await;
+    // With its symbol the name is the symbol's, and no source is recorded.
+    assert_main(&unstripped, &expected, None, None).await;
 }
 
 #[tokio::test]
@@ -153,8 +156,8 @@ async fn stripped_macho_executable_names_main_from_lc_main() {
         .parse()
         .unwrap();
     assert_eq!(format!("{:#x}", 0x1_0000_0000 + entryoff), expected);
-    assert_main(&stripped, &expected, Some("LC_MAIN entry")).await;
+    assert_main(&stripped, &expected, None, Some("LC_MAIN")).await;
     // `_main` is a local symbol of the unstripped file; the symbol's name wins, stored form
     // and all.
-    assert_main(&unstripped, &expected, Some("_main")).await;
+    assert_main(&unstripped, &expected, Some("_main"), None).await;
 }

@@ -13,12 +13,6 @@ use crate::vocabulary::ImportKind;
 /// the pattern this reads, and is left unnamed rather than guessed at.
 const MAX_ENTRY_INSTRUCTIONS: usize = 32;
 
-/// What `raw_name` says for a `main` found this way: the statement it rests on.
-pub(crate) const LIBC_START_MAIN_STATEMENT: &str = "_start: first argument to __libc_start_main";
-
-/// What `raw_name` says for a `main` from the Mach-O `LC_MAIN` load command.
-pub(crate) const LC_MAIN_STATEMENT: &str = "LC_MAIN entry";
-
 /// Whether an import names glibc's start routine (with or without its symbol version).
 fn is_libc_start_main(import: &ImportEntry) -> bool {
     import.name == "__libc_start_main" || import.name.starts_with("__libc_start_main@")

@@ -7,6 +7,7 @@
 //! - `symbols`: demangling and the choice of one name among aliases.
 //! - `procedures`: the union of every source of function starts for one document.
 //! - `ehframe`, `pclntab`: the parsers behind the less common sources of function starts.
+//! - `objc`: Objective-C method names from the class and category lists of a Mach-O.
 //! - `imports`: PLT stubs, Mach-O stubs and pointer slots, PE import address table slots.
 //! - `image`: a loaded document (bytes, sections, imports, procedures) for the analysis operations.
 //! - `disasm`: x86 and arm64 decoding behind one instruction model.
@@ -31,6 +32,7 @@ mod entry_main;
 mod format;
 mod image;
 mod imports;
+mod objc;
 mod pclntab;
 mod procedures;
 mod relocations;
@@ -92,6 +94,7 @@ mod tests {
             address: 0x401000,
             name: Some("main".into()),
             raw_name: None,
+            name_source: None,
             size: Some(16),
             aliases: Vec::new(),
         };

@@ -14,9 +14,11 @@ use object::{
 
 use super::ehframe::{self, EhFrameBases};
 use super::entry_main;
+use super::objc;
 use super::pclntab;
 use super::symbols::{self, NameCandidate, NameSource};
 use super::types::{ImportEntry, Procedure, SectionInfo};
+use crate::vocabulary::NameOrigin;
 
 /// Upper bound on starts read from one source, against crafted tables that claim billions.
 const MAX_STARTS: usize = 8_000_000;
@@ -132,8 +134,10 @@ pub(crate) fn collect(
     };
     let mut complete_starts = false;
     // `main` as the file states it: the procedure at this address is `main` when no symbol
-    // names it, with the statement kept as its raw name.
-    let mut stated_main: Option<(u64, &str)> = None;
+    // names it, with where the file says so as its name source.
+    let mut stated_main: Option<(u64, NameOrigin)> = None;
+    // Objective-C methods the class and category lists name, likewise under no symbol.
+    let mut objc_methods: Vec<objc::Method> = Vec::new();
     match file {
         object::File::Elf32(_) | object::File::Elf64(_) => {
             elf_unwind_starts(file, sections, &mut starts)
@@ -141,12 +145,13 @@ pub(crate) fn collect(
         object::File::MachO32(f) => {
             let lc_main;
             (entry, complete_starts, lc_main) = macho_starts(f, thumb, &mut starts);
-            stated_main = lc_main.map(|a| (a, entry_main::LC_MAIN_STATEMENT));
+            stated_main = lc_main.map(|a| (a, NameOrigin::LcMain));
         }
         object::File::MachO64(f) => {
             let lc_main;
             (entry, complete_starts, lc_main) = macho_starts(f, thumb, &mut starts);
-            stated_main = lc_main.map(|a| (a, entry_main::LC_MAIN_STATEMENT));
+            stated_main = lc_main.map(|a| (a, NameOrigin::LcMain));
+            objc_methods = objc::file_methods(f);
         }
         object::File::Pe32(f) => pe_unwind_starts(f, &mut starts),
         object::File::Pe64(f) => pe_unwind_starts(f, &mut starts),
@@ -178,21 +183,29 @@ pub(crate) fn collect(
                 e,
                 &slot_value,
             )
-            .map(|a| (a, entry_main::LIBC_START_MAIN_STATEMENT));
+            .map(|a| (a, NameOrigin::LibcStartMain));
         }
     }
     let stated_main = stated_main.filter(|&(a, _)| in_code(a));
     if let Some((address, _)) = stated_main {
         starts.push(Start::bare(address));
     }
+    // A method's implementation starts a procedure even where no other source lists it.
+    starts.extend(objc_methods.iter().map(|m| Start::bare(m.imp)));
     starts.retain(|s| in_code(s.address));
     let mut procedures = merge(starts);
-    if let Some((address, statement)) = stated_main
-        && let Ok(i) = procedures.binary_search_by_key(&address, |p| p.address)
-        && procedures[i].name.is_none()
-    {
-        procedures[i].name = Some("main".to_string());
-        procedures[i].raw_name = Some(statement.to_string());
+    let stated = stated_main
+        .map(|(address, source)| (address, "main".to_string(), source))
+        .into_iter()
+        .chain(objc_methods.into_iter().map(|m| (m.imp, m.name, m.source)));
+    for (address, name, source) in stated {
+        // Never over a symbol's name: the stated name fills only a nameless procedure.
+        if let Ok(i) = procedures.binary_search_by_key(&address, |p| p.address)
+            && procedures[i].name.is_none()
+        {
+            procedures[i].name = Some(name);
+            procedures[i].name_source = Some(source);
+        }
     }
     if complete_starts {
         extend_to_next_start(&mut procedures, &code);
@@ -363,6 +376,7 @@ fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
             address,
             name: names.name,
             raw_name: names.raw_name,
+            name_source: None,
             size: size.map(|(_, s)| s),
             aliases: names.aliases,
         });

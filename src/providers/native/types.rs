@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::address::{format_address, hex};
 use crate::fsroot::{DeadlineExceeded, Directory, FileId, FsError, Opened, RegularFile};
-use crate::vocabulary::{Architecture, DocumentRole, Format, ImportKind};
+use crate::vocabulary::{Architecture, DocumentRole, Format, ImportKind, NameOrigin};
 
 /// The provider id under which the native reader records its observations.
 pub const PROVIDER_ID: &str = "auto";
@@ -160,15 +160,18 @@ pub struct Procedure {
     #[schemars(with = "String")]
     pub address: u64,
     /// Name from symbols, exports, PLT relocations or Go's pclntab, demangled where possible;
-    /// else `main` where the file states it (see `raw_name`).
+    /// else a name the file states without a symbol (see `name_source`).
     pub name: Option<String>,
     /// The symbol as stored, present only when it differs from `name`: mangled, with Mach-O's
     /// leading underscore, or with its ELF version as `nm -D` prints it (`memcpy@@GLIBC_2.14`
     /// for the default version, whose `name` is plain `memcpy`; a non-default version keeps
-    /// `@VERSION` in `name` too). For a name no symbol gives but the file states (`main` of a
-    /// stripped executable), the statement it rests on: `LC_MAIN entry` (Mach-O) or
-    /// `_start: first argument to __libc_start_main` (ELF).
+    /// `@VERSION` in `name` too).
     pub raw_name: Option<String>,
+    /// Where `name` comes from when no symbol gives it: `main` of a stripped executable
+    /// (`LC_MAIN`, `entry:__libc_start_main`) or an Objective-C method (`objc_classlist`,
+    /// `objc_catlist`); absent for a symbol's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_source: Option<NameOrigin>,
     /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range, a PLT
     /// entry's spacing), or for Mach-O the extent to the next function start or the section's
     /// end (`LC_FUNCTION_STARTS` lists every function the linker laid out).
