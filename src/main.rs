@@ -23,7 +23,8 @@ fn main() -> ExitCode {
         }
     }
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| LossyStderr)
+        .log_internal_errors(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("REA_LOG")
                 .unwrap_or_else(|_| "warn".into()),
@@ -68,4 +69,22 @@ fn causes(error: &anyhow::Error) -> String {
         }
     }
     said.join(": ")
+}
+
+/// The log's stderr: a log line that cannot be written (stderr closed, or a pipe whose reader
+/// left) is dropped. tracing's own writer would report the failure with `eprintln!`, which
+/// panics on that same stderr, inside whatever request was logging: the request was never
+/// answered.
+struct LossyStderr;
+
+impl std::io::Write for LossyStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }

@@ -20,6 +20,12 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(state: &Path, config: &str) -> HttpServer {
+        HttpServer::launch(state, config, true)
+    }
+
+    /// `drain`: keep reading what the server logs; else close the pipe once the address is
+    /// read, as a supervisor that stopped reading would.
+    fn launch(state: &Path, config: &str, drain: bool) -> HttpServer {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rea.toml"), config).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_rea"))
@@ -34,9 +40,9 @@ impl HttpServer {
         let mut line = String::new();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         stderr.read_line(&mut line).unwrap();
-        // Keep reading what the server logs: with the pipe closed, a log line written to it
-        // fails, and the request that wrote it is never answered.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        if drain {
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        }
         let port = line
             .trim_end()
             .strip_suffix("/mcp")
@@ -421,4 +427,24 @@ fn stateless_requests_reach_the_session_they_name_and_a_wrong_id_is_refused_regr
             "no live binary session {id} on this server (closed, or released after sitting idle): resume_session it"
         )
     );
+}
+
+/// A request whose refusal is logged was never answered once the server's stderr pipe had no
+/// reader: tracing reported the failed log write with `eprintln!`, which panicked inside the
+/// request. Log lines that cannot be written are now dropped.
+#[test]
+fn a_server_whose_stderr_reader_left_still_answers_regression_16() {
+    let state = tempfile::tempdir().unwrap();
+    let server = HttpServer::launch(state.path(), "", false);
+    for _ in 0..3 {
+        let answer = server.stateless("binary_session", json!({ "session": "nonexistent" }));
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("no live binary session nonexistent on this server"),
+            "{answer}"
+        );
+    }
 }
