@@ -740,17 +740,12 @@ impl Image {
         places.sort_unstable();
         places.dedup();
         let total = places.len();
-        let symbols = match &file {
-            Some(file) => data_symbols(file, self),
-            None => object::File::parse(&self.bytes[..])
-                .map(|f| data_symbols(&f, self))
-                .unwrap_or_default(),
-        };
+        let names = DataNames::new(self);
         let out = places
             .into_iter()
             .take(MAX_XREFS)
             .map(|at| {
-                let (symbol, symbol_offset) = containing_symbol(&symbols, at).unzip();
+                let (symbol, symbol_offset) = names.symbol_holding(at).unzip();
                 DataXref {
                     at,
                     section: self
@@ -982,53 +977,6 @@ impl Image {
             total_instructions: total,
         })
     }
-}
-
-/// Named symbols of data sections as `(address, size, displayed name)`, sorted by address; a
-/// size of zero means the format states none.
-pub(super) fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String)> {
-    use object::{Object, ObjectSymbol, SymbolKind};
-    let macho = image.doc.format == "macho";
-    let mut out: Vec<(u64, u64, String)> = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .take(MAX_RELOCATIONS)
-        .filter(|s| matches!(s.kind(), SymbolKind::Data | SymbolKind::Unknown) && s.address() != 0)
-        .filter(|s| {
-            image
-                .section_at(s.address())
-                .is_some_and(|section| !section.executable)
-        })
-        .filter_map(|s| {
-            let name = s
-                .name()
-                .ok()
-                .filter(|n| !n.is_empty() && !n.starts_with('$'))?;
-            Some((
-                s.address(),
-                s.size(),
-                super::symbols::display_name(name, macho),
-            ))
-        })
-        .collect();
-    out.sort();
-    out.dedup_by(|b, a| a.0 == b.0 && a.2 == b.2);
-    out
-}
-
-/// The data symbol whose extent holds `at`, with the offset into it: a sized symbol covers its
-/// size, an unsized one (Mach-O, PE) reaches to the next symbol of the same section.
-pub(super) fn containing_symbol(symbols: &[(u64, u64, String)], at: u64) -> Option<(String, u64)> {
-    let i = symbols.partition_point(|s| s.0 <= at);
-    let (address, size, name) = symbols.get(i.checked_sub(1)?)?;
-    let end = if *size > 0 {
-        address.saturating_add(*size)
-    } else {
-        symbols
-            .get(i)
-            .map_or(address.saturating_add(4096), |next| next.0)
-    };
-    (at < end).then(|| (name.clone(), at - address))
 }
 
 /// `(file offset, length)` of each `LC_DATA_IN_CODE` entry of a Mach-O image.

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::address::{format_address, hex, hex_opt};
-use super::analysis::{containing_symbol, data_symbols};
+use super::datarefs::DataNames;
 use super::image::Image;
 use super::types::SectionInfo;
 use crate::fsroot::{Deadline, DeadlineExceeded};
@@ -276,10 +276,7 @@ impl Image {
                 section: section.name.clone(),
                 address,
             })?;
-        let symbols = object::File::parse(&self.bytes[..])
-            .map(|f| data_symbols(&f, self))
-            .unwrap_or_default();
-        let (symbol, symbol_offset) = containing_symbol(&symbols, address).unzip();
+        let (symbol, symbol_offset) = DataNames::new(self).symbol_holding(address).unzip();
         let procedure = self.procedure_at(address);
         Ok(ByteRead {
             address,

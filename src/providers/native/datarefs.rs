@@ -12,7 +12,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::address::hex;
-use super::analysis::data_symbols;
 use super::disasm::{Decoded, MemoryUse};
 use super::image::Image;
 use crate::vocabulary::ImportKind;
@@ -170,6 +169,15 @@ impl<'a> DataNames<'a> {
         self.symbol(address)
     }
 
+    /// The data symbol whose extent holds `at` and the offset into it (`read_bytes`, data
+    /// xrefs): the same extent rule as the names operands get.
+    pub(crate) fn symbol_holding(&self, at: u64) -> Option<(String, u64)> {
+        match self.symbol(at)? {
+            DataName::Symbol { name, offset, .. } => Some((name, offset)),
+            _ => None,
+        }
+    }
+
     /// The data symbol whose extent holds `at`.
     fn symbol(&self, at: u64) -> Option<DataName> {
         let symbols = &self.symbols;
@@ -204,6 +212,38 @@ impl<'a> DataNames<'a> {
             offset: at - address,
         })
     }
+}
+
+/// Named symbols of data sections as `(address, size, displayed name)`, sorted by address; a
+/// size of zero means the format states none.
+fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let macho = image.doc.format == "macho";
+    let mut out: Vec<(u64, u64, String)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .take(super::relocations::MAX_RELOCATIONS)
+        .filter(|s| matches!(s.kind(), SymbolKind::Data | SymbolKind::Unknown) && s.address() != 0)
+        .filter(|s| {
+            image
+                .section_at(s.address())
+                .is_some_and(|section| !section.executable)
+        })
+        .filter_map(|s| {
+            let name = s
+                .name()
+                .ok()
+                .filter(|n| !n.is_empty() && !n.starts_with('$'))?;
+            Some((
+                s.address(),
+                s.size(),
+                super::symbols::display_name(name, macho),
+            ))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|b, a| a.0 == b.0 && a.2 == b.2);
+    out
 }
 
 /// Mach-O sections that hold nothing but NUL-terminated strings (`S_CSTRING_LITERALS` and the
