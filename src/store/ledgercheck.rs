@@ -10,8 +10,8 @@
 //! already written stay, and nothing is deleted.
 //!
 //! The check reads on a read-only connection of its own, a chunk of rows per statement, so no
-//! read transaction of it holds the WAL back for long and closing the store stops it between two
-//! chunks.
+//! read transaction of it holds the WAL back for long and closing the store stops it at the next
+//! row.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -127,7 +127,7 @@ impl LedgerWatch {
         }
     }
 
-    /// Asks the check to stop at its next chunk.
+    /// Asks the check to stop at its next row.
     pub(super) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
     }
@@ -169,7 +169,7 @@ fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
         if watch.stop.load(Ordering::Acquire) {
             return LedgerStatus::Stopped;
         }
-        match chunk(&conn, &mut after, highest) {
+        match chunk(&conn, &mut after, highest, &watch.stop) {
             Ok(Some(bad)) => return LedgerStatus::Damaged(bad),
             Ok(None) if after >= highest => return LedgerStatus::Clean,
             Ok(None) => {}
@@ -188,13 +188,22 @@ fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
 /// Hashes the next chunk of rows after `*after`, advancing it past every row read; the first row
 /// that does not hash to its id, if any. A chunk that reads no row moves `*after` to `highest`
 /// (the rest of the sequence has no row).
-fn chunk(conn: &Connection, after: &mut i64, highest: i64) -> rusqlite::Result<Option<BadRow>> {
+fn chunk(
+    conn: &Connection,
+    after: &mut i64,
+    highest: i64,
+    stop: &AtomicBool,
+) -> rusqlite::Result<Option<BadRow>> {
     let mut read = 0u64;
     let mut stmt = conn.prepare_cached(
         "select seq, id, record from evidence where seq > ?1 and seq <= ?2 order by seq limit ?3",
     )?;
     let mut rows = stmt.query(rusqlite::params![*after, highest, CHUNK])?;
     while let Some(r) = rows.next()? {
+        // Closing the store waits for the check: it stops within a row, not a chunk.
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let seq: i64 = r.get(0)?;
         read += 1;
         *after = seq;
@@ -202,7 +211,7 @@ fn chunk(conn: &Connection, after: &mut i64, highest: i64) -> rusqlite::Result<O
             return Ok(Some(BadRow { seq, id, problem }));
         }
     }
-    if read == 0 {
+    if read == 0 && !stop.load(Ordering::Relaxed) {
         *after = highest;
     }
     Ok(None)
