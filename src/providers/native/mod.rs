@@ -32,6 +32,7 @@ mod entry_main;
 mod format;
 mod image;
 mod imports;
+mod leb128;
 mod objc;
 mod pclntab;
 mod procedures;

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use object::read::macho::{MachHeader, MachOFile};
 use object::{Object, ObjectSection, ObjectSegment};
 
+use super::leb128::uleb;
 use crate::vocabulary::NameOrigin;
 
 /// Upper bound on methods named from one file, against lists that claim billions.
@@ -243,23 +244,6 @@ pub(crate) fn chained_segments(payload: &[u8], image_base: u64) -> Vec<ChainedSe
         out.push(ChainedSegment { start, end, format });
     }
     out
-}
-
-/// Reads a ULEB128 value at `*at`, advancing it; `None` past the end or beyond 64 bits.
-fn uleb(data: &[u8], at: &mut usize) -> Option<u64> {
-    let (mut value, mut shift) = (0u64, 0u32);
-    loop {
-        let byte = *data.get(*at)?;
-        *at += 1;
-        if shift >= 64 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-        shift += 7;
-    }
 }
 
 /// The symbol names of a chained-fixups import table, by import index (the ordinal a bind

@@ -14,6 +14,7 @@ use object::{
 
 use super::ehframe::{self, EhFrameBases};
 use super::entry_main;
+use super::leb128::uleb;
 use super::objc;
 use super::pclntab;
 use super::symbols::{self, NameCandidate, NameSource};
@@ -521,24 +522,6 @@ fn macho_starts<Mach: MachHeader<Endian = object::Endianness>>(
         e => Some(e),
     });
     (entry, function_starts, lc_main)
-}
-
-/// Reads a ULEB128 value at `*at`, advancing it; `None` past the end or beyond 64 bits.
-fn uleb(data: &[u8], at: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    let mut shift = 0u32;
-    loop {
-        let byte = *data.get(*at)?;
-        *at += 1;
-        if shift >= 64 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-        shift += 7;
-    }
 }
 
 /// Walks a Mach-O exports trie and returns `(address, name)` of its regular exports. Each node
