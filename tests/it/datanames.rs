@@ -462,3 +462,61 @@ async fn an_empty_c_string_is_named_as_itself_not_as_a_far_symbol_regression_20(
         "{named:?}"
     );
 }
+
+/// In a PIE nothing relocates an immediate, so `mov edi, 0x2005` is a number even though
+/// 0x2005 lies in the image's `.rodata` (readelf, inside the `"%d\n"` at 0x2004): `xrefs` listed it as a reference to that
+/// address; it now lists none, like the operand names.
+#[tokio::test]
+async fn pie_immediates_are_not_references_regression_20() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("constant.c");
+    std::fs::write(
+        &source,
+        "#include <stdio.h>\n\
+         __attribute__((noinline)) int take(int x) { return x * 3; }\n\
+         __attribute__((noinline)) int constant(void) { return take(0x2005); }\n\
+         int main(void) { printf(\"%d\\n\", constant()); return 0; }\n",
+    )
+    .unwrap();
+    let path = dir.path().join("constant");
+    corpus::run(
+        "gcc",
+        &[
+            "-O1",
+            "-fPIE",
+            "-pie",
+            "-o",
+            path.to_str().unwrap(),
+            source.to_str().unwrap(),
+        ],
+    );
+    // The precondition that made the old rule list it: 0x2005 is inside a section with bytes.
+    let sections = corpus::run("readelf", &["-SW", path.to_str().unwrap()]);
+    let inside = sections.lines().any(|line| {
+        let Some(rest) = line.split(']').nth(1) else {
+            return false;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(addr), Some(size)) = (f.get(2), f.get(4)) else {
+            return false;
+        };
+        let (Ok(addr), Ok(size)) = (u64::from_str_radix(addr, 16), u64::from_str_radix(size, 16))
+        else {
+            return false;
+        };
+        addr != 0 && (addr..addr + size).contains(&0x2005)
+    });
+    assert!(inside, "{sections}");
+    let listing = reference::listing(&path, Toolchain::ElfX64, Disassembler::Gnu);
+    assert!(
+        listing
+            .iter()
+            .any(|i| i.function.as_deref() == Some("constant") && i.operands == "edi,0x2005"),
+        "objdump shows no `mov edi,0x2005` in constant"
+    );
+    let h = opened(&path).await;
+    let refs = h.call("xrefs", json!({ "address": "0x2005" })).await;
+    assert_eq!(refs["code"], json!([]), "{refs}");
+    let ours = instructions(&h, "constant").await;
+    assert!(ours.iter().all(|i| i.get("data").is_none()), "{ours:?}");
+}

@@ -343,9 +343,11 @@ fn classify(image: &Image, own: usize, insn: &Decoded, out: &mut Vec<(u64, RefKi
             MemoryUse::Access => RefKind::Access,
             MemoryUse::Immediate => RefKind::Immediate,
         };
-        // Immediates are only addresses when they land in the image; small ones are constants.
+        // An immediate is an address only in an image linked at a fixed address (in a PIE or a
+        // dylib nothing would relocate it), and only where the image has bytes; small ones are
+        // constants. The same rule as the data names of `datarefs`.
         let plausible = image.section_at(address).is_some()
-            && (usage != MemoryUse::Immediate || address >= 0x1000);
+            && (usage != MemoryUse::Immediate || (image.fixed_address && address >= 0x1000));
         if plausible {
             out.push((address, kind));
         }

@@ -91,7 +91,7 @@ impl<'a> DataNames<'a> {
             image,
             symbols,
             sized: image.doc.format == "elf",
-            immediates: file.as_ref().is_some_and(fixed_address),
+            immediates: image.fixed_address,
         }
     }
 
@@ -267,32 +267,6 @@ fn quote(text: &str) -> String {
     let shown: String = text.chars().take(QUOTED_CHARS).collect();
     let quoted = serde_json::to_string(&shown).unwrap_or_default();
     if cut { format!("{quoted}…") } else { quoted }
-}
-
-/// Whether the image runs at the addresses it was linked at, so immediates can be addresses.
-fn fixed_address(file: &object::File<'_>) -> bool {
-    use object::Object;
-    match file {
-        object::File::Elf32(_) | object::File::Elf64(_) => {
-            file.kind() == object::ObjectKind::Executable
-        }
-        object::File::MachO32(_) | object::File::MachO64(_) => {
-            file.kind() == object::ObjectKind::Executable && !macho_pie(file)
-        }
-        object::File::Pe32(_) | object::File::Pe64(_) => true,
-        _ => false,
-    }
-}
-
-/// Whether a Mach-O executable is position independent (`MH_PIE` in its header's flags).
-fn macho_pie(file: &object::File<'_>) -> bool {
-    use object::read::macho::MachHeader;
-    let flags = match file {
-        object::File::MachO32(f) => f.macho_header().flags(f.endian()),
-        object::File::MachO64(f) => f.macho_header().flags(f.endian()),
-        _ => return false,
-    };
-    flags.intersects(object::macho::MH_PIE)
 }
 
 #[cfg(test)]

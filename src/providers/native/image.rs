@@ -38,6 +38,10 @@ pub struct Image {
     pub(crate) import_index: HashMap<u64, usize>,
     pub(crate) procedures: Vec<Procedure>,
     pub(crate) entry: Option<u64>,
+    /// Whether the image is linked at a fixed address (a non-PIE ELF or Mach-O executable, or a
+    /// PE image, whose base relocations keep absolute operands pointing at their data): only
+    /// then is an immediate operand an address.
+    pub(crate) fixed_address: bool,
     pub(crate) code_index: OnceLock<CodeIndex>,
 }
 
@@ -223,6 +227,7 @@ impl Image {
                 import_index: HashMap::new(),
                 procedures: Vec::new(),
                 entry: None,
+                fixed_address: false,
                 code_index: OnceLock::new(),
             });
         }
@@ -235,6 +240,7 @@ impl Image {
             symbols,
             procedures,
             entry,
+            fixed_address,
         } = parse(doc, kind, &bytes)?;
         let import_index = imports
             .iter()
@@ -253,6 +259,7 @@ impl Image {
             import_index,
             procedures,
             entry,
+            fixed_address,
             code_index: OnceLock::new(),
         })
     }
@@ -415,6 +422,7 @@ struct Parsed {
     symbols: Vec<(u64, String)>,
     procedures: Vec<Procedure>,
     entry: Option<u64>,
+    fixed_address: bool,
 }
 
 fn parse(doc: &DocumentSpec, kind: Format, bytes: &[u8]) -> Result<Parsed, ProviderError> {
@@ -437,6 +445,7 @@ fn parse(doc: &DocumentSpec, kind: Format, bytes: &[u8]) -> Result<Parsed, Provi
         symbols,
         procedures,
         entry,
+        fixed_address: fixed_address(&file),
     })
 }
 
@@ -455,6 +464,32 @@ fn collect_symbols(file: &object::File<'_>) -> Vec<(u64, String)> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Whether the image runs at the addresses it was linked at, so immediates can be addresses.
+fn fixed_address(file: &object::File<'_>) -> bool {
+    use object::Object;
+    match file {
+        object::File::Elf32(_) | object::File::Elf64(_) => {
+            file.kind() == object::ObjectKind::Executable
+        }
+        object::File::MachO32(_) | object::File::MachO64(_) => {
+            file.kind() == object::ObjectKind::Executable && !macho_pie(file)
+        }
+        object::File::Pe32(_) | object::File::Pe64(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether a Mach-O executable is position independent (`MH_PIE` in its header's flags).
+fn macho_pie(file: &object::File<'_>) -> bool {
+    use object::read::macho::MachHeader;
+    let flags = match file {
+        object::File::MachO32(f) => f.macho_header().flags(f.endian()),
+        object::File::MachO64(f) => f.macho_header().flags(f.endian()),
+        _ => return false,
+    };
+    flags.intersects(object::macho::MH_PIE)
 }
 
 #[cfg(test)]
