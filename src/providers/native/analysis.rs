@@ -650,12 +650,15 @@ impl Image {
                 }
             })
             .collect();
-        let (data, total_data) = self.data_pointers_to(address);
+        // One parse of the file serves the data symbols and the ELF relocations.
+        let file = object::File::parse(&self.bytes[..]).ok();
+        let names = DataNames::of_file(self, file.as_ref());
+        let (data, total_data) = self.data_pointers_to(address, file.as_ref(), &names);
         // What code names exactly (a procedure, import or symbol start) first; else what an
         // operand landing here would be called (a string, `OPS+0x8`).
         let name = self
             .name_at(address)
-            .or_else(|| DataNames::new(self).resolve(address).map(|n| n.display()));
+            .or_else(|| names.resolve(address).map(|n| n.display()));
         Ok(Xrefs {
             address,
             name,
@@ -705,7 +708,12 @@ impl Image {
     /// sections that hold program data, and the places ELF dynamic relocations set to it
     /// (`R_*_RELATIVE` addends, absolute relocations of a defined symbol), each named by the
     /// data symbol whose extent holds it.
-    fn data_pointers_to(&self, address: u64) -> (Vec<DataXref>, usize) {
+    fn data_pointers_to(
+        &self,
+        address: u64,
+        file: Option<&object::File<'_>>,
+        names: &DataNames<'_>,
+    ) -> (Vec<DataXref>, usize) {
         let size = usize::from(self.pointer_size);
         if size == 4 && address > u64::from(u32::MAX) {
             return (Vec::new(), 0);
@@ -726,10 +734,7 @@ impl Image {
                 }
             }
         }
-        let file = (self.doc.format == "elf")
-            .then(|| object::File::parse(&self.bytes[..]).ok())
-            .flatten();
-        if let Some(file) = &file {
+        if let Some(file) = file.filter(|_| self.doc.format == "elf") {
             places.extend(
                 relocated_pointers(file)
                     .into_iter()
@@ -742,7 +747,6 @@ impl Image {
         places.sort_unstable();
         places.dedup();
         let total = places.len();
-        let names = DataNames::new(self);
         let out = places
             .into_iter()
             .take(MAX_XREFS)

@@ -83,10 +83,13 @@ pub(crate) struct DataNames<'a> {
 impl<'a> DataNames<'a> {
     pub(crate) fn new(image: &'a Image) -> DataNames<'a> {
         let file = object::File::parse(&image.bytes[..]).ok();
-        let symbols = file
-            .as_ref()
-            .map(|f| data_symbols(f, image))
-            .unwrap_or_default();
+        DataNames::of_file(image, file.as_ref())
+    }
+
+    /// The resolver for `image` from its file as the caller already parsed it (`None` when it
+    /// does not parse: no data symbols).
+    pub(crate) fn of_file(image: &'a Image, file: Option<&object::File<'_>>) -> DataNames<'a> {
+        let symbols = file.map(|f| data_symbols(f, image)).unwrap_or_default();
         DataNames {
             image,
             symbols,
@@ -160,9 +163,8 @@ impl<'a> DataNames<'a> {
             // Every byte of such a section belongs to a NUL-terminated string, so what is there
             // is the (short, even empty) string at the address: `getpass("")` reads `""`, not
             // the nearest earlier symbol plus half a megabyte.
-            let available = (section.address + section.size - address).min(4096);
-            let bytes = image.bytes_at(address, available)?;
-            let end = bytes.iter().position(|&b| b == 0)?;
+            let bytes = image.bytes_from(address, 4096)?;
+            let end = memchr::memchr(0, bytes)?;
             let text = std::str::from_utf8(&bytes[..end]).ok()?;
             return Some(DataName::Text(quote(text)));
         }
