@@ -320,3 +320,44 @@ async fn stripped_ld64_program_names_its_methods_and_foundation_categories_regre
         assert!(expected.contains_key(name), "{name}");
     }
 }
+
+/// `size` of the `section_64` header whose `sectname` is `name` (16 bytes, no NUL when the
+/// name fills them) in a `__DATA*` segment: the header's offset in `bytes` plus 40.
+fn section_size_field(bytes: &[u8], name: &[u8; 16]) -> usize {
+    let at = bytes
+        .windows(22)
+        .position(|w| &w[..16] == name && &w[16..] == b"__DATA")
+        .unwrap_or_else(|| panic!("no {} header", String::from_utf8_lossy(name)));
+    at + 40
+}
+
+/// Issue 16: a list section's header may claim any size. The stripped x86-64 dylib with its
+/// `__objc_classlist` and `__objc_catlist` claiming 2^62 bytes each opens as the file is: the
+/// same nine methods at the same addresses, the lists read only as far as the file holds them
+/// (the walk used to visit 2^59 unreadable slots, minutes of a fuzz run).
+#[tokio::test]
+async fn lists_claiming_more_than_the_file_holds_are_read_as_held_regression_16() {
+    let (unstripped, stripped) = dylibs("x86_64");
+    let expected = nm_methods(&unstripped);
+    let mut bytes = std::fs::read(&stripped).unwrap();
+    for name in [b"__objc_classlist", b"__objc_catlist\0\0"] {
+        let at = section_size_field(&bytes, name);
+        bytes[at..at + 8].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    }
+    let claimed = stripped.with_file_name("counter-x86_64-claimed.dylib");
+    std::fs::write(&claimed, &bytes).unwrap();
+    let h = start().await;
+    h.call("open_binary", json!({ "path": claimed })).await;
+    let all = rows(&h).await;
+    let named: BTreeMap<String, u64> = all
+        .values()
+        .filter_map(|r| {
+            let name = r["name"].as_str()?;
+            name.contains('[').then(|| {
+                let address = r["address"].as_str().unwrap().trim_start_matches("0x");
+                (name.to_string(), u64::from_str_radix(address, 16).unwrap())
+            })
+        })
+        .collect();
+    assert_eq!(named, expected);
+}

@@ -12,6 +12,7 @@
 //! hostile file costs time linear in its size and memory for the names only.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use object::read::macho::{MachHeader, MachOFile};
 use object::{Object, ObjectSection, ObjectSegment};
@@ -99,7 +100,7 @@ pub(crate) struct Memory<'a> {
     pub(crate) pointers: Pointers,
     /// In an image with bind opcodes, the symbols the slots the walk asks about bind to (a
     /// category's class that another image defines is one).
-    pub(crate) bound: HashMap<u64, String>,
+    pub(crate) bound: HashMap<u64, Rc<str>>,
 }
 
 impl Memory<'_> {
@@ -108,6 +109,17 @@ impl Memory<'_> {
             let at = usize::try_from(address.checked_sub(start)?).ok()?;
             data.get(at..at.checked_add(len)?)
         })
+    }
+
+    /// How many bytes the file holds from `address` on, within the region that holds it.
+    fn held_from(&self, address: u64) -> u64 {
+        self.regions
+            .iter()
+            .filter_map(|&(start, data)| {
+                (data.len() as u64).checked_sub(address.checked_sub(start)?)
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     fn u32(&self, address: u64) -> Option<u32> {
@@ -148,7 +160,7 @@ impl Memory<'_> {
     /// The symbol another image's pointer at `slot` binds to.
     fn bound_symbol(&self, slot: u64) -> Option<&str> {
         match &self.pointers {
-            Pointers::Plain => self.bound.get(&slot).map(String::as_str),
+            Pointers::Plain => self.bound.get(&slot).map(AsRef::as_ref),
             Pointers::Chained { imports, .. } => match self.fixup(slot)? {
                 Fixup::Bind(ordinal) => imports.get(ordinal as usize).map(String::as_str),
                 Fixup::Rebase(_) => None,
@@ -292,14 +304,15 @@ pub(crate) fn bind_opcodes(
     opcodes: &[u8],
     segments: &[u64],
     wanted: &dyn Fn(u64) -> bool,
-) -> HashMap<u64, String> {
+) -> HashMap<u64, Rc<str>> {
     const MAX_BINDS: usize = 1_000_000;
     let mut out = HashMap::new();
-    let (mut at, mut symbol, mut place) = (0usize, String::new(), None::<u64>);
-    let mut bind = |place: &mut Option<u64>, symbol: &str, step: u64| {
+    // A name is shared by every slot bound to it: a repeated bind costs no copy of it.
+    let (mut at, mut symbol, mut place) = (0usize, Rc::<str>::from(""), None::<u64>);
+    let mut bind = |place: &mut Option<u64>, symbol: &Rc<str>, step: u64| {
         if let Some(address) = *place {
             if wanted(address) {
-                out.insert(address, symbol.to_string());
+                out.insert(address, Rc::clone(symbol));
             }
             *place = Some(address.wrapping_add(step));
         }
@@ -325,7 +338,7 @@ pub(crate) fn bind_opcodes(
                 let Some(len) = opcodes.get(at..).and_then(|r| memchr::memchr(0, r)) else {
                     break;
                 };
-                symbol = String::from_utf8_lossy(&opcodes[at..at + len]).into_owned();
+                symbol = Rc::from(String::from_utf8_lossy(&opcodes[at..at + len]));
                 at += len + 1;
             }
             0x70 => {
@@ -376,7 +389,7 @@ pub(crate) fn methods(
     catlist: Option<(u64, u64)>,
 ) -> Vec<Method> {
     let mut out = Vec::new();
-    for slot in slots(classlist) {
+    for slot in slots(memory, classlist) {
         if out.len() >= MAX_METHODS {
             break;
         }
@@ -394,7 +407,7 @@ pub(crate) fn methods(
             method_list(memory, class_methods, '+', &name, source, &mut out);
         }
     }
-    for slot in slots(catlist) {
+    for slot in slots(memory, catlist) {
         if out.len() >= MAX_METHODS {
             break;
         }
@@ -444,10 +457,12 @@ pub(crate) fn methods(
     out
 }
 
-/// The pointer slots of a list section.
-fn slots(section: Option<(u64, u64)>) -> impl Iterator<Item = u64> {
+/// The pointer slots of a list section that the file holds: a header may state any size, but
+/// only the bytes of the segment the list starts in are read.
+fn slots(memory: &Memory, section: Option<(u64, u64)>) -> impl Iterator<Item = u64> {
     let (address, size) = section.unwrap_or((0, 0));
-    (0..size / 8).map(move |i| address.wrapping_add(i * 8))
+    let held = memory.held_from(address);
+    (0..size.min(held) / 8).map(move |i| address.wrapping_add(i * 8))
 }
 
 /// A class's name and method list, from its `class_ro_t` (`data` at offset 32 of `class_t`).
@@ -599,7 +614,7 @@ fn loaded<'a, Mach: MachHeader<Endian = object::Endianness>>(
     if !opcodes.is_empty() {
         // Only a category's class slot is asked about: the binds of every other slot are
         // passed over, not kept.
-        let wanted: std::collections::HashSet<u64> = slots(catlist)
+        let wanted: std::collections::HashSet<u64> = slots(&memory, catlist)
             .filter_map(|slot| memory.pointer(slot))
             .map(|category| category.wrapping_add(8))
             .collect();
@@ -719,6 +734,26 @@ mod tests {
         let mut unterminated = Builder::new(0x20);
         unterminated.bytes.fill(b'A');
         assert_eq!(unterminated.memory().name(0x1000), None);
+    }
+
+    /// A section header may state any size: a classlist claiming 2^60 bytes is read for the
+    /// 0x400 bytes the file holds from its start, so the walk costs what the file is. (The fuzz
+    /// input that found this spent minutes on 2^57 unreadable slots.)
+    #[test]
+    fn a_list_is_read_only_as_far_as_the_file_holds_it_regression_16() {
+        let b = counter();
+        let memory = b.memory();
+        let claimed = Some((0x1000, 1 << 60));
+        assert_eq!(slots(&memory, claimed).take(1000).count(), 0x400 / 8);
+        assert_eq!(slots(&memory, Some((0x1200, 1 << 60))).count(), 0x200 / 8);
+        assert_eq!(slots(&memory, Some((0x1400, 1 << 60))).count(), 0);
+        assert_eq!(slots(&memory, Some((0x10, 1 << 60))).count(), 0);
+        assert_eq!(slots(&memory, Some((0x1000, 16))).count(), 2);
+        let names: Vec<String> = methods(&memory, claimed, claimed)
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(names, ["-[Counter increment]", "+[Counter make]"]);
     }
 
     #[test]
@@ -870,7 +905,7 @@ mod tests {
         let mut slots: Vec<u64> = all.keys().copied().collect();
         slots.sort();
         assert_eq!(slots, [0x3048, 0x3050, 0x3060]);
-        assert_eq!(all[&0x3050], "_OBJC_CLASS_$_NSObject");
+        assert_eq!(&*all[&0x3050], "_OBJC_CLASS_$_NSObject");
         assert_eq!(bind_opcodes(&ops, &segments, &|s| s == 0x3060).len(), 1);
         // A repeat claiming 2^56 binds, a segment index past the table, and every cut: bounded.
         let huge = [
