@@ -22,9 +22,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use sha2::{Digest, Sha256};
 
-use super::verify::{BadRow, is_damage};
+use super::verify::{BadRow, is_damage, record_of, row_id};
 use super::{Role, StoreError, configure};
-use crate::ids::EvidenceId;
 
 /// Rows one statement of the check reads.
 const CHUNK: i64 = 2048;
@@ -234,22 +233,13 @@ fn damage_of(id: ValueRef<'_>, record: ValueRef<'_>) -> Option<(Option<String>, 
         }
     }
     let text = id.as_bytes().ok().map(String::from_utf8_lossy);
-    let Some(id) = text.as_deref().and_then(|t| EvidenceId::parse(t).ok()) else {
-        return Some((
-            None,
-            format!("the row's id is not an Evidence id: {text:?}"),
-        ));
+    let id = match row_id(text.as_deref()) {
+        Ok(id) => id,
+        Err(problem) => return Some((None, problem)),
     };
-    let Ok(bytes) = record.as_bytes() else {
-        return Some((Some(id.to_string()), "the record is not text".into()));
-    };
-    let digest = EvidenceId::from_digest_of(bytes);
-    (digest != id).then(|| {
-        (
-            Some(id.to_string()),
-            format!("the stored record hashes to {digest}, not its id"),
-        )
-    })
+    record_of(&id, record)
+        .err()
+        .map(|problem| (Some(id.to_string()), problem))
 }
 
 #[cfg(test)]

@@ -23,6 +23,25 @@ const CHECK_LINES: usize = 100;
 /// Missing sequence numbers listed one by one in a report (all are counted).
 const LISTED_MISSING: usize = 1000;
 
+/// The Evidence id a ledger row's `id` column holds, else what is wrong with it (the first of
+/// the row problems `verify` and the background ledger check both report, in their words).
+pub(super) fn row_id(id: Option<&str>) -> Result<EvidenceId, String> {
+    id.and_then(|t| EvidenceId::parse(t).ok())
+        .ok_or_else(|| format!("the row's id is not an Evidence id: {id:?}"))
+}
+
+/// The stored bytes of a row's record when they hash to `id`, else what is wrong with them.
+pub(super) fn record_of<'a>(id: &EvidenceId, record: ValueRef<'a>) -> Result<&'a [u8], String> {
+    let Ok(bytes) = record.as_bytes() else {
+        return Err("the record is not text".into());
+    };
+    let digest = EvidenceId::from_digest_of(bytes);
+    if digest != *id {
+        return Err(format!("the stored record hashes to {digest}, not its id"));
+    }
+    Ok(bytes)
+}
+
 /// One ledger row that could not be read or does not hold what its id says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BadRow {
@@ -533,9 +552,7 @@ impl<'a> Walk<'a> {
         id: Option<&str>,
         record: ValueRef<'_>,
     ) -> Result<(EvidenceId, EvidenceRecord), String> {
-        let Some(id) = id.and_then(|t| EvidenceId::parse(t).ok()) else {
-            return Err(format!("the row's id is not an Evidence id: {id:?}"));
-        };
+        let id = row_id(id)?;
         // Exporting needs only what the row holds; the index is read there to name lost rows.
         if self.sink.is_none()
             && let Some(indexed) = self.indexed.as_ref().and_then(|m| m.get(&seq))
@@ -543,13 +560,7 @@ impl<'a> Walk<'a> {
         {
             return Err(format!("the id index names {indexed} for this row"));
         }
-        let Ok(bytes) = record.as_bytes() else {
-            return Err("the record is not text".into());
-        };
-        let digest = EvidenceId::from_digest_of(bytes);
-        if digest != id {
-            return Err(format!("the stored record hashes to {digest}, not its id"));
-        }
+        let bytes = record_of(&id, record)?;
         let text = match std::str::from_utf8(bytes) {
             Ok(t) => t,
             Err(e) => return Err(format!("the record is not UTF-8: {e}")),
