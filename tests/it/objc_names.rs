@@ -361,3 +361,44 @@ async fn lists_claiming_more_than_the_file_holds_are_read_as_held_regression_16(
         .collect();
     assert_eq!(named, expected);
 }
+
+/// The `data` names of the operands of `procedure` (`procedure_assembly`, first page).
+async fn operand_names(h: &Harness, procedure: &str) -> Vec<String> {
+    let page = h
+        .call("procedure_assembly", json!({ "procedure": procedure }))
+        .await;
+    page["instructions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| Some(i["data"]["name"].as_str()?.to_string()))
+        .collect()
+}
+
+/// Issue 16: a section whose header puts its end past 2^64. `-[Counter increment]` loads the
+/// ivar offset `OBJC_IVAR_$_Counter.n` (a Mach-O symbol without a size, so its extent is
+/// clipped to its section's end); with `__objc_ivar` claiming to reach past the top of the
+/// address space the operand is named as in the file as linked, instead of the end overflowing
+/// (a fuzz input found the panic).
+#[tokio::test]
+async fn a_section_reaching_past_the_address_space_names_its_symbols_regression_16() {
+    let (_, stripped) = dylibs("x86_64");
+    let h = start().await;
+    h.call("open_binary", json!({ "path": stripped })).await;
+    let linked = operand_names(&h, "-[Counter increment]").await;
+    assert!(
+        linked.iter().any(|n| n == "OBJC_IVAR_$_Counter.n"),
+        "{linked:?}"
+    );
+
+    let mut bytes = std::fs::read(&stripped).unwrap();
+    let at = section_size_field(&bytes, b"__objc_ivar\0\0\0\0\0");
+    let address = u64::from_le_bytes(bytes[at - 8..at].try_into().unwrap());
+    let past_the_top = u64::MAX - address + 0x100;
+    bytes[at..at + 8].copy_from_slice(&past_the_top.to_le_bytes());
+    let claimed = stripped.with_file_name("counter-x86_64-ivar-past-the-top.dylib");
+    std::fs::write(&claimed, &bytes).unwrap();
+    let h = start().await;
+    h.call("open_binary", json!({ "path": claimed })).await;
+    assert_eq!(operand_names(&h, "-[Counter increment]").await, linked);
+}

@@ -68,7 +68,7 @@ impl DataName {
 /// The resolver for one image, built once per operation (it reads the symbol table).
 pub(crate) struct DataNames<'a> {
     image: &'a Image,
-    /// Data symbols as `(address, size, displayed name)`, sorted by address.
+    /// Data symbols as `(address, size, displayed name)`, sorted by address, one per address.
     symbols: Vec<(u64, u64, String)>,
     /// Whether sizes are stated (ELF): an unsized symbol then names only its own address,
     /// since its extent is unknown. Mach-O and PE state no sizes, so a symbol reaches to the
@@ -184,14 +184,7 @@ impl<'a> DataNames<'a> {
     fn symbol(&self, at: u64) -> Option<DataName> {
         let symbols = &self.symbols;
         let i = symbols.partition_point(|s| s.0 <= at);
-        // Of several symbols at one start (aliases), the first sorted; a sized one wins.
-        let (start, _, _) = symbols.get(i.checked_sub(1)?)?;
-        let candidates = symbols[..i].iter().rev().take_while(|s| s.0 == *start);
-        let best = candidates
-            .clone()
-            .find(|s| s.1 > 0)
-            .or_else(|| candidates.last())?;
-        let (address, size, name) = best;
+        let (address, size, name) = symbols.get(i.checked_sub(1)?)?;
         let end = if *size > 0 {
             address.saturating_add(*size)
         } else if self.sized {
@@ -202,7 +195,9 @@ impl<'a> DataNames<'a> {
             let section_end = self
                 .image
                 .section_at(*address)
-                .map_or(address.saturating_add(1), |s| s.address + s.size);
+                .map_or(address.saturating_add(1), |s| {
+                    s.address.saturating_add(s.size)
+                });
             symbols
                 .get(i)
                 .map_or(address.saturating_add(4096), |next| next.0)
@@ -216,12 +211,12 @@ impl<'a> DataNames<'a> {
     }
 }
 
-/// Named symbols of data sections as `(address, size, displayed name)`, sorted by address; a
-/// size of zero means the format states none.
+/// Named symbols of data sections as `(address, size, displayed name)`, sorted by address, one
+/// per address; a size of zero means the format states none.
 fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String)> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let macho = image.doc.format == "macho";
-    let mut out: Vec<(u64, u64, String)> = file
+    let out: Vec<(u64, u64, String)> = file
         .symbols()
         .chain(file.dynamic_symbols())
         .take(super::relocations::MAX_RELOCATIONS)
@@ -243,9 +238,26 @@ fn data_symbols(file: &object::File<'_>, image: &Image) -> Vec<(u64, u64, String
             ))
         })
         .collect();
-    out.sort();
-    out.dedup_by(|b, a| a.0 == b.0 && a.2 == b.2);
-    out
+    one_per_address(out)
+}
+
+/// Of several symbols at one start (aliases), the first sorted names it, unless one states a
+/// size: then the last sized one (the largest) does. Chosen once, so a lookup is one binary
+/// search however many aliases a file gives one address.
+fn one_per_address(mut symbols: Vec<(u64, u64, String)>) -> Vec<(u64, u64, String)> {
+    symbols.sort();
+    let mut chosen: Vec<(u64, u64, String)> = Vec::with_capacity(symbols.len());
+    for symbol in symbols {
+        match chosen.last_mut() {
+            Some(last) if last.0 == symbol.0 => {
+                if symbol.1 > 0 {
+                    *last = symbol;
+                }
+            }
+            _ => chosen.push(symbol),
+        }
+    }
+    chosen
 }
 
 /// Mach-O sections that hold nothing but NUL-terminated strings (`S_CSTRING_LITERALS` and the
@@ -309,6 +321,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn aliases_leave_one_name_per_address() {
+        let s = |address: u64, size: u64, name: &str| (address, size, name.to_string());
+        let symbols = vec![
+            s(0x30, 0, "zeta"),
+            s(0x10, 0, "b"),
+            s(0x10, 0, "a"),
+            s(0x20, 8, "y"),
+            s(0x20, 0, "x"),
+            s(0x20, 16, "w"),
+            s(0x20, 16, "v"),
+        ];
+        assert_eq!(
+            one_per_address(symbols),
+            [s(0x10, 0, "a"), s(0x20, 16, "w"), s(0x30, 0, "zeta")]
+        );
+        // Thousands of aliases of one address are one entry.
+        let many = (0..5000)
+            .map(|i| s(0x40, 0, &format!("alias{i:04}")))
+            .collect();
+        assert_eq!(one_per_address(many), [s(0x40, 0, "alias0000")]);
     }
 
     #[test]

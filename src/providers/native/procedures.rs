@@ -116,7 +116,7 @@ pub(crate) fn collect(
         let section_end = sections
             .iter()
             .find(|s| import.address >= s.address && import.address - s.address < s.size)
-            .map(|s| s.address + s.size);
+            .map(|s| s.address.saturating_add(s.size));
         let next = plt.get(i + 1).map(|n| n.address);
         if let Some(end) = match (next, section_end) {
             (Some(n), Some(e)) => Some(n.min(e)),
