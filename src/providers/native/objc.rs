@@ -111,17 +111,6 @@ impl Memory<'_> {
         })
     }
 
-    /// How many bytes the file holds from `address` on, within the region that holds it.
-    fn held_from(&self, address: u64) -> u64 {
-        self.regions
-            .iter()
-            .filter_map(|&(start, data)| {
-                (data.len() as u64).checked_sub(address.checked_sub(start)?)
-            })
-            .max()
-            .unwrap_or(0)
-    }
-
     fn u32(&self, address: u64) -> Option<u32> {
         Some(u32::from_le_bytes(self.bytes(address, 4)?.try_into().ok()?))
     }
@@ -457,12 +446,13 @@ pub(crate) fn methods(
     out
 }
 
-/// The pointer slots of a list section that the file holds: a header may state any size, but
-/// only the bytes of the segment the list starts in are read.
-fn slots(memory: &Memory, section: Option<(u64, u64)>) -> impl Iterator<Item = u64> {
+/// The pointer slots of a list section, up to the first the file does not hold: a header may
+/// state any size, but the walk ends with the list's bytes.
+fn slots<'m>(memory: &'m Memory, section: Option<(u64, u64)>) -> impl Iterator<Item = u64> + 'm {
     let (address, size) = section.unwrap_or((0, 0));
-    let held = memory.held_from(address);
-    (0..size.min(held) / 8).map(move |i| address.wrapping_add(i * 8))
+    (0..size / 8)
+        .map(move |i| address.wrapping_add(i * 8))
+        .take_while(|&slot| memory.bytes(slot, 8).is_some())
 }
 
 /// A class's name and method list, from its `class_ro_t` (`data` at offset 32 of `class_t`).
