@@ -60,7 +60,8 @@ pub enum EvidenceAction {
         /// Write JSON lines instead of a SQLite copy.
         #[arg(long)]
         jsonl: bool,
-        /// Replace the destination if it exists.
+        /// Replace the destination if it is an earlier rea export (a SQLite copy or JSON lines
+        /// rea wrote); any other file is left as it is and the export refused.
         #[arg(long)]
         overwrite: bool,
     },

@@ -16,7 +16,12 @@
 //! `/sys`, whose size is not their content, are refused too. Exports ([`NewFile`]) are written to
 //! a temporary file created beside the destination with `O_EXCL | O_NOFOLLOW` and renamed over
 //! the name (with `RENAME_NOREPLACE` unless overwriting), so they never write through a link and
-//! a failed export leaves nothing behind.
+//! a failed export leaves nothing behind. An export is never written into a [`Protected`]
+//! directory (rea's state and configuration, checked by device and inode on the opened directory
+//! and every ancestor reached through `..`) nor over a protected file (a session's database under
+//! any name), and replaces an existing file only when [`NewFile::claim`] recognised it, on its
+//! descriptor, as an earlier export: the replacement is an exchange of names, undone when what was
+//! swapped out is not the file checked.
 //!
 //! This module sits on the bottom floor: it knows nothing of the protocol or of any analysis.
 //!
@@ -1144,7 +1149,6 @@ impl NewFile {
             }
         }
     }
-
 
     fn rename_error(&self, e: io::Error) -> FsError {
         if e.kind() == io::ErrorKind::AlreadyExists {

@@ -347,7 +347,10 @@ fn a_protected_directory_or_file_is_refused_by_descriptor_regression_25() {
     assert_eq!(std::fs::read(&db).unwrap(), b"ledger");
     // Outside, the same names are fine.
     let dest = roots.open_new(&out.join("x.db"), &protected).unwrap();
-    assert_eq!(put(&dest, dest.claim(false, |_| Ok(())).unwrap(), b"ok").unwrap(), 2);
+    assert_eq!(
+        put(&dest, dest.claim(false, |_| Ok(())).unwrap(), b"ok").unwrap(),
+        2
+    );
 }
 
 /// Item 1 of issue 25: an export's name may hold no control character.
@@ -389,7 +392,11 @@ fn overwrite_replaces_only_the_checked_earlier_export_regression_25() {
 
     std::fs::write(&name, "a user's notes").unwrap();
     let e = dest.claim(true, recognise).unwrap_err();
-    assert!(e.to_string().contains("is not an earlier rea export (no header)"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("is not an earlier rea export (no header)"),
+        "{e}"
+    );
     assert_eq!(std::fs::read(&name).unwrap(), b"a user's notes");
 
     std::fs::write(&name, "EXPORT old").unwrap();

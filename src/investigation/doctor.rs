@@ -151,17 +151,17 @@ impl Investigation {
                 Err(refusal) => {
                     refused = true;
                     (
-                    Some(TargetCheck {
-                        path: t.to_owned(),
-                        admitted: false,
-                        format: None,
-                        architecture: None,
-                        documents: vec![],
-                        refusal: Some(refusal),
-                        available_action: None,
-                    }),
-                    None,
-                )
+                        Some(TargetCheck {
+                            path: t.to_owned(),
+                            admitted: false,
+                            format: None,
+                            architecture: None,
+                            documents: vec![],
+                            refusal: Some(refusal),
+                            available_action: None,
+                        }),
+                        None,
+                    )
                 }
             },
             None => (None, None),

@@ -62,12 +62,13 @@ pub enum ExportFormat {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExportArgs {
-    /// Destination file. Its directory must exist.
+    /// Destination file, outside rea's state and config directories. Its directory must exist.
     pub path: String,
     /// sqlite (default) or jsonl.
     #[serde(default)]
     pub format: ExportFormat,
-    /// Replace the destination if it exists (default false: an existing file is an error).
+    /// Replace the destination if it is an earlier rea export (default false: an existing file
+    /// is an error; a file rea did not export is never replaced).
     #[serde(default)]
     pub overwrite: bool,
 }

@@ -226,8 +226,11 @@ async fn overwrite_replaces_only_an_earlier_rea_export_regression_25() {
     let copy = dir.join("ledger.db");
     let lines = dir.join("ledger.jsonl");
     h.call("export_evidence", json!({ "path": copy })).await;
-    h.call("export_evidence", json!({ "path": lines, "format": "jsonl" }))
-        .await;
+    h.call(
+        "export_evidence",
+        json!({ "path": lines, "format": "jsonl" }),
+    )
+    .await;
     let header = json!({"rea_export": "evidence", "format_version": 1, "session_id": id});
     let first_line = |p: &Path| -> Value {
         serde_json::from_str(std::fs::read_to_string(p).unwrap().lines().next().unwrap()).unwrap()
@@ -265,7 +268,15 @@ async fn overwrite_replaces_only_an_earlier_rea_export_regression_25() {
     names.sort();
     assert_eq!(
         names,
-        ["empty", "ledger.db", "ledger.jsonl", "notes.txt", "other.db", "sub", "t"]
+        [
+            "empty",
+            "ledger.db",
+            "ledger.jsonl",
+            "notes.txt",
+            "other.db",
+            "sub",
+            "t"
+        ]
     );
 }
 
@@ -275,11 +286,14 @@ async fn an_export_name_with_a_control_character_is_refused_regression_25() {
     let out = tempfile::tempdir().unwrap();
     h.call("open_binary", json!({ "path": target_in(out.path()) }))
         .await;
-    for name in ["evil\nname.db", "tab\there.jsonl", "esc\u{1b}[2J.db", "del\u{7f}.db"] {
+    for name in [
+        "evil\nname.db",
+        "tab\there.jsonl",
+        "esc\u{1b}[2J.db",
+        "del\u{7f}.db",
+    ] {
         let path = out.path().join(name);
-        let msg = h
-            .call_err("export_evidence", json!({ "path": path }))
-            .await;
+        let msg = h.call_err("export_evidence", json!({ "path": path })).await;
         assert_eq!(
             msg,
             format!(
@@ -304,7 +318,11 @@ async fn doctor_keeps_no_row_for_a_refused_path_regression_25() {
     h.call("open_binary", json!({ "path": inside })).await;
     let total = || async { h.call("list_evidence", json!({})).await["total"].clone() };
     assert_eq!(total().await, 1);
-    for refused in [outside.clone(), o.join("missing"), PathBuf::from("/etc/passwd")] {
+    for refused in [
+        outside.clone(),
+        o.join("missing"),
+        PathBuf::from("/etc/passwd"),
+    ] {
         let report = h.call("doctor", json!({ "target": refused })).await;
         assert_eq!(report["target"]["admitted"], false, "{report}");
         assert!(report["target"]["refusal"].is_string(), "{report}");
@@ -335,8 +353,11 @@ async fn prompts_get_renders_the_same_workflow_whatever_exists_outside_the_roots
         let h = &h;
         async move {
             let p = p.display().to_string();
-            h.prompt_text("investigate_feature", &[("feature", "search"), ("target_path", &p)])
-                .await
+            h.prompt_text(
+                "investigate_feature",
+                &[("feature", "search"), ("target_path", &p)],
+            )
+            .await
         }
     };
     let without = render(app.clone()).await;
