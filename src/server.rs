@@ -382,7 +382,7 @@ impl ReaServer {
         let javascript_target = prompt.argument("target_path").is_some()
             && arguments
                 .get("target_path")
-                .is_some_and(|p| is_javascript_directory(Path::new(p)));
+                .is_some_and(|p| is_javascript_directory(&self.shared.settings, Path::new(p)));
         let tools = self.live_tool_names();
         let text = render(
             &prompt,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fsroot::{NewFile, Opened, Roots};
+use crate::fsroot::{NewFile, Opened, Protected, Roots};
 
 /// The operator's configuration file in `$REA_CONFIG_DIR`: the capture policy (`[capture]`),
 /// deep providers' settings (`[providers.angr]`) and the message bound (`[messages]`).
@@ -141,9 +141,26 @@ impl Settings {
     }
 
     /// Resolves the directory of a file that may not exist yet (an export destination) beneath
-    /// the allowed roots; the file is created in it by descriptor.
+    /// the allowed roots; the file is created in it by descriptor. The state and configuration
+    /// directories and every session's database files are refused ([`Settings::protected`]).
     pub fn check_new_path(&self, path: &Path) -> Result<NewFile, String> {
-        self.allowed_roots.open_new(path).map_err(|e| e.to_string())
+        self.allowed_roots
+            .open_new(path, &self.protected())
+            .map_err(|e| e.to_string())
+    }
+
+    /// What no export may be written into or over: rea's state and configuration directories,
+    /// and the database files of every session in the state directory (by device and inode, so
+    /// a hard link or another name of one is refused too). Taken anew for each export, since
+    /// sessions come and go.
+    pub fn protected(&self) -> Protected {
+        let mut protected = Protected::none().dir(&self.state_dir, "state");
+        if let Some(config) = &self.config_dir {
+            protected = protected.dir(config, "configuration");
+        }
+        crate::session::database_files(&self.state_dir)
+            .iter()
+            .fold(protected, |p, f| p.file(f))
     }
 }
 

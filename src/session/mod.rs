@@ -493,6 +493,27 @@ pub fn delete(state_dir: &Path, id: &str) -> Result<(), SessionError> {
     session.close()?.wait()
 }
 
+/// The database files (`session.db` and its `-wal` and `-shm`) of every session under
+/// `state_dir` that exist now: what an export may never replace, whatever name it is reached by.
+pub fn database_files(state_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(sessions_dir(state_dir)) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for entry in entries.flatten() {
+        let db = entry.path().join(DATABASE_FILE);
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = db.clone().into_os_string();
+            name.push(suffix);
+            let path = PathBuf::from(name);
+            if path.exists() {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
 /// The path of a session's database, for read-only tools (`rea evidence`, `rea complete`).
 pub fn database_path(state_dir: &Path, id: &str) -> Result<PathBuf, SessionError> {
     if !valid_id(id) {

@@ -20,6 +20,7 @@ mod datanames;
 mod depth;
 mod differential;
 mod disconnect;
+mod export_safety;
 mod frames;
 mod fulldisk;
 mod golden;

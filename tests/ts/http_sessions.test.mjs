@@ -112,7 +112,8 @@ test('a binary session in an MCP session: seen by the next call, checked, export
     const dest = join(root, 'ledger.jsonl');
     const exported = await client.callTool({ name: 'export_evidence', arguments: { path: dest, format: 'jsonl' } });
     assert.equal(exported.isError, false, JSON.stringify(exported.content));
-    const lines = readFileSync(dest, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const [header, ...lines] = readFileSync(dest, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(header, { rea_export: 'evidence', format_version: 1, session_id: sid });
     assert.deepEqual(
       [exported.structuredContent.evidence, exported.structuredContent.skipped, exported.structuredContent.skipped_rows],
       [lines.length, 0, []],
