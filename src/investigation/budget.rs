@@ -53,18 +53,19 @@ impl SessionBudget {
     /// A permit for one more live session of `principal`, or the refusal that says why there
     /// is none.
     pub(crate) fn take(self: &Arc<Self>, principal: &Principal) -> Result<Permit, InvestigationError> {
+        // A full server says so first: that is true whoever asks.
         let mut live = self.counts();
         let own = live.by.get(principal).copied().unwrap_or(0);
-        if own >= self.per_principal {
-            return Err(InvestigationError::SessionState(format!(
-                "you already hold {} live binary sessions, the limit of one caller (max_live_per_principal in the [sessions] table of rea.toml); close_binary one, or wait until idle ones are released",
-                self.per_principal
-            )));
-        }
         if live.all >= self.max {
             return Err(InvestigationError::SessionState(format!(
                 "this server already holds {} live binary sessions, its limit (max_live in the [sessions] table of rea.toml); close_binary one, or wait until idle ones are released",
                 self.max
+            )));
+        }
+        if own >= self.per_principal {
+            return Err(InvestigationError::SessionState(format!(
+                "you already hold {} live binary sessions, the limit of one caller (max_live_per_principal in the [sessions] table of rea.toml); close_binary one, or wait until idle ones are released",
+                self.per_principal
             )));
         }
         live.all += 1;

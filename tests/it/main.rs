@@ -25,6 +25,7 @@ mod fulldisk;
 mod golden;
 mod hostile;
 mod http;
+mod http_auth;
 mod http_sessions;
 mod idle;
 mod invariants;
