@@ -212,7 +212,9 @@ impl SessionLimits {
                 .idle_timeout_secs
                 .map_or(defaults.idle_timeout, std::time::Duration::from_secs),
         };
-        if limits.max_live == 0 || limits.max_live_per_principal == 0 || limits.idle_timeout.is_zero()
+        if limits.max_live == 0
+            || limits.max_live_per_principal == 0
+            || limits.idle_timeout.is_zero()
         {
             return Err(format!(
                 "{}: [sessions] max_live, max_live_per_principal and idle_timeout_secs must be at least 1",

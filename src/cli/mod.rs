@@ -247,10 +247,10 @@ fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
 }
 
 fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<ExitCode> {
+    use crate::settings::http::{self, HttpAuth};
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
-    use crate::settings::http::{self, HttpAuth};
     if !addr.ip().is_loopback() {
         bail!("--http serves on loopback only (127.0.0.1 or ::1), not {addr}");
     }

@@ -52,7 +52,10 @@ impl SessionBudget {
 
     /// A permit for one more live session of `principal`, or the refusal that says why there
     /// is none.
-    pub(crate) fn take(self: &Arc<Self>, principal: &Principal) -> Result<Permit, InvestigationError> {
+    pub(crate) fn take(
+        self: &Arc<Self>,
+        principal: &Principal,
+    ) -> Result<Permit, InvestigationError> {
         // A full server says so first: that is true whoever asks.
         let mut live = self.counts();
         let own = live.by.get(principal).copied().unwrap_or(0);

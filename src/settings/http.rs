@@ -250,7 +250,9 @@ mod tests {
         assert_eq!(check(""), Ok(HttpAuth::Bearer(vec![])));
         assert_eq!(check("[http]\nauth = \"none\"\n"), Ok(HttpAuth::None));
         assert_eq!(
-            check("[http]\ntokens = { alice = \"aaaaaaaaaaaaaaaa1\", bob = \"bbbbbbbbbbbbbbbb2\" }\n"),
+            check(
+                "[http]\ntokens = { alice = \"aaaaaaaaaaaaaaaa1\", bob = \"bbbbbbbbbbbbbbbb2\" }\n"
+            ),
             Ok(HttpAuth::Bearer(vec![
                 (Principal::token("alice"), "aaaaaaaaaaaaaaaa1".into()),
                 (Principal::token("bob"), "bbbbbbbbbbbbbbbb2".into()),

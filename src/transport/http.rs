@@ -56,13 +56,15 @@ impl Auth {
         Auth::Bearer(
             tokens
                 .iter()
-                .map(|(principal, token)| (Sha256::digest(token.as_bytes()).into(), principal.clone()))
+                .map(|(principal, token)| {
+                    (Sha256::digest(token.as_bytes()).into(), principal.clone())
+                })
                 .collect(),
         )
     }
 
     /// The principal of a request with these headers, or the 401 that refuses it.
-    fn principal(&self, headers: &HeaderMap) -> Result<Principal, Response> {
+    fn principal(&self, headers: &HeaderMap) -> Result<Principal, Unauthorized> {
         let tokens = match self {
             Auth::Off => return Ok(Principal::local()),
             Auth::Bearer(tokens) => tokens,
@@ -70,13 +72,13 @@ impl Auth {
         let mut values = headers.get_all(header::AUTHORIZATION).iter();
         let sent = match (values.next(), values.next()) {
             (None, _) => {
-                return Err(unauthorized(
+                return Err(Unauthorized::new(
                     None,
                     "Unauthorized: send the header `Authorization: Bearer <token>` (a token of [http] tokens in rea.toml, or the one in the token file rea named when it started)",
                 ));
             }
             (Some(_), Some(_)) => {
-                return Err(unauthorized(
+                return Err(Unauthorized::new(
                     Some("invalid_request"),
                     "Unauthorized: send one Authorization header, not several",
                 ));
@@ -88,7 +90,7 @@ impl Auth {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer "))
             .map(|(_, token)| token);
         let Some(token) = token else {
-            return Err(unauthorized(
+            return Err(Unauthorized::new(
                 Some("invalid_request"),
                 "Unauthorized: the Authorization header is not `Bearer <token>`",
             ));
@@ -102,11 +104,30 @@ impl Auth {
             }
         }
         found.cloned().ok_or_else(|| {
-            unauthorized(
+            Unauthorized::new(
                 Some("invalid_token"),
                 "Unauthorized: this bearer token is not one this server accepts",
             )
         })
+    }
+}
+
+/// Why a request is not let in: the `error` of RFC 6750 (none when it sent no credentials) and
+/// the message for the caller.
+#[derive(Debug)]
+struct Unauthorized {
+    error: Option<&'static str>,
+    message: &'static str,
+}
+
+impl Unauthorized {
+    fn new(error: Option<&'static str>, message: &'static str) -> Unauthorized {
+        Unauthorized { error, message }
+    }
+
+    /// The 401 refusal, with the `WWW-Authenticate` challenge.
+    fn response(&self) -> Response {
+        unauthorized(self.error, self.message)
     }
 }
 
@@ -298,7 +319,7 @@ async fn guard<M: SessionManager>(
     }
     let principal = match guard.auth.principal(request.headers()) {
         Ok(principal) => principal,
-        Err(refused) => return refused,
+        Err(refused) => return refused.response(),
     };
     // An MCP session named by anyone but the principal that started it does not exist for
     // them: the answer is the one of an unknown id, and nothing reaches the session.

@@ -45,7 +45,8 @@ fn masked(answer: &Value, id: &str) -> String {
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-const JSON: &str = "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n";
+const JSON: &str =
+    "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n";
 
 /// The value of header `name` in an HTTP head.
 fn header(head: &str, name: &str) -> Option<String> {
@@ -134,8 +135,7 @@ fn requests_without_a_good_bearer_token_get_401_regression_25() {
 /// Every way bob can name alice's session, each answered as a session that does not exist
 /// (compared byte for byte with the answer for an id never issued), her ledger untouched.
 #[test]
-fn another_principal_naming_a_session_gets_the_answer_of_one_that_does_not_exist_regression_25()
-{
+fn another_principal_naming_a_session_gets_the_answer_of_one_that_does_not_exist_regression_25() {
     let state = tempfile::tempdir().unwrap();
     let target = program(state.path());
     let server = HttpServer::start(state.path(), "");
@@ -194,9 +194,7 @@ fn another_principal_naming_a_session_gets_the_answer_of_one_that_does_not_exist
         .collect();
     assert!(tools.len() > 20, "{tools:?}");
     for tool in &tools {
-        let arguments = |id: &str| {
-            json!({"session": id, "path": state.path().join("x.jsonl"), "format": "jsonl", "overwrite": true})
-        };
+        let arguments = |id: &str| json!({"session": id, "path": state.path().join("x.jsonl"), "format": "jsonl", "overwrite": true});
         let theirs = server.stateless_as(BOB, tool, arguments(&alice));
         let none = server.stateless_as(BOB, tool, arguments(&never));
         assert_eq!(
@@ -216,7 +214,12 @@ fn another_principal_naming_a_session_gets_the_answer_of_one_that_does_not_exist
         format!("no session {never} under {}", state.path().display())
     );
     judge("stateless resume_session", &theirs, &none, (&alice, &never));
-    for tool in ["resume_session", "binary_session", "close_binary", "export_evidence"] {
+    for tool in [
+        "resume_session",
+        "binary_session",
+        "close_binary",
+        "export_evidence",
+    ] {
         let arguments = |id: &str| match tool {
             "resume_session" => json!({"session_id": id}),
             "export_evidence" => {
@@ -241,7 +244,10 @@ fn another_principal_naming_a_session_gets_the_answer_of_one_that_does_not_exist
     let alice_mcp = server.connect_as(ALICE);
     let never_mcp = unissued(&format!("x_{alice_mcp}"))[2..].to_owned();
     for (method, body) in [
-        ("POST", r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"binary_session","arguments":{}}}"#),
+        (
+            "POST",
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"binary_session","arguments":{}}}"#,
+        ),
         ("POST", INITIALIZE),
         ("GET", ""),
         ("DELETE", ""),
@@ -258,7 +264,12 @@ fn another_principal_naming_a_session_gets_the_answer_of_one_that_does_not_exist
             none,
             json!({"status": 404, "body": format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"Not Found: no session {never_mcp}"}}}}"#)})
         );
-        judge(&format!("{method} of the MCP session"), &theirs, &none, (&alice_mcp, &never_mcp));
+        judge(
+            &format!("{method} of the MCP session"),
+            &theirs,
+            &none,
+            (&alice_mcp, &never_mcp),
+        );
     }
     // Alice's MCP session still works for her, and her ledger is as it was.
     assert_eq!(
@@ -272,7 +283,10 @@ fn another_principal_naming_a_session_gets_the_answer_of_one_that_does_not_exist
     assert_eq!(show(state.path(), &alice)["owner"], "http:alice");
     assert!(!state.path().join("x.jsonl").exists() && !state.path().join("y.jsonl").exists());
     eprintln!("hijack attempts across principals: {attempts}, won: {won}");
-    assert_eq!(won, 0, "{won} of {attempts} attempts reached alice's session");
+    assert_eq!(
+        won, 0,
+        "{won} of {attempts} attempts reached alice's session"
+    );
 }
 
 #[test]
@@ -287,7 +301,7 @@ fn resuming_and_listing_show_only_the_callers_own_sessions_regression_25() {
             .unwrap_or_else(|| panic!("{opened}"))
             .to_owned()
     };
-    let mut mine = vec![open(ALICE), open(ALICE)];
+    let mut mine = [open(ALICE), open(ALICE)];
     mine.sort();
     let bobs = open(BOB);
     // Nobody names them: all three are released after the idle timeout (bounded wait).
@@ -300,7 +314,11 @@ fn resuming_and_listing_show_only_the_callers_own_sessions_regression_25() {
     }
     // Bob has one session to resume: it is the one `resume_session {}` takes.
     let resumed = server.stateless_as(BOB, "resume_session", json!({}));
-    assert_eq!(resumed["result"]["structuredContent"]["id"], bobs.as_str(), "{resumed}");
+    assert_eq!(
+        resumed["result"]["structuredContent"]["id"],
+        bobs.as_str(),
+        "{resumed}"
+    );
     assert_eq!(resumed["result"]["structuredContent"]["owner"], "http:bob");
     // Alice has two: she is told to name one of hers, and only hers are named.
     let several = server.stateless_as(ALICE, "resume_session", json!({}));
@@ -321,7 +339,10 @@ fn resuming_and_listing_show_only_the_callers_own_sessions_regression_25() {
     assert_eq!(taken["result"]["structuredContent"]["id"], mine[0].as_str());
     // With nothing of his left to resume, bob is told so, not shown hers.
     let closed = server.stateless_as(BOB, "close_binary", json!({"session": bobs}));
-    assert_eq!(closed["result"]["structuredContent"]["session_id"], bobs.as_str());
+    assert_eq!(
+        closed["result"]["structuredContent"]["session_id"],
+        bobs.as_str()
+    );
     let nothing = server.stateless_as(BOB, "resume_session", json!({}));
     assert_eq!(
         nothing["result"]["content"][0]["text"],
@@ -390,7 +411,10 @@ fn with_no_token_configured_one_is_generated_into_a_0600_file_regression_25() {
         );
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        let token = std::fs::read_to_string(&file).unwrap().trim_end().to_owned();
+        let token = std::fs::read_to_string(&file)
+            .unwrap()
+            .trim_end()
+            .to_owned();
         assert!(
             token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit()),
             "{token}"
@@ -401,7 +425,11 @@ fn with_no_token_configured_one_is_generated_into_a_0600_file_regression_25() {
             (ALICE, 401),
         ] {
             let headers = format!("{JSON}Authorization: Bearer {sent}\r\n");
-            assert_eq!(server.exchange("POST", &headers, INITIALIZE).status, status, "{sent}");
+            assert_eq!(
+                server.exchange("POST", &headers, INITIALIZE).status,
+                status,
+                "{sent}"
+            );
         }
         tokens.push(token);
     }

@@ -165,7 +165,10 @@ impl HttpServer {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
         let mut body = raw[split + 4..].to_vec();
-        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
             body = dechunk(&body);
         }
         Exchange { status, head, body }
