@@ -26,6 +26,7 @@ mod fulldisk;
 mod golden;
 mod hostile;
 mod http;
+mod http_auth;
 mod http_sessions;
 mod idle;
 mod invariants;
