@@ -25,6 +25,7 @@
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
 //! - `doctor`: the server's own check.
 
+mod annotations;
 mod args;
 mod artifacts;
 mod bound;
@@ -45,6 +46,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+pub use annotations::{
+    AnnotateArgs, Annotated, AnnotationError, AnnotationPage, ListAnnotationsArgs, MAX_NAME_BYTES,
+    MAX_RATIONALE_BYTES, MAX_TEXT_BYTES,
+};
 pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice};
 pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
@@ -154,6 +159,9 @@ pub enum InvestigationError {
     /// A residual unknown's revision was refused.
     #[error(transparent)]
     Unknown(#[from] UnknownError),
+    /// An annotation was refused; nothing was recorded.
+    #[error(transparent)]
+    Annotation(#[from] AnnotationError),
     /// A record of the ledger could not be loaded as asked.
     #[error(transparent)]
     Load(#[from] crate::store::LoadError),

@@ -112,6 +112,9 @@ pub struct ResolvedProcedure {
     /// Its name, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub analyst: Option<crate::ids::AnalystName>,
 }
 
 /// Arguments naming one procedure.
@@ -276,6 +279,7 @@ fn inventory_page(
         // One row per address, as the inventory table keeps them.
         procedures.dedup_by_key(|p| p.address);
         rows.extend(procedures.into_iter().map(|p| ProcedureRow {
+            analyst: None,
             document: doc.name.clone(),
             address: Address(p.address),
             name: p.name,
@@ -503,6 +507,7 @@ impl Investigation {
                     ))
                 })?;
                 let procedure = ResolvedProcedure {
+                    analyst: None,
                     document: doc.name.clone(),
                     address: Address(p.address),
                     name: p.name.clone(),
@@ -548,6 +553,7 @@ impl Investigation {
         Ok(Resolved {
             doc,
             procedure: ResolvedProcedure {
+                analyst: None,
                 document: row.document.clone(),
                 address: row.address,
                 name: row.name.clone(),

@@ -126,6 +126,9 @@ pub struct ProcedureRow {
     /// Other names of the same address (aliases, other versions), when it has any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub analyst: Option<crate::ids::AnalystName>,
 }
 
 /// The `aliases` column: names one per line, null for none.
@@ -281,6 +284,7 @@ fn document_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DocumentRow> {
 
 fn procedure_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProcedureRow> {
     Ok(ProcedureRow {
+        analyst: None,
         document: r.get(0)?,
         address: Address(from_i64(r.get(1)?)),
         name: r.get(2)?,
