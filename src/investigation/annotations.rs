@@ -140,7 +140,9 @@ pub enum AnnotationError {
         problem: String,
     },
     /// A name is not an identifier.
-    #[error("name {text:?} is not a C identifier (letters, digits, _; `::` or `.` may join identifiers): {problem} at byte {position}")]
+    #[error(
+        "name {text:?} is not a C identifier (letters, digits, _; `::` or `.` may join identifiers): {problem} at byte {position}"
+    )]
     Name {
         /// The name.
         text: String,
@@ -173,7 +175,9 @@ pub enum AnnotationError {
     #[error("no annotation {0} for the active target")]
     NotFound(AnnotationId),
     /// The revision named is not the head.
-    #[error("annotation {id} is at revision {actual}, not {expected}: read it again (list_annotations) and retry")]
+    #[error(
+        "annotation {id} is at revision {actual}, not {expected}: read it again (list_annotations) and retry"
+    )]
     Stale {
         /// The annotation.
         id: AnnotationId,
@@ -231,15 +235,41 @@ pub(crate) fn check_name(text: &str) -> std::result::Result<(), AnnotationError>
         }
     }
     if at_start {
-        return Err(bad(text.len(), "a separator must be followed by an identifier"));
+        return Err(bad(
+            text.len(),
+            "a separator must be followed by an identifier",
+        ));
     }
     Ok(())
 }
 
 const C_WORDS: &[&str] = &[
-    "auto", "char", "const", "double", "enum", "extern", "float", "int", "long", "register",
-    "restrict", "short", "signed", "static", "struct", "typedef", "union", "unsigned", "void",
-    "volatile", "_Bool", "bool", "inline", "__stdcall", "__cdecl", "__fastcall",
+    "auto",
+    "char",
+    "const",
+    "double",
+    "enum",
+    "extern",
+    "float",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "short",
+    "signed",
+    "static",
+    "struct",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "_Bool",
+    "bool",
+    "inline",
+    "__stdcall",
+    "__cdecl",
+    "__fastcall",
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -281,7 +311,10 @@ fn tokens<'a>(
             return Err(AnnotationError::Declaration {
                 kind,
                 position: i,
-                problem: format!("character {:?} is not allowed", text[i..].chars().next().unwrap_or('?')),
+                problem: format!(
+                    "character {:?} is not allowed",
+                    text[i..].chars().next().unwrap_or('?')
+                ),
             });
         }
     }
@@ -289,7 +322,11 @@ fn tokens<'a>(
 }
 
 /// Checks that brackets pair up, naming the first that does not.
-fn balanced(tokens: &[Token<'_>], kind: &'static str, end: usize) -> std::result::Result<(), AnnotationError> {
+fn balanced(
+    tokens: &[Token<'_>],
+    kind: &'static str,
+    end: usize,
+) -> std::result::Result<(), AnnotationError> {
     let mut open: Vec<(u8, usize)> = vec![];
     for t in tokens {
         if let Token::Punct(b, at) = *t {
@@ -367,7 +404,9 @@ pub(crate) fn check_prototype(
         return Err(AnnotationError::Declaration {
             kind: KIND,
             position: 0,
-            problem: "no declarator name followed by a parameter list, as in `int check(const char *s)`".into(),
+            problem:
+                "no declarator name followed by a parameter list, as in `int check(const char *s)`"
+                    .into(),
         });
     };
     if toks
@@ -392,7 +431,10 @@ pub(crate) fn check_prototype(
         return Err(AnnotationError::Declaration {
             kind: KIND,
             position: at,
-            problem: format!("the declarator names {name:?}, but the procedure is {}", names.join(" / ")),
+            problem: format!(
+                "the declarator names {name:?}, but the procedure is {}",
+                names.join(" / ")
+            ),
         });
     }
     let mut checked = vec![
@@ -464,7 +506,11 @@ pub(crate) fn check_type(
 }
 
 /// Checks the text and rationale of a revision against the caps, and the text against its kind.
-fn check_sizes(text: &str, rationale: &str, kind: AnnotationKind) -> std::result::Result<(), AnnotationError> {
+fn check_sizes(
+    text: &str,
+    rationale: &str,
+    kind: AnnotationKind,
+) -> std::result::Result<(), AnnotationError> {
     let cap = if kind == AnnotationKind::Name {
         MAX_NAME_BYTES
     } else {
@@ -474,7 +520,10 @@ fn check_sizes(text: &str, rationale: &str, kind: AnnotationKind) -> std::result
         return Err(field("text", "must not be empty"));
     }
     if text.len() > cap {
-        return Err(field("text", format!("is {} bytes; at most {cap}", text.len())));
+        return Err(field(
+            "text",
+            format!("is {} bytes; at most {cap}", text.len()),
+        ));
     }
     if rationale.trim().is_empty() {
         return Err(field("rationale", "must not be empty"));
@@ -482,7 +531,10 @@ fn check_sizes(text: &str, rationale: &str, kind: AnnotationKind) -> std::result
     if rationale.len() > MAX_RATIONALE_BYTES {
         return Err(field(
             "rationale",
-            format!("is {} bytes; at most {MAX_RATIONALE_BYTES}", rationale.len()),
+            format!(
+                "is {} bytes; at most {MAX_RATIONALE_BYTES}",
+                rationale.len()
+            ),
         ));
     }
     Ok(())
@@ -523,7 +575,10 @@ impl AnalystView {
                 (AnnotationKind::Name, scope) => {
                     names.insert((h.document, scope, address), (h.text, h.id, h.evidence_id));
                 }
-                (AnnotationKind::Comment, AnnotationScope::Address | AnnotationScope::Procedure) => {
+                (
+                    AnnotationKind::Comment,
+                    AnnotationScope::Address | AnnotationScope::Procedure,
+                ) => {
                     comments
                         .entry((h.document, address))
                         .or_insert((h.text, h.evidence_id));
@@ -677,10 +732,14 @@ impl Investigation {
         let (s, a) = self.active()?;
         let store = s.store();
         let sha = a.target.sha256.clone();
-        let given_place = [args.procedure.is_some(), args.address.is_some(), args.document_level]
-            .iter()
-            .filter(|g| **g)
-            .count();
+        let given_place = [
+            args.procedure.is_some(),
+            args.address.is_some(),
+            args.document_level,
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count();
         // The place: the superseded head's, or the one named.
         let (id, supersedes, place, head) = match &args.supersedes {
             Some(id) => {
@@ -688,7 +747,10 @@ impl Investigation {
                     .annotation(id)?
                     .ok_or_else(|| AnnotationError::NotFound(id.clone()))?;
                 let expected = args.revision.ok_or_else(|| {
-                    field("revision", "is required with supersedes: the head revision you read")
+                    field(
+                        "revision",
+                        "is required with supersedes: the head revision you read",
+                    )
                 })?;
                 if expected != head.head.revision {
                     return Err(AnnotationError::Stale {
@@ -721,7 +783,11 @@ impl Investigation {
             }
             None => {
                 if args.withdraw || args.revision.is_some() {
-                    return Err(field("supersedes", "is required to withdraw or to name a revision").into());
+                    return Err(field(
+                        "supersedes",
+                        "is required to withdraw or to name a revision",
+                    )
+                    .into());
                 }
                 if given_place != 1 {
                     return Err(AnnotationError::Place.into());
@@ -757,7 +823,9 @@ impl Investigation {
         let live = store.annotation_heads(&sha, Some(&place.document))?;
         if supersedes.is_none()
             && let Some(other) = live.iter().find(|h| {
-                h.kind == args.kind && h.scope == place.scope && h.address == place.address.map(|a| a.0)
+                h.kind == args.kind
+                    && h.scope == place.scope
+                    && h.address == place.address.map(|a| a.0)
             })
         {
             return Err(AnnotationError::Exists {
@@ -770,7 +838,8 @@ impl Investigation {
         let checked = if args.withdraw {
             vec!["a withdrawal: the text is the last one given, not checked again".to_owned()]
         } else {
-            self.check_text(&s, &a, &place, args.kind, &text, &live).await?
+            self.check_text(&s, &a, &place, args.kind, &text, &live)
+                .await?
         };
         let revision = supersedes.map_or(1, |r| r + 1);
         let result = AnnotationRecord {
@@ -790,7 +859,10 @@ impl Investigation {
             .filter(|c| c.starts_with("not checked"))
             .cloned()
             .collect();
-        let q = q.at(in_document(&place.document, place.address.map(|a| a.to_string())));
+        let q = q.at(in_document(
+            &place.document,
+            place.address.map(|a| a.to_string()),
+        ));
         let record = observe::record("annotate", Some(subject_of(&a.target)), &args, &result, q)?;
         let (annotation, outcome) = store
             .record_annotation(NewAnnotation {
@@ -958,7 +1030,10 @@ impl Investigation {
 }
 
 /// Which kinds apply to which places.
-fn allowed(kind: AnnotationKind, scope: AnnotationScope) -> std::result::Result<(), AnnotationError> {
+fn allowed(
+    kind: AnnotationKind,
+    scope: AnnotationScope,
+) -> std::result::Result<(), AnnotationError> {
     use AnnotationKind as K;
     use AnnotationScope as S;
     let ok = matches!(
@@ -973,7 +1048,9 @@ fn allowed(kind: AnnotationKind, scope: AnnotationScope) -> std::result::Result<
     }
     let allowed = match scope {
         S::Procedure => "a procedure takes name, comment or prototype",
-        S::Address | S::Data => "an address takes comment (the instruction), or name or type (the data)",
+        S::Address | S::Data => {
+            "an address takes comment (the instruction), or name or type (the data)"
+        }
         S::Document => "a document takes type",
     };
     Err(AnnotationError::KindScope {
@@ -1000,15 +1077,22 @@ mod tests {
                 problem: "an identifier must start with a letter or _"
             })
         );
-        assert!(matches!(check_name("a b"), Err(AnnotationError::Name { position: 1, .. })));
-        assert!(matches!(check_name("a::"), Err(AnnotationError::Name { position: 3, .. })));
+        assert!(matches!(
+            check_name("a b"),
+            Err(AnnotationError::Name { position: 1, .. })
+        ));
+        assert!(matches!(
+            check_name("a::"),
+            Err(AnnotationError::Name { position: 3, .. })
+        ));
     }
 
     #[test]
     fn prototypes_are_checked_for_brackets_and_name() {
         let (name, _) = check_prototype("int check_password(const char *p);", &[]).unwrap();
         assert_eq!(name, "check_password");
-        let (name, _) = check_prototype("void (*signal(int sig, void (*f)(int)))(int)", &[]).unwrap();
+        let (name, _) =
+            check_prototype("void (*signal(int sig, void (*f)(int)))(int)", &[]).unwrap();
         assert_eq!(name, "signal");
         assert_eq!(
             check_prototype("int f(int a", &[]),

@@ -32,6 +32,7 @@ mod bound;
 mod budget;
 mod cache;
 mod capture;
+mod carry;
 mod compare;
 mod depth;
 mod doctor;
@@ -58,6 +59,10 @@ pub use budget::SessionBudget;
 pub use capture::{
     CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, FrameProcedure,
     OUTPUT_PAGE_OPERATION, OutputPage,
+};
+pub use carry::{
+    CarriedAnnotation, CarryAnnotationsArgs, CarryResult, MatchConfidence, NotCarried,
+    NotCarriedReason,
 };
 pub use compare::{CallPathsArgs, CompareProceduresArgs};
 pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs};

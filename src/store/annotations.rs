@@ -196,7 +196,9 @@ fn missing_evidence(conn: &Connection, ids: &[EvidenceId]) -> Result<Option<Stri
 
 const HEAD_COLUMNS: &str = "id, document, scope, address, kind, head_revision";
 
-fn head_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, AnnotationPlace, AnnotationKind, i64)> {
+fn head_of(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(String, AnnotationPlace, AnnotationKind, i64)> {
     Ok((
         r.get(0)?,
         AnnotationPlace {
@@ -286,7 +288,9 @@ fn read_head(
 
 fn annotation(conn: &Connection, id: &AnnotationId) -> Result<Option<AnnotationHead>, StoreError> {
     let row = conn
-        .prepare_cached(&format!("select {HEAD_COLUMNS} from annotations where id = ?1"))?
+        .prepare_cached(&format!(
+            "select {HEAD_COLUMNS} from annotations where id = ?1"
+        ))?
         .query_row([id.as_str()], head_of)
         .optional()?;
     match row {
@@ -429,9 +433,11 @@ pub(super) fn check_annotation_rows(conn: &Connection) -> Vec<String> {
     };
     for (id, revision, withdrawn, text, rationale, evidence) in rows {
         let record: Option<String> = conn
-            .query_row("select record from evidence where id = ?1", [&evidence], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "select record from evidence where id = ?1",
+                [&evidence],
+                |r| r.get(0),
+            )
             .optional()
             .unwrap_or(None);
         let stored = record
@@ -489,6 +495,31 @@ impl Store {
         new: NewAnnotation,
     ) -> Result<(AnnotationHead, RecordOutcome), StoreError> {
         self.write(move |conn| insert_revision(conn, &new)).await
+    }
+
+    /// Records `cited` (records the new annotations cite that may not be in the ledger yet), then
+    /// several new annotations, then the record of the operation that made them (`summary`), in
+    /// one write: all of them, or none when any is refused. Carrying annotations to another
+    /// version goes through here, so a refused carry keeps nothing.
+    pub async fn record_annotations(
+        &self,
+        cited: Vec<EvidenceRecord>,
+        news: Vec<NewAnnotation>,
+        summary: EvidenceRecord,
+    ) -> Result<(Vec<AnnotationHead>, RecordOutcome), StoreError> {
+        self.write(move |conn| {
+            for record in &cited {
+                insert_prepared(conn, &PreparedEvidence::new(record)?, &now_rfc3339())?;
+            }
+            let mut heads = Vec::with_capacity(news.len());
+            for new in &news {
+                heads.push(insert_revision(conn, new)?.0);
+            }
+            let prepared = PreparedEvidence::new(&summary)?;
+            let outcome = insert_prepared(conn, &prepared, &now_rfc3339())?;
+            Ok((heads, outcome))
+        })
+        .await
     }
 }
 

@@ -1,11 +1,12 @@
-//! Annotation tools: `annotate`, `list_annotations`.
+//! Annotation tools: `annotate`, `list_annotations`, `carry_annotations`.
 
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 
 use super::{ToolError, Tools};
 use crate::investigation::{
-    AnnotateArgs, Annotated, AnnotationPage, ListAnnotationsArgs, Observed,
+    AnnotateArgs, Annotated, AnnotationPage, CarryAnnotationsArgs, CarryResult,
+    ListAnnotationsArgs, Observed,
 };
 
 #[tool_router(router = annotation_tools, vis = "pub(crate)")]
@@ -38,5 +39,23 @@ impl Tools {
         Parameters(args): Parameters<ListAnnotationsArgs>,
     ) -> Result<Json<AnnotationPage>, ToolError> {
         Ok(Json(self.investigation.list_annotations(args).await?))
+    }
+
+    /// Carry the annotations of one version's document to the procedures compare_procedures
+    /// matches in another (min_confidence: exact, strong or weak); lists what did not carry and
+    /// why.
+    #[tool(
+        name = "carry_annotations",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    pub async fn carry_annotations(
+        &self,
+        Parameters(args): Parameters<CarryAnnotationsArgs>,
+    ) -> Result<Json<Observed<CarryResult>>, ToolError> {
+        Ok(Json(self.investigation.carry_annotations(args).await?))
     }
 }

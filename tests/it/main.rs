@@ -9,6 +9,7 @@ mod artifacts;
 mod backtrace;
 mod bounded;
 mod capture;
+mod carry;
 mod cli_output;
 mod common;
 mod compare;
