@@ -14,6 +14,7 @@ use super::args::{DocumentSelector, Page, PageRequest};
 use super::native::ResolvedProcedure;
 use super::observe::{self, EvidenceInline, Observed, Qualifiers, in_document, subject_of};
 use super::{Investigation, InvestigationError, Result};
+use crate::completion::key::match_key;
 use crate::evidence::{Authority, Confidence};
 use crate::ids::{Address, AnalystName, AnnotationId, EvidenceId};
 use crate::providers::native::{AssemblyPage, CallGraphEdges, Callers, Dossier, Xrefs};
@@ -140,7 +141,9 @@ pub enum AnnotationError {
         problem: String,
     },
     /// A name is not an identifier.
-    #[error("name {text:?} is not a C identifier (letters, digits, _; `::` or `.` may join identifiers): {problem} at byte {position}")]
+    #[error(
+        "name {text:?} is not a C identifier (letters, digits, _; `::` or `.` may join identifiers): {problem} at byte {position}"
+    )]
     Name {
         /// The name.
         text: String,
@@ -173,7 +176,9 @@ pub enum AnnotationError {
     #[error("no annotation {0} for the active target")]
     NotFound(AnnotationId),
     /// The revision named is not the head.
-    #[error("annotation {id} is at revision {actual}, not {expected}: read it again (list_annotations) and retry")]
+    #[error(
+        "annotation {id} is at revision {actual}, not {expected}: read it again (list_annotations) and retry"
+    )]
     Stale {
         /// The annotation.
         id: AnnotationId,
@@ -231,15 +236,41 @@ pub(crate) fn check_name(text: &str) -> std::result::Result<(), AnnotationError>
         }
     }
     if at_start {
-        return Err(bad(text.len(), "a separator must be followed by an identifier"));
+        return Err(bad(
+            text.len(),
+            "a separator must be followed by an identifier",
+        ));
     }
     Ok(())
 }
 
 const C_WORDS: &[&str] = &[
-    "auto", "char", "const", "double", "enum", "extern", "float", "int", "long", "register",
-    "restrict", "short", "signed", "static", "struct", "typedef", "union", "unsigned", "void",
-    "volatile", "_Bool", "bool", "inline", "__stdcall", "__cdecl", "__fastcall",
+    "auto",
+    "char",
+    "const",
+    "double",
+    "enum",
+    "extern",
+    "float",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "short",
+    "signed",
+    "static",
+    "struct",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "_Bool",
+    "bool",
+    "inline",
+    "__stdcall",
+    "__cdecl",
+    "__fastcall",
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -281,7 +312,10 @@ fn tokens<'a>(
             return Err(AnnotationError::Declaration {
                 kind,
                 position: i,
-                problem: format!("character {:?} is not allowed", text[i..].chars().next().unwrap_or('?')),
+                problem: format!(
+                    "character {:?} is not allowed",
+                    text[i..].chars().next().unwrap_or('?')
+                ),
             });
         }
     }
@@ -289,7 +323,11 @@ fn tokens<'a>(
 }
 
 /// Checks that brackets pair up, naming the first that does not.
-fn balanced(tokens: &[Token<'_>], kind: &'static str, end: usize) -> std::result::Result<(), AnnotationError> {
+fn balanced(
+    tokens: &[Token<'_>],
+    kind: &'static str,
+    end: usize,
+) -> std::result::Result<(), AnnotationError> {
     let mut open: Vec<(u8, usize)> = vec![];
     for t in tokens {
         if let Token::Punct(b, at) = *t {
@@ -367,7 +405,9 @@ pub(crate) fn check_prototype(
         return Err(AnnotationError::Declaration {
             kind: KIND,
             position: 0,
-            problem: "no declarator name followed by a parameter list, as in `int check(const char *s)`".into(),
+            problem:
+                "no declarator name followed by a parameter list, as in `int check(const char *s)`"
+                    .into(),
         });
     };
     if toks
@@ -392,7 +432,10 @@ pub(crate) fn check_prototype(
         return Err(AnnotationError::Declaration {
             kind: KIND,
             position: at,
-            problem: format!("the declarator names {name:?}, but the procedure is {}", names.join(" / ")),
+            problem: format!(
+                "the declarator names {name:?}, but the procedure is {}",
+                names.join(" / ")
+            ),
         });
     }
     let mut checked = vec![
@@ -464,7 +507,11 @@ pub(crate) fn check_type(
 }
 
 /// Checks the text and rationale of a revision against the caps, and the text against its kind.
-fn check_sizes(text: &str, rationale: &str, kind: AnnotationKind) -> std::result::Result<(), AnnotationError> {
+fn check_sizes(
+    text: &str,
+    rationale: &str,
+    kind: AnnotationKind,
+) -> std::result::Result<(), AnnotationError> {
     let cap = if kind == AnnotationKind::Name {
         MAX_NAME_BYTES
     } else {
@@ -474,7 +521,10 @@ fn check_sizes(text: &str, rationale: &str, kind: AnnotationKind) -> std::result
         return Err(field("text", "must not be empty"));
     }
     if text.len() > cap {
-        return Err(field("text", format!("is {} bytes; at most {cap}", text.len())));
+        return Err(field(
+            "text",
+            format!("is {} bytes; at most {cap}", text.len()),
+        ));
     }
     if rationale.trim().is_empty() {
         return Err(field("rationale", "must not be empty"));
@@ -482,7 +532,10 @@ fn check_sizes(text: &str, rationale: &str, kind: AnnotationKind) -> std::result
     if rationale.len() > MAX_RATIONALE_BYTES {
         return Err(field(
             "rationale",
-            format!("is {} bytes; at most {MAX_RATIONALE_BYTES}", rationale.len()),
+            format!(
+                "is {} bytes; at most {MAX_RATIONALE_BYTES}",
+                rationale.len()
+            ),
         ));
     }
     Ok(())
@@ -500,6 +553,8 @@ fn describe(place: &AnnotationPlace) -> String {
 pub(crate) struct AnalystView {
     names: HashMap<(String, AnnotationScope, u64), (String, AnnotationId, EvidenceId)>,
     comments: HashMap<(String, u64), (String, EvidenceId)>,
+    prototypes: HashMap<(String, u64), (String, EvidenceId)>,
+    procedure_comments: HashMap<(String, u64), (String, EvidenceId)>,
     used: Mutex<BTreeSet<EvidenceId>>,
 }
 
@@ -517,16 +572,22 @@ impl AnalystView {
     fn of(heads: Vec<LiveAnnotation>) -> AnalystView {
         let mut names = HashMap::new();
         let mut comments = HashMap::new();
+        let mut prototypes = HashMap::new();
+        let mut procedure_comments = HashMap::new();
         for h in heads {
             let Some(address) = h.address else { continue };
             match (h.kind, h.scope) {
                 (AnnotationKind::Name, scope) => {
                     names.insert((h.document, scope, address), (h.text, h.id, h.evidence_id));
                 }
-                (AnnotationKind::Comment, AnnotationScope::Address | AnnotationScope::Procedure) => {
-                    comments
-                        .entry((h.document, address))
-                        .or_insert((h.text, h.evidence_id));
+                (AnnotationKind::Comment, AnnotationScope::Address) => {
+                    comments.insert((h.document, address), (h.text, h.evidence_id));
+                }
+                (AnnotationKind::Comment, AnnotationScope::Procedure) => {
+                    procedure_comments.insert((h.document, address), (h.text, h.evidence_id));
+                }
+                (AnnotationKind::Prototype, _) => {
+                    prototypes.insert((h.document, address), (h.text, h.evidence_id));
                 }
                 _ => {}
             }
@@ -534,6 +595,8 @@ impl AnalystView {
         AnalystView {
             names,
             comments,
+            prototypes,
+            procedure_comments,
             used: Mutex::new(BTreeSet::new()),
         }
     }
@@ -559,16 +622,67 @@ impl AnalystView {
         })
     }
 
+    /// Procedures (document, start) whose analyst name is exactly `name`.
+    pub(crate) fn named_exactly(&self, name: &str) -> Vec<(String, u64)> {
+        let mut found: Vec<(String, u64)> = self
+            .names
+            .iter()
+            .filter(|((_, scope, _), (text, _, _))| {
+                *scope == AnnotationScope::Procedure && text == name
+            })
+            .map(|((doc, _, address), _)| (doc.clone(), *address))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// Procedures (document, start) whose analyst name matches `query` as `search_procedures`
+    /// compares (match keys; a substring, or a prefix), by document and address.
+    pub(crate) fn search(&self, query: &str, prefix: bool) -> Vec<(String, u64)> {
+        let key = match_key(query);
+        let mut found: Vec<(String, u64)> = self
+            .names
+            .iter()
+            .filter(|((_, scope, _), (text, _, _))| {
+                *scope == AnnotationScope::Procedure && key_matches(&match_key(text), &key, prefix)
+            })
+            .map(|((doc, _, address), _)| (doc.clone(), *address))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// Whether the file's names of `row` already match `query`, so the store's search finds it.
+    pub(crate) fn file_name_matches(&self, row: &ProcedureRow, query: &str, prefix: bool) -> bool {
+        let key = match_key(query);
+        row.name
+            .iter()
+            .chain(row.raw_name.iter())
+            .chain(row.aliases.iter())
+            .any(|n| key_matches(&match_key(n), &key, prefix))
+    }
+
+    /// The analyst's prototype of the procedure at `address` of `document`.
+    pub(crate) fn prototype(&self, document: &str, address: u64) -> Option<String> {
+        let (text, e) = self.prototypes.get(&(document.to_owned(), address))?;
+        self.mark(e);
+        Some(text.clone())
+    }
+
+    /// The analyst's comment on the procedure at `address` of `document`.
+    pub(crate) fn procedure_comment(&self, document: &str, address: u64) -> Option<String> {
+        let (text, e) = self
+            .procedure_comments
+            .get(&(document.to_owned(), address))?;
+        self.mark(e);
+        Some(text.clone())
+    }
+
     /// The analyst's comment at `address` of `document`.
     pub(crate) fn comment(&self, document: &str, address: u64) -> Option<String> {
         let (text, e) = self.comments.get(&(document.to_owned(), address))?;
         self.mark(e);
         Some(text.clone())
-    }
-
-    /// Whether there is nothing to show.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.comments.is_empty()
     }
 
     /// How a view's record is qualified once it shows annotations: linked to their Evidence, with
@@ -584,6 +698,14 @@ impl AnalystView {
             );
         }
         q
+    }
+}
+
+fn key_matches(text_key: &str, key: &str, prefix: bool) -> bool {
+    if prefix {
+        text_key.starts_with(key)
+    } else {
+        text_key.contains(key)
     }
 }
 
@@ -661,26 +783,20 @@ impl ShowsAnnotations for Dossier {
 }
 
 impl Investigation {
-    /// The analyst view of the active target for one call.
-    pub(crate) fn analyst_view(
-        &self,
-        store: &ReadOnlyStore,
-        target_sha256: &str,
-        document: Option<&str>,
-    ) -> Result<AnalystView> {
-        AnalystView::load(store, target_sha256, document)
-    }
-
     /// `annotate`: records one revision of an annotation as Evidence (authority
     /// analyst-inference, confidence inferred), after checking its place, text and citations.
     pub async fn annotate(&self, args: AnnotateArgs) -> Result<Observed<Annotated>> {
         let (s, a) = self.active()?;
         let store = s.store();
         let sha = a.target.sha256.clone();
-        let given_place = [args.procedure.is_some(), args.address.is_some(), args.document_level]
-            .iter()
-            .filter(|g| **g)
-            .count();
+        let given_place = [
+            args.procedure.is_some(),
+            args.address.is_some(),
+            args.document_level,
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count();
         // The place: the superseded head's, or the one named.
         let (id, supersedes, place, head) = match &args.supersedes {
             Some(id) => {
@@ -688,7 +804,10 @@ impl Investigation {
                     .annotation(id)?
                     .ok_or_else(|| AnnotationError::NotFound(id.clone()))?;
                 let expected = args.revision.ok_or_else(|| {
-                    field("revision", "is required with supersedes: the head revision you read")
+                    field(
+                        "revision",
+                        "is required with supersedes: the head revision you read",
+                    )
                 })?;
                 if expected != head.head.revision {
                     return Err(AnnotationError::Stale {
@@ -721,7 +840,11 @@ impl Investigation {
             }
             None => {
                 if args.withdraw || args.revision.is_some() {
-                    return Err(field("supersedes", "is required to withdraw or to name a revision").into());
+                    return Err(field(
+                        "supersedes",
+                        "is required to withdraw or to name a revision",
+                    )
+                    .into());
                 }
                 if given_place != 1 {
                     return Err(AnnotationError::Place.into());
@@ -757,7 +880,9 @@ impl Investigation {
         let live = store.annotation_heads(&sha, Some(&place.document))?;
         if supersedes.is_none()
             && let Some(other) = live.iter().find(|h| {
-                h.kind == args.kind && h.scope == place.scope && h.address == place.address.map(|a| a.0)
+                h.kind == args.kind
+                    && h.scope == place.scope
+                    && h.address == place.address.map(|a| a.0)
             })
         {
             return Err(AnnotationError::Exists {
@@ -770,7 +895,8 @@ impl Investigation {
         let checked = if args.withdraw {
             vec!["a withdrawal: the text is the last one given, not checked again".to_owned()]
         } else {
-            self.check_text(&s, &a, &place, args.kind, &text, &live).await?
+            self.check_text(&s, &a, &place, args.kind, &text, &live)
+                .await?
         };
         let revision = supersedes.map_or(1, |r| r + 1);
         let result = AnnotationRecord {
@@ -790,7 +916,10 @@ impl Investigation {
             .filter(|c| c.starts_with("not checked"))
             .cloned()
             .collect();
-        let q = q.at(in_document(&place.document, place.address.map(|a| a.to_string())));
+        let q = q.at(in_document(
+            &place.document,
+            place.address.map(|a| a.to_string()),
+        ));
         let record = observe::record("annotate", Some(subject_of(&a.target)), &args, &result, q)?;
         let (annotation, outcome) = store
             .record_annotation(NewAnnotation {
@@ -880,6 +1009,23 @@ impl Investigation {
         Ok(match kind {
             AnnotationKind::Name => {
                 check_name(text)?;
+                // A name the file gives another procedure would make the analyst's ambiguous
+                // wherever a procedure is named.
+                if place.scope == AnnotationScope::Procedure {
+                    let taken = s.store().find_procedures(
+                        a.target_id,
+                        Some(&place.document),
+                        None,
+                        Some(text),
+                    )?;
+                    if let Some(other) = taken.iter().find(|r| Some(r.address) != place.address) {
+                        return Err(field(
+                            "text",
+                            format!("{text:?} is the file's name of procedure {} in {}; choose another name", other.address, other.document),
+                        )
+                        .into());
+                    }
+                }
                 vec!["a C identifier (`::` and `.` may join identifiers)".to_owned()]
             }
             AnnotationKind::Comment => vec!["free text".to_owned()],
@@ -958,7 +1104,10 @@ impl Investigation {
 }
 
 /// Which kinds apply to which places.
-fn allowed(kind: AnnotationKind, scope: AnnotationScope) -> std::result::Result<(), AnnotationError> {
+fn allowed(
+    kind: AnnotationKind,
+    scope: AnnotationScope,
+) -> std::result::Result<(), AnnotationError> {
     use AnnotationKind as K;
     use AnnotationScope as S;
     let ok = matches!(
@@ -973,7 +1122,9 @@ fn allowed(kind: AnnotationKind, scope: AnnotationScope) -> std::result::Result<
     }
     let allowed = match scope {
         S::Procedure => "a procedure takes name, comment or prototype",
-        S::Address | S::Data => "an address takes comment (the instruction), or name or type (the data)",
+        S::Address | S::Data => {
+            "an address takes comment (the instruction), or name or type (the data)"
+        }
         S::Document => "a document takes type",
     };
     Err(AnnotationError::KindScope {
@@ -1000,15 +1151,22 @@ mod tests {
                 problem: "an identifier must start with a letter or _"
             })
         );
-        assert!(matches!(check_name("a b"), Err(AnnotationError::Name { position: 1, .. })));
-        assert!(matches!(check_name("a::"), Err(AnnotationError::Name { position: 3, .. })));
+        assert!(matches!(
+            check_name("a b"),
+            Err(AnnotationError::Name { position: 1, .. })
+        ));
+        assert!(matches!(
+            check_name("a::"),
+            Err(AnnotationError::Name { position: 3, .. })
+        ));
     }
 
     #[test]
     fn prototypes_are_checked_for_brackets_and_name() {
         let (name, _) = check_prototype("int check_password(const char *p);", &[]).unwrap();
         assert_eq!(name, "check_password");
-        let (name, _) = check_prototype("void (*signal(int sig, void (*f)(int)))(int)", &[]).unwrap();
+        let (name, _) =
+            check_prototype("void (*signal(int sig, void (*f)(int)))(int)", &[]).unwrap();
         assert_eq!(name, "signal");
         assert_eq!(
             check_prototype("int f(int a", &[]),

@@ -196,7 +196,9 @@ fn missing_evidence(conn: &Connection, ids: &[EvidenceId]) -> Result<Option<Stri
 
 const HEAD_COLUMNS: &str = "id, document, scope, address, kind, head_revision";
 
-fn head_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, AnnotationPlace, AnnotationKind, i64)> {
+fn head_of(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(String, AnnotationPlace, AnnotationKind, i64)> {
     Ok((
         r.get(0)?,
         AnnotationPlace {
@@ -286,7 +288,9 @@ fn read_head(
 
 fn annotation(conn: &Connection, id: &AnnotationId) -> Result<Option<AnnotationHead>, StoreError> {
     let row = conn
-        .prepare_cached(&format!("select {HEAD_COLUMNS} from annotations where id = ?1"))?
+        .prepare_cached(&format!(
+            "select {HEAD_COLUMNS} from annotations where id = ?1"
+        ))?
         .query_row([id.as_str()], head_of)
         .optional()?;
     match row {
@@ -429,9 +433,11 @@ pub(super) fn check_annotation_rows(conn: &Connection) -> Vec<String> {
     };
     for (id, revision, withdrawn, text, rationale, evidence) in rows {
         let record: Option<String> = conn
-            .query_row("select record from evidence where id = ?1", [&evidence], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "select record from evidence where id = ?1",
+                [&evidence],
+                |r| r.get(0),
+            )
             .optional()
             .unwrap_or(None);
         let stored = record
@@ -477,6 +483,32 @@ pub(super) fn check_annotation_rows(conn: &Connection) -> Vec<String> {
         Err(e) => problems.push(format!("annotations unreadable: {e}")),
     }
     problems
+}
+
+/// Analyst names of live procedure annotations of target row `target` whose match key lies in
+/// `[lower, upper)`, offered beside the inventory's values in scope `document` (a document row,
+/// or 0 for the whole target): those that name exactly one procedure of the scope and are not
+/// already a completion value of it. Few rows (annotations are written by hand), read through
+/// the partial index on live names.
+pub(super) fn analyst_completions(
+    conn: &Connection,
+    target: i64,
+    document: i64,
+    lower: &str,
+    upper: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let values: Vec<String> = conn
+        .prepare_cached(
+            "select a.text from annotations a join targets t on t.id = ?1 and a.target_sha256 = t.sha256
+             where a.kind = 'name' and a.withdrawn = 0 and a.scope = 'procedure' and a.key >= ?3 and (?4 is null or a.key < ?4)
+               and (?2 = 0 or a.document = (select name from documents where id = ?2))
+               and not exists (select 1 from procedure_completions c
+                   where c.target_id = ?1 and c.document_id = ?2 and c.key = a.key and c.value = a.text)
+             group by a.text having count(*) = 1 order by a.text",
+        )?
+        .query_map(params![target, document, lower, upper], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(values)
 }
 
 impl Store {

@@ -172,7 +172,9 @@ pub enum StoreError {
         id: String,
     },
     /// A revision of an annotation named a revision that is no longer its head.
-    #[error("annotation {id} is at revision {actual}, not {expected}: read it again (list_annotations) and retry")]
+    #[error(
+        "annotation {id} is at revision {actual}, not {expected}: read it again (list_annotations) and retry"
+    )]
     AnnotationConflict {
         /// The annotation.
         id: String,
