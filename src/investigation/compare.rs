@@ -13,7 +13,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::annotations::AnalystView;
+use super::analyst::AnalystView;
 use super::observe::{Observed, Qualifiers, in_document, subject_of};
 use super::session::Snapshot;
 use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking, observe};

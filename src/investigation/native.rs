@@ -7,7 +7,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::annotations::{AnalystView, ShowsAnnotations};
+use super::analyst::{AnalystView, ShowsAnnotations};
 use super::args::{
     DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice, names_by_short_form,
 };
@@ -111,11 +111,21 @@ pub struct ResolvedProcedure {
     /// Its start address.
     pub address: Address,
     /// Its name, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Absent rather than null, so the schema needs no null branch (tools/list budget).
+    #[schemars(with = "String")]
     pub name: Option<String>,
-    /// The analyst's name, beside `name` (an annotation; absent when none).
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
+}
+
+impl ShowsAnnotations for ResolvedProcedure {
+    fn show(&mut self, _: &str, view: &AnalystView) {
+        self.analyst = view.procedure(&self.document, self.address.0);
+    }
 }
 
 /// Arguments naming one procedure.
@@ -200,25 +210,31 @@ pub struct ProcedureDetails {
     /// The procedure.
     pub procedure: ResolvedProcedure,
     /// The name as stored in the binary, when it differs.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub raw_name: Option<String>,
     /// Where a name no symbol gives comes from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_source: Option<NameOrigin>,
     /// Size in bytes, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub size: Option<u64>,
     /// Section holding it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub section: Option<String>,
     /// The address asked about, when it lies inside the procedure rather than at its start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inside: Option<Address>,
-    /// The analyst's comment on the procedure (an annotation).
+    /// The analyst's comment on the procedure (an annotation). Left out of the schema (tools/list
+    /// budget), like `analyst_prototype`, which allows them like any other member.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst_comment: Option<String>,
     /// The analyst's C prototype of the procedure (an annotation).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst_prototype: Option<String>,
 }
 

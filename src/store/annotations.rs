@@ -15,7 +15,7 @@ use crate::evidence::EvidenceRecord;
 use crate::ids::{Address, AnnotationId, EvidenceId};
 
 /// What an annotation is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnnotationScope {
     /// A procedure, by its start address.
@@ -50,7 +50,7 @@ impl AnnotationScope {
 }
 
 /// What an annotation says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnnotationKind {
     /// A name (procedure or data).
@@ -83,6 +83,29 @@ impl AnnotationKind {
         }
     }
 }
+
+/// A plain string-enum schema: the variants' documentation stays out of `tools/list`, whose
+/// budget the field's own description already covers.
+macro_rules! plain_enum_schema {
+    ($name:ident, $($text:literal),+) => {
+        impl JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string", "enum": [$($text),+] })
+            }
+        }
+    };
+}
+
+plain_enum_schema!(AnnotationScope, "procedure", "address", "data", "document");
+plain_enum_schema!(AnnotationKind, "name", "comment", "prototype", "type");
 
 /// The one place of a document an annotation is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -398,7 +398,7 @@ async fn a_bad_citation_or_declaration_records_nothing_regression_26() {
         .await;
     assert_eq!(
         e,
-        "name exactly one of procedure, address or document_level: true"
+        "name procedure or address, not both (neither annotates the document)"
     );
     assert_eq!(annotate_records(&h).await, 0);
     assert_eq!(h.call("list_annotations", json!({})).await["total"], 0);
@@ -434,7 +434,7 @@ async fn a_bad_citation_or_declaration_records_nothing_regression_26() {
     h.call(
         "annotate",
         json!({
-            "document_level": true, "kind": "type", "text": "struct pair { int a; int b; };",
+            "kind": "type", "text": "struct pair { int a; int b; };",
             "rationale": "r", "cites": [ev],
         }),
     )
