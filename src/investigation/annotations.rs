@@ -4,23 +4,21 @@
 //! declarations; the store keeps revisions as it keeps an unknown's. Views show annotations beside
 //! the file's facts through [`AnalystView`], never in their place.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::{DocumentSelector, Page, PageRequest};
-use super::native::ResolvedProcedure;
-use super::observe::{self, EvidenceInline, Observed, Qualifiers, in_document, subject_of};
+use super::observe::{self, EvidenceInline, Qualifiers, in_document, subject_of};
 use super::{Investigation, InvestigationError, Result};
 use crate::evidence::{Authority, Confidence};
-use crate::ids::{Address, AnalystName, AnnotationId, EvidenceId};
-use crate::providers::native::{AssemblyPage, CallGraphEdges, Callers, Dossier, Xrefs};
+use crate::ids::{Address, AnnotationId, EvidenceId};
 use crate::store::{
     AnnotationFilter, AnnotationHead, AnnotationKind, AnnotationPlace, AnnotationRecord,
-    AnnotationScope, LiveAnnotation, NewAnnotation, ProcedureRow, ReadOnlyStore,
+    AnnotationScope, LiveAnnotation, NewAnnotation,
 };
+
+/// A JSON object, as output schemas describe nested records (tools/list budget).
+type JsonObject = serde_json::Map<String, serde_json::Value>;
 
 /// Longest name, in bytes.
 pub const MAX_NAME_BYTES: usize = 256;
@@ -33,37 +31,34 @@ pub const MAX_RATIONALE_BYTES: usize = 4096;
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnnotateArgs {
-    /// The document, when the target has several.
+    /// Document, when several.
     #[serde(default)]
     pub document: Option<String>,
-    /// The procedure (address, address inside it, or unique name). Kinds: name, comment,
-    /// prototype. Give exactly one of procedure, address, document_level.
+    /// Procedure (address or name).
     #[serde(default)]
     pub procedure: Option<String>,
-    /// An address (0x…): kind comment annotates the instruction there, name or type the data.
+    /// An address (instruction or data). Neither: the document.
     #[serde(default)]
     pub address: Option<Address>,
-    /// True to annotate the document itself (kind type: a C struct, enum or typedef).
-    #[serde(default)]
-    pub document_level: bool,
-    /// name, comment, prototype or type.
+    /// What it says.
     pub kind: AnnotationKind,
-    /// A name (C identifier; `::` and `.` may join identifiers; ≤256 bytes), a comment or a C
-    /// declaration (≤16384 bytes). Omit when withdrawing.
+    /// Name (≤256 B), comment or C declaration (≤16 KiB).
     #[serde(default)]
     pub text: Option<String>,
-    /// Why you hold it (≤4096 bytes).
+    /// Why (≤4 KiB).
     pub rationale: String,
-    /// Evidence ids of this ledger it rests on (at least one, unless withdrawing).
+    /// Evidence ids cited.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub cites: Vec<EvidenceId>,
-    /// The annotation (ann_…) to revise; its place and kind are kept.
+    /// Annotation to revise.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub supersedes: Option<AnnotationId>,
-    /// With supersedes: the head revision you read (a newer head refuses the revision).
+    /// Head revision read.
     #[serde(default)]
     pub revision: Option<i64>,
-    /// With supersedes: withdraw the annotation (a revision too).
+    /// Withdraw it.
     #[serde(default)]
     pub withdraw: bool,
 }
@@ -71,10 +66,15 @@ pub struct AnnotateArgs {
 /// What `annotate` recorded.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Annotated {
-    /// The annotation at its new head.
+    /// The annotation at its new head (as list_annotations lists it).
+    #[schemars(with = "JsonObject")]
     pub annotation: AnnotationHead,
     /// What the check of the text covered (for C declarations: what rea checked, and what not).
     pub checked: Vec<String>,
+    /// The revision's Evidence record, inline as every result carries it (described as an
+    /// object here: get_evidence's schema describes it in full).
+    #[schemars(with = "JsonObject")]
+    pub evidence: EvidenceInline,
 }
 
 /// Arguments of `list_annotations`.
@@ -84,22 +84,20 @@ pub struct ListAnnotationsArgs {
     /// Only this document.
     #[serde(default)]
     pub document: Option<String>,
-    /// Only annotations of this procedure (address or unique name).
+    /// Only at this procedure or address.
     #[serde(default)]
     pub procedure: Option<String>,
-    /// Only annotations at this address.
-    #[serde(default)]
-    pub address: Option<Address>,
     /// Only this kind.
     #[serde(default)]
+    #[schemars(with = "AnnotationKind")]
     pub kind: Option<AnnotationKind>,
-    /// Also withdrawn annotations, and every earlier revision.
+    /// And history.
     #[serde(default)]
     pub include_history: bool,
     /// Rows to skip.
     #[serde(default)]
     pub offset: u64,
-    /// Rows to return (default 50, at most 500).
+    /// Rows (default 50, ≤500).
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -107,7 +105,9 @@ pub struct ListAnnotationsArgs {
 /// A page of annotation heads.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AnnotationPage {
-    /// Heads by document, address and id.
+    /// Heads by document, address and id: id, document, scope, address, kind, head (revision,
+    /// text, withdrawn, rationale, cites, evidence_id, recorded_at), history.
+    #[schemars(with = "Vec<JsonObject>")]
     pub annotations: Vec<AnnotationHead>,
     /// Heads selected in all.
     pub total: u64,
@@ -118,8 +118,8 @@ pub struct AnnotationPage {
 /// Why an annotation was refused; nothing was recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnnotationError {
-    /// Not exactly one place was named.
-    #[error("name exactly one of procedure, address or document_level: true")]
+    /// Both a procedure and an address were named.
+    #[error("name procedure or address, not both (neither annotates the document)")]
     Place,
     /// The kind does not apply to the place.
     #[error("kind {kind} does not apply to {scope}: {allowed}")]
@@ -547,199 +547,17 @@ fn describe(place: &AnnotationPlace) -> String {
     }
 }
 
-/// The analyst names and comments of the active target, read once for a view (one indexed
-/// query), and the annotation Evidence the view used, to link its record to.
-pub(crate) struct AnalystView {
-    names: HashMap<(String, AnnotationScope, u64), (String, AnnotationId, EvidenceId)>,
-    comments: HashMap<(String, u64), (String, EvidenceId)>,
-    used: Mutex<BTreeSet<EvidenceId>>,
-}
-
-impl AnalystView {
-    /// The live heads of `target_sha256` (one document, or all).
-    pub(crate) fn load(
-        store: &ReadOnlyStore,
-        target_sha256: &str,
-        document: Option<&str>,
-    ) -> Result<AnalystView> {
-        let heads = store.annotation_heads(target_sha256, document)?;
-        Ok(Self::of(heads))
-    }
-
-    fn of(heads: Vec<LiveAnnotation>) -> AnalystView {
-        let mut names = HashMap::new();
-        let mut comments = HashMap::new();
-        for h in heads {
-            let Some(address) = h.address else { continue };
-            match (h.kind, h.scope) {
-                (AnnotationKind::Name, scope) => {
-                    names.insert((h.document, scope, address), (h.text, h.id, h.evidence_id));
-                }
-                (
-                    AnnotationKind::Comment,
-                    AnnotationScope::Address | AnnotationScope::Procedure,
-                ) => {
-                    comments
-                        .entry((h.document, address))
-                        .or_insert((h.text, h.evidence_id));
-                }
-                _ => {}
-            }
-        }
-        AnalystView {
-            names,
-            comments,
-            used: Mutex::new(BTreeSet::new()),
-        }
-    }
-
-    fn mark(&self, e: &EvidenceId) {
-        self.used
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(e.clone());
-    }
-
-    /// The analyst name of the procedure starting at `address` of `document`.
-    pub(crate) fn procedure(&self, document: &str, address: u64) -> Option<AnalystName> {
-        self.named(document, AnnotationScope::Procedure, address)
-    }
-
-    fn named(&self, document: &str, scope: AnnotationScope, address: u64) -> Option<AnalystName> {
-        let (text, id, e) = self.names.get(&(document.to_owned(), scope, address))?;
-        self.mark(e);
-        Some(AnalystName {
-            analyst_name: text.clone(),
-            annotation_id: id.clone(),
-        })
-    }
-
-    /// The analyst's comment at `address` of `document`.
-    pub(crate) fn comment(&self, document: &str, address: u64) -> Option<String> {
-        let (text, e) = self.comments.get(&(document.to_owned(), address))?;
-        self.mark(e);
-        Some(text.clone())
-    }
-
-    /// Whether there is nothing to show.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.comments.is_empty()
-    }
-
-    /// How a view's record is qualified once it shows annotations: linked to their Evidence, with
-    /// the fields named as the analyst's.
-    pub(crate) fn qualify(&self, mut q: Qualifiers) -> Qualifiers {
-        let used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        if !used.is_empty() {
-            q.links.extend(used.iter().cloned());
-            q.links.sort();
-            q.links.dedup();
-            q.limitations.push(
-                "analyst_name, annotation_id and analyst_comment fields are annotations (analyst-inference, linked), not read from the file".into(),
-            );
-        }
-        q
-    }
-}
-
-/// A result that shows annotations beside the procedures (and addresses) it names.
-pub(crate) trait ShowsAnnotations {
-    /// Fills in the analyst fields from `view`; `document` is the document the result is about.
-    fn show(&mut self, document: &str, view: &AnalystView);
-}
-
-impl ShowsAnnotations for ResolvedProcedure {
-    fn show(&mut self, _: &str, view: &AnalystView) {
-        self.analyst = view.procedure(&self.document, self.address.0);
-    }
-}
-
-impl ShowsAnnotations for [ProcedureRow] {
-    fn show(&mut self, _: &str, view: &AnalystView) {
-        for r in self {
-            r.analyst = view.procedure(&r.document, r.address.0);
-        }
-    }
-}
-
-impl ShowsAnnotations for CallGraphEdges {
-    fn show(&mut self, document: &str, view: &AnalystView) {
-        for c in &mut self.callees {
-            c.analyst = view.procedure(document, c.target);
-        }
-    }
-}
-
-impl ShowsAnnotations for Callers {
-    fn show(&mut self, document: &str, view: &AnalystView) {
-        self.analyst = view.procedure(document, self.target);
-        for c in &mut self.callers {
-            c.analyst = view.procedure(document, c.procedure);
-        }
-    }
-}
-
-impl ShowsAnnotations for Xrefs {
-    fn show(&mut self, document: &str, view: &AnalystView) {
-        self.analyst = view
-            .procedure(document, self.address)
-            .or_else(|| view.named(document, AnnotationScope::Data, self.address));
-        for c in &mut self.code {
-            c.analyst = view.procedure(document, c.procedure);
-        }
-    }
-}
-
-impl ShowsAnnotations for AssemblyPage {
-    fn show(&mut self, document: &str, view: &AnalystView) {
-        for i in &mut self.instructions {
-            i.analyst = i.target.and_then(|t| view.procedure(document, t));
-            i.analyst_comment = view.comment(document, i.address);
-        }
-    }
-}
-
-impl ShowsAnnotations for Dossier {
-    fn show(&mut self, document: &str, view: &AnalystView) {
-        self.info.analyst = view.procedure(document, self.info.address);
-        for c in &mut self.callers {
-            c.analyst = view.procedure(document, c.procedure);
-        }
-        for c in &mut self.callees {
-            c.analyst = view.procedure(document, c.target);
-        }
-        for i in &mut self.instructions {
-            i.analyst = i.target.and_then(|t| view.procedure(document, t));
-            i.analyst_comment = view.comment(document, i.address);
-        }
-    }
-}
-
 impl Investigation {
-    /// The analyst view of the active target for one call.
-    pub(crate) fn analyst_view(
-        &self,
-        store: &ReadOnlyStore,
-        target_sha256: &str,
-        document: Option<&str>,
-    ) -> Result<AnalystView> {
-        AnalystView::load(store, target_sha256, document)
-    }
-
     /// `annotate`: records one revision of an annotation as Evidence (authority
     /// analyst-inference, confidence inferred), after checking its place, text and citations.
-    pub async fn annotate(&self, args: AnnotateArgs) -> Result<Observed<Annotated>> {
+    pub async fn annotate(&self, args: AnnotateArgs) -> Result<Annotated> {
         let (s, a) = self.active()?;
         let store = s.store();
         let sha = a.target.sha256.clone();
-        let given_place = [
-            args.procedure.is_some(),
-            args.address.is_some(),
-            args.document_level,
-        ]
-        .iter()
-        .filter(|g| **g)
-        .count();
+        let given_place = [args.procedure.is_some(), args.address.is_some()]
+            .iter()
+            .filter(|g| **g)
+            .count();
         // The place: the superseded head's, or the one named.
         let (id, supersedes, place, head) = match &args.supersedes {
             Some(id) => {
@@ -789,7 +607,7 @@ impl Investigation {
                     )
                     .into());
                 }
-                if given_place != 1 {
+                if given_place > 1 {
                     return Err(AnnotationError::Place.into());
                 }
                 let (place, _) = self.place(&s, &a, &args).await?;
@@ -878,11 +696,9 @@ impl Investigation {
                 record: record.clone(),
             })
             .await?;
-        Ok(Observed {
-            result: Annotated {
-                annotation,
-                checked,
-            },
+        Ok(Annotated {
+            annotation,
+            checked,
             evidence: EvidenceInline::new(outcome, record),
         })
     }
@@ -952,6 +768,23 @@ impl Investigation {
         Ok(match kind {
             AnnotationKind::Name => {
                 check_name(text)?;
+                // A name the file gives another procedure would make the analyst's ambiguous
+                // wherever a procedure is named.
+                if place.scope == AnnotationScope::Procedure {
+                    let taken = s.store().find_procedures(
+                        a.target_id,
+                        Some(&place.document),
+                        None,
+                        Some(text),
+                    )?;
+                    if let Some(other) = taken.iter().find(|r| Some(r.address) != place.address) {
+                        return Err(field(
+                            "text",
+                            format!("{text:?} is the file's name of procedure {} in {}; choose another name", other.address, other.document),
+                        )
+                        .into());
+                    }
+                }
                 vec!["a C identifier (`::` and `.` may join identifiers)".to_owned()]
             }
             AnnotationKind::Comment => vec!["free text".to_owned()],
@@ -997,18 +830,20 @@ impl Investigation {
     /// `list_annotations`: heads of the active target's annotations, filtered and paged.
     pub async fn list_annotations(&self, args: ListAnnotationsArgs) -> Result<AnnotationPage> {
         let (s, a) = self.active()?;
-        let mut address = args.address;
+        let mut address = None;
         let mut document = args.document.clone();
         if let Some(p) = &args.procedure {
-            if address.is_some() {
-                return Err(InvestigationError::InvalidArgument(
-                    "give procedure or address, not both".into(),
-                ));
+            // An address is taken as it is (it may be an instruction's or a datum's); a name
+            // is resolved to its procedure.
+            match super::ProcedureSelector::parse(p) {
+                super::ProcedureSelector::Address(at) => address = Some(at),
+                _ => {
+                    let selector = DocumentSelector::new(args.document.as_deref());
+                    let r = self.resolve_procedure(&s, &a, &selector, p).await?;
+                    address = Some(r.procedure.address);
+                    document = Some(r.procedure.document);
+                }
             }
-            let selector = DocumentSelector::new(args.document.as_deref());
-            let r = self.resolve_procedure(&s, &a, &selector, p).await?;
-            address = Some(r.procedure.address);
-            document = Some(r.procedure.document);
         }
         let request = PageRequest::new(args.offset, args.limit, PageRequest::LISTING);
         let filter = AnnotationFilter {

@@ -67,17 +67,17 @@ impl MatchConfidence {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CarryAnnotationsArgs {
-    /// Manifest id of the annotated (older) version, from inspect_artifact in this session.
+    /// Manifest id of the annotated version.
     pub from_manifest_id: ManifestId,
-    /// Manifest id of the version to annotate (newer).
+    /// Manifest id of the version to annotate.
     pub to_manifest_id: ManifestId,
-    /// The document, when a side has several.
+    /// Document, when several.
     #[serde(default)]
     pub document: Option<String>,
-    /// Weakest match that carries: exact, strong (default) or weak.
+    /// Weakest match that carries (default strong).
     #[serde(default)]
     pub min_confidence: MatchConfidence,
-    /// Entries of each list (default 50, at most 1000); the totals are exact.
+    /// Entries per list (default 50, most 1000).
     #[serde(default)]
     pub limit: Option<usize>,
 }

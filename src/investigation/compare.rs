@@ -13,6 +13,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::analyst::AnalystView;
 use super::observe::{Observed, Qualifiers, in_document, subject_of};
 use super::session::Snapshot;
 use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking, observe};
@@ -147,11 +148,26 @@ pub(super) async fn comparison(
             .clamp(1, procdiff::MAX_PAGE),
     };
     let diff = procedure_diff(s, &left_doc, &right_doc).await?;
-    let page = diff.page(&request);
+    let mut page = diff.page(&request);
+    // Each side shows the annotations of its own target.
+    let left_view = AnalystView::load(s.store(), &left.sha256, Some(&left_doc.name))?;
+    let right_view = AnalystView::load(s.store(), &right.sha256, Some(&right_doc.name))?;
+    for e in &mut page.entries {
+        if let Some(l) = &mut e.left {
+            l.analyst = left_view.procedure(&left_doc.name, l.address);
+        }
+        if let Some(r) = &mut e.right {
+            r.analyst = right_view.procedure(&right_doc.name, r.address);
+        }
+    }
     // Matching past names is heuristic (bytes, shape, similarity), so the result is derived.
-    let q = Qualifiers::derived()
-        .linked(vec![left_ev, right_ev])
-        .at(in_document(&right_doc.name, None));
+    let q = right_view.qualify(
+        left_view.qualify(
+            Qualifiers::derived()
+                .linked(vec![left_ev, right_ev])
+                .at(in_document(&right_doc.name, None)),
+        ),
+    );
     let record = observe::record(
         "compare_procedures",
         Some(subject_of(&right)),
@@ -221,11 +237,21 @@ impl Investigation {
                 graph
             }
         };
-        let paths = blocking(move || graph.paths(&query).map_err(callpath_error)).await?;
-        let q = Qualifiers::observed().at(in_document(
+        let mut paths = blocking(move || graph.paths(&query).map_err(callpath_error)).await?;
+        let doc = &from.procedure.document;
+        let view = AnalystView::load(s.store(), &a.target.sha256, Some(doc))?;
+        paths.from.analyst = view.procedure(doc, paths.from.address);
+        paths.to.analyst = view.procedure(doc, paths.to.address);
+        for step in paths.paths.iter_mut().flat_map(|p| p.steps.iter_mut()) {
+            step.node.analyst = view.procedure(doc, step.node.address);
+        }
+        for gap in &mut paths.gaps {
+            gap.procedure.analyst = view.procedure(doc, gap.procedure.address);
+        }
+        let q = view.qualify(Qualifiers::observed().at(in_document(
             &from.procedure.document,
             Some(from.procedure.address.to_string()),
-        ));
+        )));
         observe::observe(
             s.store(),
             "call_paths",

@@ -25,6 +25,7 @@
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
 //! - `doctor`: the server's own check.
 
+mod analyst;
 mod annotations;
 mod args;
 mod artifacts;

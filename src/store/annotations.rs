@@ -15,7 +15,7 @@ use crate::evidence::EvidenceRecord;
 use crate::ids::{Address, AnnotationId, EvidenceId};
 
 /// What an annotation is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnnotationScope {
     /// A procedure, by its start address.
@@ -50,7 +50,7 @@ impl AnnotationScope {
 }
 
 /// What an annotation says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnnotationKind {
     /// A name (procedure or data).
@@ -83,6 +83,29 @@ impl AnnotationKind {
         }
     }
 }
+
+/// A plain string-enum schema: the variants' documentation stays out of `tools/list`, whose
+/// budget the field's own description already covers.
+macro_rules! plain_enum_schema {
+    ($name:ident, $($text:literal),+) => {
+        impl JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string", "enum": [$($text),+] })
+            }
+        }
+    };
+}
+
+plain_enum_schema!(AnnotationScope, "procedure", "address", "data", "document");
+plain_enum_schema!(AnnotationKind, "name", "comment", "prototype", "type");
 
 /// The one place of a document an annotation is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -483,6 +506,32 @@ pub(super) fn check_annotation_rows(conn: &Connection) -> Vec<String> {
         Err(e) => problems.push(format!("annotations unreadable: {e}")),
     }
     problems
+}
+
+/// Analyst names of live procedure annotations of target row `target` whose match key lies in
+/// `[lower, upper)`, offered beside the inventory's values in scope `document` (a document row,
+/// or 0 for the whole target): those that name exactly one procedure of the scope and are not
+/// already a completion value of it. Few rows (annotations are written by hand), read through
+/// the partial index on live names.
+pub(super) fn analyst_completions(
+    conn: &Connection,
+    target: i64,
+    document: i64,
+    lower: &str,
+    upper: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let values: Vec<String> = conn
+        .prepare_cached(
+            "select a.text from annotations a join targets t on t.id = ?1 and a.target_sha256 = t.sha256
+             where a.kind = 'name' and a.withdrawn = 0 and a.scope = 'procedure' and a.key >= ?3 and (?4 is null or a.key < ?4)
+               and (?2 = 0 or a.document = (select name from documents where id = ?2))
+               and not exists (select 1 from procedure_completions c
+                   where c.target_id = ?1 and c.document_id = ?2 and c.key = a.key and c.value = a.text)
+             group by a.text having count(*) = 1 order by a.text",
+        )?
+        .query_map(params![target, document, lower, upper], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(values)
 }
 
 impl Store {

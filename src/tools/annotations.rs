@@ -11,25 +11,19 @@ use crate::investigation::{
 
 #[tool_router(router = annotation_tools, vis = "pub(crate)")]
 impl Tools {
-    /// Record what you learned about a procedure, address, data location or document (name,
-    /// comment, C prototype or type) as analyst-inference Evidence citing its Evidence. Shown
-    /// beside the file's names, never in their place. Revise or withdraw with supersedes.
+    /// Record a name, comment, C prototype or type (analyst-inference Evidence).
     #[tool(
         name = "annotate",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = false,
-            open_world_hint = false
-        )
+        annotations(destructive_hint = false, open_world_hint = false)
     )]
     pub async fn annotate(
         &self,
         Parameters(args): Parameters<AnnotateArgs>,
-    ) -> Result<Json<Observed<Annotated>>, ToolError> {
+    ) -> Result<Json<Annotated>, ToolError> {
         Ok(Json(self.investigation.annotate(args).await?))
     }
 
-    /// List the active target's annotations at their head revision, filtered and paged.
+    /// List annotation heads.
     #[tool(
         name = "list_annotations",
         annotations(read_only_hint = true, open_world_hint = false)
@@ -41,9 +35,7 @@ impl Tools {
         Ok(Json(self.investigation.list_annotations(args).await?))
     }
 
-    /// Carry the annotations of one version's document to the procedures compare_procedures
-    /// matches in another (min_confidence: exact, strong or weak); lists what did not carry and
-    /// why.
+    /// Carry annotations to the procedures compare_procedures matches in another version.
     #[tool(
         name = "carry_annotations",
         annotations(

@@ -83,7 +83,7 @@ async fn annotations_of_stripped_v1_land_on_the_twins_procedures_of_v2_regressio
     let document_type = h
         .call(
             "annotate",
-            json!({ "document_level": true, "kind": "type",
+            json!({ "kind": "type",
                     "text": "struct record { int id; long total; };",
                     "rationale": "the layout checksum reads", "cites": [cite] }),
         )
@@ -118,6 +118,14 @@ async fn annotations_of_stripped_v1_land_on_the_twins_procedures_of_v2_regressio
         .filter(|e| e["matched_by"] == "similarity")
         .map(|e| e["left"]["address"].as_str().unwrap().to_owned())
         .collect();
+    // The record a plain compare_procedures call keeps, before anything is carried (the right
+    // side's analyst names are part of it).
+    let plain_comparison = h
+        .call(
+            "compare_procedures",
+            json!({ "left_manifest_id": m1, "right_manifest_id": m2 }),
+        )
+        .await;
     let carried = h
         .call(
             "carry_annotations",
@@ -142,12 +150,6 @@ async fn annotations_of_stripped_v1_land_on_the_twins_procedures_of_v2_regressio
         assert_eq!(n["reason"], "weak-match", "{n}");
     }
     let comparison = carried["comparison_evidence_id"].as_str().unwrap();
-    let plain_comparison = h
-        .call(
-            "compare_procedures",
-            json!({ "left_manifest_id": m1, "right_manifest_id": m2 }),
-        )
-        .await;
     assert_eq!(
         comparison,
         plain_comparison["evidence"]["id"].as_str().unwrap(),

@@ -3,6 +3,7 @@
 
 mod analysis;
 mod angr;
+mod annotations;
 mod architecture;
 mod arm64;
 mod artifacts;

@@ -58,10 +58,13 @@ pub struct Instruction {
     /// call through a known pointer slot.
     pub target_name: Option<String>,
     /// The analyst's name of the procedure at `target`, beside `target_name` (an annotation).
+    /// Left out of the schema (tools/list budget), like `analyst_comment`.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
     /// The analyst's comment at this address (an annotation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst_comment: Option<String>,
     /// The data a memory operand, address computation or (in an image linked at a fixed
     /// address) immediate lands in, named.
@@ -100,8 +103,10 @@ pub struct CalleeEdge {
     pub target: u64,
     /// Name of the procedure or import.
     pub name: Option<String>,
-    /// The analyst's name, beside `name` (an annotation; absent when none).
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
     /// `procedure`, `import`, or `address` (a direct call to an address that starts no known
     /// procedure).
@@ -145,8 +150,10 @@ pub struct CallerEdge {
     pub procedure: u64,
     /// Name of the calling procedure, when known.
     pub name: Option<String>,
-    /// The analyst's name, beside `name` (an annotation; absent when none).
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
     /// `call` or `tail-jump`.
     pub via: String,
@@ -165,8 +172,10 @@ pub struct Callers {
     pub target: u64,
     /// Name of the procedure or import at the target.
     pub name: Option<String>,
-    /// The analyst's name, beside `name` (an annotation; absent when none).
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
     /// Calling procedures, by address.
     pub callers: Vec<CallerEdge>,
@@ -185,8 +194,10 @@ pub struct CodeXref {
     pub procedure: u64,
     /// Name of that procedure, when known.
     pub procedure_name: Option<String>,
-    /// The analyst's name, beside `name` (an annotation; absent when none).
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
     /// `call`, `tail-jump`, `jump`, `branch` (conditional), `address` (lea/adr/adrp+add),
     /// `access` (a load or store), `immediate`, or `slot` (an indirect call or jump through a
@@ -220,8 +231,10 @@ pub struct Xrefs {
     pub address: u64,
     /// Procedure, import or symbol name at the address.
     pub name: Option<String>,
-    /// The analyst's name, beside `name` (an annotation; absent when none).
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
     /// Referring instructions (at most 1000), by site.
     pub code: Vec<CodeXref>,
@@ -242,8 +255,10 @@ pub struct ProcedureInfo {
     pub address: u64,
     /// Name, demangled where possible.
     pub name: Option<String>,
-    /// The analyst's name, beside `name` (an annotation; absent when none).
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
     /// Stored symbol, when it differs from `name`.
     pub raw_name: Option<String>,
