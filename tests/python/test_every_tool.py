@@ -223,6 +223,14 @@ async def list_annotations(c: Ctx) -> None:
     assert r["total"] == 1
 
 
+async def carry_annotations(c: Ctx) -> None:
+    m = c.ids["manifest"]
+    r = await c.tool("carry_annotations", {"from_manifest_id": m, "to_manifest_id": m})
+    # Onto itself, every annotation finds its own place taken, and is kept as it is.
+    assert (r["carried_total"], r["not_carried_total"]) == (0, 1)
+    assert [(n["annotation_id"], n["reason"]) for n in r["not_carried"]] == [(c.ids["annotation"], "already-annotated")]
+
+
 async def analyze_javascript_application(c: Ctx) -> None:
     r = await c.tool("analyze_javascript_application", {"input_path": str(c.app)})
     assert [ch["channel"] for ch in r["ipc"]] == ["ping"]
@@ -289,6 +297,7 @@ STEPS: list[Step] = [
     Step("list_unknowns", list_unknowns),
     Step("annotate", annotate),
     Step("list_annotations", list_annotations),
+    Step("carry_annotations", carry_annotations),
     Step("analyze_javascript_application", analyze_javascript_application),
     Step("capture_process_scenario", capture_process_scenario),
     Step("compare_process_captures", compare_process_captures),

@@ -66,3 +66,36 @@ test('annotations show beside file names and revise append-only', async () => {
     await close();
   }
 });
+
+const NEXT = `
+#include <stdio.h>
+__attribute__((noinline)) void greet(void) { puts("annotation marker text"); }
+__attribute__((noinline)) void farewell(void) { puts("goodbye"); }
+int main(void) { greet(); farewell(); return 0; }
+`;
+
+test('carry_annotations moves a name to the matched procedure of the next version', async () => {
+  const next = compile(root, 'next', NEXT);
+  const { client, close } = await connectStdio(serverDirs(tempDir()));
+  try {
+    const session = new Session(client);
+    await client.listTools();
+    await session.tool('open_binary', { path: next });
+    const right = (await session.tool('inspect_artifact', {})).manifest.id;
+    const opened = await session.tool('open_binary', { path: prog });
+    const left = (await session.tool('inspect_artifact', {})).manifest.id;
+    const made = await session.tool('annotate', {
+      procedure: 'greet', kind: 'name', text: 'say_hello', rationale: 'prints the greeting', cites: [opened.evidence.id],
+    });
+    const carried = await session.tool('carry_annotations', { from_manifest_id: left, to_manifest_id: right });
+    assert.equal(carried.carried_total, 1);
+    assert.deepEqual(
+      carried.carried.map((c) => [c.from, c.text, c.from_address, c.to_address]),
+      [[made.annotation.id, 'say_hello', nmSymbol(prog, 'greet').address, nmSymbol(next, 'greet').address]],
+    );
+    assert.equal(carried.not_carried_total, 0);
+    assert.equal(carried.evidence.operation, 'carry_annotations');
+  } finally {
+    await close();
+  }
+});
