@@ -383,7 +383,7 @@ pub(crate) fn check_prototype(
     for (i, t) in toks.iter().enumerate() {
         if let Token::Punct(b'(', _) = t {
             match i.checked_sub(1).map(|j| &toks[j]) {
-                Some(Token::Ident(id, at)) if !C_WORDS.contains(&*id) => {
+                Some(Token::Ident(id, at)) if !C_WORDS.contains(id) => {
                     name = Some((*id, *at));
                     break;
                 }
@@ -391,7 +391,7 @@ pub(crate) fn check_prototype(
                     if let Some(Token::Ident(id, at)) = toks[i + 1..]
                         .iter()
                         .find(|t| !matches!(t, Token::Punct(b'*', _)))
-                        && !C_WORDS.contains(&*id)
+                        && !C_WORDS.contains(id)
                     {
                         name = Some((*id, *at));
                         break;
@@ -479,7 +479,7 @@ pub(crate) fn check_type(
                     .iter()
                     .rev()
                     .find(|t| !matches!(t, Token::Punct(b';' | b')' | b']', _) | Token::Number(_)));
-                if !matches!(named, Some(Token::Ident(id, _)) if !C_WORDS.contains(&*id)) {
+                if !matches!(named, Some(Token::Ident(id, _)) if !C_WORDS.contains(id)) {
                     return Err(AnnotationError::Declaration {
                         kind: KIND,
                         position: text.len(),

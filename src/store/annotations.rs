@@ -424,6 +424,9 @@ fn insert_revision(
     Ok((head, evidence))
 }
 
+/// A revision row's id, revision, withdrawn flag, text, rationale and Evidence id.
+type RevisionColumns = (String, i64, i64, String, String, String);
+
 /// Every annotation revision held to the Evidence record it names: the record must be in the
 /// ledger, be an `annotate` record, and its result must repeat the row's id, revision, text,
 /// withdrawal and rationale; each head must match its head revision. One line per problem.
@@ -440,7 +443,7 @@ pub(super) fn check_annotation_rows(conn: &Connection) -> Vec<String> {
         return vec![];
     }
     let mut problems = vec![];
-    let rows: Result<Vec<(String, i64, i64, String, String, String)>, _> = conn
+    let rows: Result<Vec<RevisionColumns>, _> = conn
         .prepare(
             "select annotation_id, revision, withdrawn, text, rationale, evidence_id from annotation_revisions order by annotation_id, revision",
         )
@@ -485,19 +488,19 @@ pub(super) fn check_annotation_rows(conn: &Connection) -> Vec<String> {
             ));
         }
     }
-    let heads: Result<Vec<(String, i64, i64, Option<String>)>, _> = conn
+    let heads: Result<Vec<(String, i64)>, _> = conn
         .prepare(
-            "select a.id, a.head_revision, a.withdrawn, a.text from annotations a
+            "select a.id, a.head_revision from annotations a
              where not exists (select 1 from annotation_revisions r where r.annotation_id = a.id and r.revision = a.head_revision
                  and r.withdrawn = a.withdrawn and (a.withdrawn = 1 or r.text = a.text))",
         )
         .and_then(|mut s| {
-            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect()
         });
     match heads {
         Ok(heads) => {
-            for (id, revision, _, _) in heads {
+            for (id, revision) in heads {
                 problems.push(format!(
                     "annotation {id}: its head does not match its revision {revision}"
                 ));

@@ -14,7 +14,11 @@ impl Tools {
     /// Record a name, comment, C prototype or type (analyst-inference Evidence).
     #[tool(
         name = "annotate",
-        annotations(destructive_hint = false, open_world_hint = false)
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
     )]
     pub async fn annotate(
         &self,
