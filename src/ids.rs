@@ -165,6 +165,61 @@ impl<'de> Deserialize<'de> for UnknownId {
     }
 }
 
+/// An annotation's stable id: `ann_` followed by 16 to 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct AnnotationId(#[schemars(regex(pattern = r"^ann_[0-9a-fA-F]{16,64}$"))] String);
+
+impl AnnotationId {
+    /// Parses an annotation id in any letter case.
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        let lower = text.trim().to_ascii_lowercase();
+        match lower.strip_prefix("ann_") {
+            Some(d) if (16..=64).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Ok(Self(lower))
+            }
+            _ => Err(IdError {
+                text: text.to_owned(),
+                expected: "an annotation id (ann_ followed by hex digits)",
+            }),
+        }
+    }
+
+    /// A new id derived from the given seed bytes (what it is about and the time of recording).
+    pub fn derive(seed: &[u8]) -> Self {
+        Self(format!("ann_{}", &sha256_hex(seed)[..24]))
+    }
+
+    /// The canonical text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AnnotationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for AnnotationId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// An analyst name shown beside a file's name (never in its place): the text of the live `name`
+/// annotation of the place, and that annotation's id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AnalystName {
+    /// The analyst's name (an annotation, authority analyst-inference), beside the file's `name`.
+    pub analyst_name: String,
+    /// The annotation that gives it.
+    #[schemars(with = "String")]
+    pub annotation_id: AnnotationId,
+}
+
 /// A virtual address in a document. Its canonical text is lowercase `0x` hex without padding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Address(pub u64);

@@ -114,6 +114,11 @@ pub struct NodeRef {
     pub address: u64,
     /// Name, when known.
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// Procedure, import or address.
     pub kind: NodeKind,
 }
@@ -309,6 +314,7 @@ impl CallGraph {
     fn node_ref(&self, id: u32) -> NodeRef {
         let n = &self.nodes[id as usize];
         NodeRef {
+            analyst: None,
             address: n.address,
             name: n.name.clone(),
             kind: n.kind,

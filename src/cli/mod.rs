@@ -65,7 +65,8 @@ pub enum Command {
     },
     /// Complete a guided-prompt argument exactly as the server would, for a session.
     Complete {
-        /// Prompt name, for example investigate_feature.
+        /// Prompt name, for example investigate_feature (`annotate` with argument `supersedes`
+        /// completes annotation ids).
         prompt: String,
         /// Argument name, for example procedure.
         argument: String,
@@ -523,6 +524,12 @@ fn complete(
     document: Option<&str>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
+    // `annotate`'s `supersedes` is a tool argument, not a prompt's: it completes annotation ids.
+    if prompt == "annotate" && argument == "supersedes" {
+        let store = open_session_store(settings, session)?;
+        let page = completion::complete_annotations(store.as_ref(), prefix, completion::MAX_VALUES);
+        return print_completion(&page, json);
+    }
     let shared = Shared::new(settings.clone());
     let def = shared
         .catalog
@@ -540,6 +547,10 @@ fn complete(
         }
         None => Default::default(),
     };
+    print_completion(&page, json)
+}
+
+fn print_completion(page: &crate::store::CompletionPage, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         print_json(
             &serde_json::json!({ "values": page.values, "total": page.total, "hasMore": page.has_more }),

@@ -126,6 +126,24 @@ pub fn complete(
     })
 }
 
+/// Annotation ids of the active target (the Annotation family), for `annotate`'s `supersedes`.
+/// No guided prompt takes an annotation id, so this family is reached through the store API and
+/// `rea complete annotate supersedes PREFIX`, not through `completion/complete`.
+pub fn complete_annotations(
+    session: Option<&ReadOnlyStore>,
+    typed: &str,
+    limit: usize,
+) -> CompletionPage {
+    let Some(s) = session else {
+        return CompletionPage::default();
+    };
+    s.complete_annotations(typed, limit.min(MAX_VALUES))
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, family = "annotation", "completion source failed; answering with no values");
+            CompletionPage::default()
+        })
+}
+
 /// The candidates a `provider_id` may name: those that some tool taking one runs (objdump and
 /// llvm-objdump for procedure_assembly), never one every such tool would refuse (gdb, angr…).
 fn offered(candidates: Vec<crate::providers::deep::Candidate>) -> impl Iterator<Item = String> {

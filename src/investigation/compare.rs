@@ -13,13 +13,16 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::analyst::AnalystView;
 use super::observe::{Observed, Qualifiers, in_document, subject_of};
 use super::session::Snapshot;
 use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking, observe};
 use crate::analyzers::callpaths::{self, CallGraph, CallPaths, PathQuery};
-use crate::analyzers::procdiff::{self, ProcedureDiffPage, ProcedureStatus};
+use crate::analyzers::procdiff::{self, ProcedureDiff, ProcedureDiffPage, ProcedureStatus};
+use crate::evidence::EvidenceRecord;
 use crate::ids::{EvidenceId, ManifestId};
 use crate::providers::native::{DocumentSpec, Target};
+use crate::store::Recording;
 
 /// Entries of one `compare_procedures` page unless `limit` says otherwise.
 const DEFAULT_ENTRIES: usize = 50;
@@ -73,7 +76,7 @@ pub struct CallPathsArgs {
 }
 
 /// The document of `target` a comparison reads: the one named, or the only one.
-fn side_document(target: &Target, wanted: Option<&str>) -> Result<DocumentSpec> {
+pub(super) fn side_document(target: &Target, wanted: Option<&str>) -> Result<DocumentSpec> {
     let docs = &target.documents;
     if let Some(name) = wanted
         && let Some(doc) = docs.iter().find(|d| d.name == name)
@@ -95,7 +98,7 @@ fn side_document(target: &Target, wanted: Option<&str>) -> Result<DocumentSpec> 
 }
 
 /// The target behind a manifest id, with the Evidence of its inventory.
-fn manifest_target(s: &Snapshot, id: &ManifestId) -> Result<(EvidenceId, Target)> {
+pub(super) fn manifest_target(s: &Snapshot, id: &ManifestId) -> Result<(EvidenceId, Target)> {
     let (evidence, sha256) = s.store().manifest_evidence(id)?.ok_or_else(|| {
         InvestigationError::InvalidArgument(format!(
             "manifest {id} is not in this session's ledger; inspect_artifact the target first"
@@ -109,6 +112,72 @@ fn manifest_target(s: &Snapshot, id: &ManifestId) -> Result<(EvidenceId, Target)
     Ok((evidence, target))
 }
 
+/// The function-level comparison of two documents, from the session's cache when it holds it.
+pub(super) async fn procedure_diff(
+    s: &Snapshot,
+    left: &DocumentSpec,
+    right: &DocumentSpec,
+) -> Result<Arc<ProcedureDiff>> {
+    let cache = &s.session.analyses;
+    if let Some(diff) = cache.diff(left, right) {
+        return Ok(diff);
+    }
+    let l = s.session.images.get(left).await?;
+    let r = s.session.images.get(right).await?;
+    let diff = blocking(move || Ok(Arc::new(procdiff::compare_images(&l, &r)))).await?;
+    cache.keep_diff(left, right, diff.clone());
+    Ok(diff)
+}
+
+/// The `compare_procedures` record of `args` and the page it holds, not yet committed: the tool
+/// commits it alone, `carry_annotations` with the annotations that cite it.
+pub(super) async fn comparison(
+    s: &Snapshot,
+    args: &CompareProceduresArgs,
+) -> Result<(EvidenceRecord, ProcedureDiffPage)> {
+    let (left_ev, left) = manifest_target(s, &args.left_manifest_id)?;
+    let (right_ev, right) = manifest_target(s, &args.right_manifest_id)?;
+    let left_doc = side_document(&left, args.document.as_deref())?;
+    let right_doc = side_document(&right, args.document.as_deref())?;
+    let request = procdiff::PageRequest {
+        status: args.status,
+        offset: args.offset,
+        limit: args
+            .limit
+            .unwrap_or(DEFAULT_ENTRIES)
+            .clamp(1, procdiff::MAX_PAGE),
+    };
+    let diff = procedure_diff(s, &left_doc, &right_doc).await?;
+    let mut page = diff.page(&request);
+    // Each side shows the annotations of its own target.
+    let left_view = AnalystView::load(s.store(), &left.sha256, Some(&left_doc.name))?;
+    let right_view = AnalystView::load(s.store(), &right.sha256, Some(&right_doc.name))?;
+    for e in &mut page.entries {
+        if let Some(l) = &mut e.left {
+            l.analyst = left_view.procedure(&left_doc.name, l.address);
+        }
+        if let Some(r) = &mut e.right {
+            r.analyst = right_view.procedure(&right_doc.name, r.address);
+        }
+    }
+    // Matching past names is heuristic (bytes, shape, similarity), so the result is derived.
+    let q = right_view.qualify(
+        left_view.qualify(
+            Qualifiers::derived()
+                .linked(vec![left_ev, right_ev])
+                .at(in_document(&right_doc.name, None)),
+        ),
+    );
+    let record = observe::record(
+        "compare_procedures",
+        Some(subject_of(&right)),
+        args,
+        &page,
+        q,
+    )?;
+    Ok((record, page))
+}
+
 impl Investigation {
     /// `compare_procedures`: every procedure of one document of the left target matched with
     /// the right's, one page of the entries with the exact totals.
@@ -117,43 +186,8 @@ impl Investigation {
         args: CompareProceduresArgs,
     ) -> Result<Observed<ProcedureDiffPage>> {
         let s = self.open_session()?;
-        let (left_ev, left) = manifest_target(&s, &args.left_manifest_id)?;
-        let (right_ev, right) = manifest_target(&s, &args.right_manifest_id)?;
-        let left_doc = side_document(&left, args.document.as_deref())?;
-        let right_doc = side_document(&right, args.document.as_deref())?;
-        let request = procdiff::PageRequest {
-            status: args.status,
-            offset: args.offset,
-            limit: args
-                .limit
-                .unwrap_or(DEFAULT_ENTRIES)
-                .clamp(1, procdiff::MAX_PAGE),
-        };
-        let cache = &s.session.analyses;
-        let diff = match cache.diff(&left_doc, &right_doc) {
-            Some(diff) => diff,
-            None => {
-                let l = s.session.images.get(&left_doc).await?;
-                let r = s.session.images.get(&right_doc).await?;
-                let diff = blocking(move || Ok(Arc::new(procdiff::compare_images(&l, &r)))).await?;
-                cache.keep_diff(&left_doc, &right_doc, diff.clone());
-                diff
-            }
-        };
-        let page = diff.page(&request);
-        // Matching past names is heuristic (bytes, shape, similarity), so the result is derived.
-        let q = Qualifiers::derived()
-            .linked(vec![left_ev, right_ev])
-            .at(in_document(&right_doc.name, None));
-        observe::observe(
-            s.store(),
-            "compare_procedures",
-            Some(subject_of(&right)),
-            &args,
-            page,
-            q,
-        )
-        .await
+        let (record, page) = comparison(&s, &args).await?;
+        observe::commit(s.store(), Recording::of(record), page).await
     }
 
     /// `call_paths`: the shortest direct call paths between two procedures of the active target.
@@ -203,11 +237,21 @@ impl Investigation {
                 graph
             }
         };
-        let paths = blocking(move || graph.paths(&query).map_err(callpath_error)).await?;
-        let q = Qualifiers::observed().at(in_document(
+        let mut paths = blocking(move || graph.paths(&query).map_err(callpath_error)).await?;
+        let doc = &from.procedure.document;
+        let view = AnalystView::load(s.store(), &a.target.sha256, Some(doc))?;
+        paths.from.analyst = view.procedure(doc, paths.from.address);
+        paths.to.analyst = view.procedure(doc, paths.to.address);
+        for step in paths.paths.iter_mut().flat_map(|p| p.steps.iter_mut()) {
+            step.node.analyst = view.procedure(doc, step.node.address);
+        }
+        for gap in &mut paths.gaps {
+            gap.procedure.analyst = view.procedure(doc, gap.procedure.address);
+        }
+        let q = view.qualify(Qualifiers::observed().at(in_document(
             &from.procedure.document,
             Some(from.procedure.address.to_string()),
-        ));
+        )));
         observe::observe(
             s.store(),
             "call_paths",

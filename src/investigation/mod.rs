@@ -25,12 +25,15 @@
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
 //! - `doctor`: the server's own check.
 
+mod analyst;
+mod annotations;
 mod args;
 mod artifacts;
 mod bound;
 mod budget;
 mod cache;
 mod capture;
+mod carry;
 mod compare;
 mod depth;
 mod doctor;
@@ -45,6 +48,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+pub use annotations::{
+    AnnotateArgs, Annotated, AnnotationError, AnnotationPage, ListAnnotationsArgs, MAX_NAME_BYTES,
+    MAX_RATIONALE_BYTES, MAX_TEXT_BYTES,
+};
 pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice};
 pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
@@ -53,6 +60,10 @@ pub use budget::SessionBudget;
 pub use capture::{
     CAPTURE_OPERATION, Captured, CompareCapturesArgs, FaultProcedure, FrameProcedure,
     OUTPUT_PAGE_OPERATION, OutputPage,
+};
+pub use carry::{
+    CarriedAnnotation, CarryAnnotationsArgs, CarryResult, MatchConfidence, NotCarried,
+    NotCarriedReason,
 };
 pub use compare::{CallPathsArgs, CompareProceduresArgs};
 pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs};
@@ -155,6 +166,9 @@ pub enum InvestigationError {
     /// A residual unknown's revision was refused.
     #[error(transparent)]
     Unknown(#[from] UnknownError),
+    /// An annotation was refused; nothing was recorded.
+    #[error(transparent)]
+    Annotation(#[from] AnnotationError),
     /// A record of the ledger could not be loaded as asked.
     #[error(transparent)]
     Load(#[from] crate::store::LoadError),

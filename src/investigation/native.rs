@@ -7,6 +7,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::analyst::{AnalystView, ShowsAnnotations};
 use super::args::{
     DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice, names_by_short_form,
 };
@@ -110,8 +111,21 @@ pub struct ResolvedProcedure {
     /// Its start address.
     pub address: Address,
     /// Its name, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Absent rather than null, so the schema needs no null branch (tools/list budget).
+    #[schemars(with = "String")]
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
+}
+
+impl ShowsAnnotations for ResolvedProcedure {
+    fn show(&mut self, _: &str, view: &AnalystView) {
+        self.analyst = view.procedure(&self.document, self.address.0);
+    }
 }
 
 /// Arguments naming one procedure.
@@ -196,20 +210,32 @@ pub struct ProcedureDetails {
     /// The procedure.
     pub procedure: ResolvedProcedure,
     /// The name as stored in the binary, when it differs.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub raw_name: Option<String>,
     /// Where a name no symbol gives comes from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_source: Option<NameOrigin>,
     /// Size in bytes, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub size: Option<u64>,
     /// Section holding it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub section: Option<String>,
     /// The address asked about, when it lies inside the procedure rather than at its start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inside: Option<Address>,
+    /// The analyst's comment on the procedure (an annotation). Left out of the schema (tools/list
+    /// budget), like `analyst_prototype`, which allows them like any other member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst_comment: Option<String>,
+    /// The analyst's C prototype of the procedure (an annotation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst_prototype: Option<String>,
 }
 
 /// A result about one resolved procedure.
@@ -276,6 +302,7 @@ fn inventory_page(
         // One row per address, as the inventory table keeps them.
         procedures.dedup_by_key(|p| p.address);
         rows.extend(procedures.into_iter().map(|p| ProcedureRow {
+            analyst: None,
             document: doc.name.clone(),
             address: Address(p.address),
             name: p.name,
@@ -367,9 +394,11 @@ impl Investigation {
         let document = DocumentSelector::new(args.document.as_deref());
         document.resolve_any(&a.target.documents)?;
         let request = PageRequest::new(args.offset, args.limit, PageRequest::LISTING);
-        let (rows, total) =
+        let (mut rows, total) =
             s.store()
                 .procedures(a.target_id, document.name(), request.offset, request.limit)?;
+        let view = AnalystView::load(s.store(), &a.target.sha256, document.name())?;
+        rows.show("", &view);
         let page = self.bounded_procedures(Page::new(rows, total, &request), &request)?;
         observe::observe(
             s.store(),
@@ -377,7 +406,7 @@ impl Investigation {
             Some(subject_of(&a.target)),
             &args,
             page,
-            Qualifiers::observed(),
+            view.qualify(Qualifiers::observed()),
         )
         .await
     }
@@ -427,14 +456,42 @@ impl Investigation {
         document.resolve_any(&a.target.documents)?;
         let request = PageRequest::new(args.offset, args.limit, PageRequest::LISTING);
         let prefix = matches!(args.mode, SearchMode::Prefix);
-        let (rows, total) = s.store().search_procedures(
+        let view = AnalystView::load(s.store(), &a.target.sha256, document.name())?;
+        // Procedures found by their analyst name come first, then those the file's names match;
+        // one offset pages through both.
+        let by_analyst: Vec<ProcedureRow> = view
+            .search(&args.query, prefix)
+            .into_iter()
+            .map(|(doc, address)| {
+                s.store()
+                    .find_procedures(a.target_id, Some(&doc), Some(address), None)
+                    .map(|rows| rows.into_iter().next())
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .filter(|r| !view.file_name_matches(r, &args.query, prefix))
+            .collect();
+        let ahead = by_analyst.len() as u64;
+        let mut rows: Vec<ProcedureRow> = by_analyst
+            .into_iter()
+            .skip(usize::try_from(request.offset).unwrap_or(usize::MAX))
+            .take(usize::try_from(request.limit).unwrap_or(usize::MAX))
+            .collect();
+        let left = request.limit.saturating_sub(rows.len() as u64);
+        let (file_rows, file_total) = s.store().search_procedures(
             a.target_id,
             document.name(),
             &args.query,
             prefix,
-            request.offset,
-            request.limit,
+            request.offset.saturating_sub(ahead),
+            left,
         )?;
+        if left > 0 {
+            rows.extend(file_rows);
+        }
+        rows.show("", &view);
+        let total = file_total + ahead;
         let page = self.bounded_procedures(Page::new(rows, total, &request), &request)?;
         observe::observe(
             s.store(),
@@ -442,7 +499,7 @@ impl Investigation {
             Some(subject_of(&a.target)),
             &args,
             page,
-            Qualifiers::observed(),
+            view.qualify(Qualifiers::observed()),
         )
         .await
     }
@@ -464,6 +521,23 @@ impl Investigation {
                 store.find_procedures(a.target_id, document.name(), None, Some(name))?
             }
             _ => vec![],
+        };
+        // No file name: an analyst name (a live name annotation) of the named or every document.
+        let by_name = match &selector {
+            ProcedureSelector::Name { name, .. } if by_name.is_empty() => {
+                let view = AnalystView::load(store, &a.target.sha256, document.name())?;
+                let mut rows = vec![];
+                for (doc, address) in view.named_exactly(name) {
+                    rows.extend(store.find_procedures(
+                        a.target_id,
+                        Some(&doc),
+                        Some(address),
+                        None,
+                    )?);
+                }
+                rows
+            }
+            _ => by_name,
         };
         // No exact name: a C++ or Rust name by its short form (`GetPassword` for
         // `vault::Store::GetPassword(int) const`), among the named or every document.
@@ -503,6 +577,7 @@ impl Investigation {
                     ))
                 })?;
                 let procedure = ResolvedProcedure {
+                    analyst: None,
                     document: doc.name.clone(),
                     address: Address(p.address),
                     name: p.name.clone(),
@@ -548,6 +623,7 @@ impl Investigation {
         Ok(Resolved {
             doc,
             procedure: ResolvedProcedure {
+                analyst: None,
                 document: row.document.clone(),
                 address: row.address,
                 name: row.name.clone(),
@@ -595,6 +671,14 @@ impl Investigation {
         Ok((s, a, resolved, image))
     }
 
+    /// The analyst view of the active target's `document` for one call, with the resolved
+    /// procedure's own analyst name filled in.
+    pub(super) fn view_of(s: &Snapshot, a: &ActiveTarget, r: &mut Resolved) -> Result<AnalystView> {
+        let view = AnalystView::load(s.store(), &a.target.sha256, Some(&r.doc.name))?;
+        r.procedure.show("", &view);
+        Ok(view)
+    }
+
     /// `search_strings`: strings of one document by substring or regular expression.
     pub async fn search_strings(&self, args: SearchStringsArgs) -> Result<Observed<StringsFound>> {
         let (s, a) = self.active()?;
@@ -615,6 +699,12 @@ impl Investigation {
         let budget = super::bound::items_budget(self.max_result_bytes()?);
         if super::bound::fit(&mut matches.matches, budget) > 0 {
             matches.next_offset = Some(matches.offset + matches.matches.len());
+        }
+        let view = AnalystView::load(s.store(), &a.target.sha256, Some(&doc.name))?;
+        for m in &mut matches.matches {
+            for u in &mut m.users {
+                u.analyst = view.procedure(&doc.name, u.procedure);
+            }
         }
         let found = StringsFound {
             document: doc.name.clone(),
@@ -639,18 +729,21 @@ impl Investigation {
             Some(subject_of(&a.target)),
             &args,
             found,
-            q,
+            view.qualify(q),
         )
         .await
     }
 
     /// `procedure_info`: start, name, raw name, name source, size and section of one procedure.
     pub async fn procedure_info(&self, args: ProcedureArgs) -> Result<Observed<ProcedureDetails>> {
-        let (s, a, r, image) = self
+        let (s, a, mut r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
             .await?;
+        let view = Self::view_of(&s, &a, &mut r)?;
         let stored = image.procedure_starting_at(r.procedure.address.0);
         let details = ProcedureDetails {
+            analyst_comment: view.procedure_comment(&r.doc.name, r.procedure.address.0),
+            analyst_prototype: view.prototype(&r.doc.name, r.procedure.address.0),
             raw_name: stored.and_then(|p| p.raw_name.clone()),
             name_source: stored.and_then(|p| p.name_source),
             size: stored.and_then(|p| p.size),
@@ -667,7 +760,7 @@ impl Investigation {
             &args,
             &r.procedure,
             details,
-            about_qualifiers(&r, false),
+            view.qualify(about_qualifiers(&r, false)),
         )
         .await
     }
@@ -675,9 +768,10 @@ impl Investigation {
     /// `procedure_assembly`: a window of a procedure's instructions, or a deep provider's
     /// listing of it.
     pub async fn procedure_assembly(&self, args: AssemblyArgs) -> Result<Observed<AssemblyResult>> {
-        let (s, a, r, image) = self
+        let (s, a, mut r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
             .await?;
+        let view = Self::view_of(&s, &a, &mut r)?;
         match ProviderChoice::resolve(args.provider_id.as_deref(), a.target.format)? {
             ProviderChoice::Auto => {
                 let (start, offset, limit) = (
@@ -691,6 +785,7 @@ impl Investigation {
                 if super::bound::fit(&mut page.instructions, budget) > 0 {
                     page.next_offset = Some(page.offset + page.instructions.len());
                 }
+                page.show(&r.doc.name, &view);
                 let result = AssemblyResult::Native(About {
                     procedure: r.procedure.clone(),
                     result: page,
@@ -702,7 +797,7 @@ impl Investigation {
                     &args,
                     &r.procedure,
                     result,
-                    about_qualifiers(&r, true),
+                    view.qualify(about_qualifiers(&r, true)),
                 )
                 .await
             }
@@ -741,6 +836,7 @@ impl Investigation {
                     version: output.version.clone(),
                 };
                 let page = output.result;
+                let q = view.qualify(q);
                 let result = AssemblyResult::Deep(DeepAssembly {
                     procedure: r.procedure,
                     total_instructions: page.total_instructions,
@@ -766,11 +862,14 @@ impl Investigation {
         &self,
         args: ProcedureArgs,
     ) -> Result<Observed<About<CallGraphEdges>>> {
-        let (s, a, r, image) = self
+        let (s, a, mut r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
             .await?;
+        let view = Self::view_of(&s, &a, &mut r)?;
         let start = r.procedure.address.0;
         let edges = blocking(move || Ok(image.callees(start)?)).await?;
+        let mut edges = edges;
+        edges.show(&r.doc.name, &view);
         let result = About {
             procedure: r.procedure.clone(),
             result: edges,
@@ -782,18 +881,21 @@ impl Investigation {
             &args,
             &r.procedure,
             result,
-            about_qualifiers(&r, true),
+            view.qualify(about_qualifiers(&r, true)),
         )
         .await
     }
 
     /// `procedure_callers`: which procedures call this one.
     pub async fn procedure_callers(&self, args: ProcedureArgs) -> Result<Observed<About<Callers>>> {
-        let (s, a, r, image) = self
+        let (s, a, mut r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
             .await?;
+        let view = Self::view_of(&s, &a, &mut r)?;
         let start = r.procedure.address.0;
         let callers = blocking(move || Ok(image.callers(start)?)).await?;
+        let mut callers = callers;
+        callers.show(&r.doc.name, &view);
         let result = About {
             procedure: r.procedure.clone(),
             result: callers,
@@ -805,7 +907,7 @@ impl Investigation {
             &args,
             &r.procedure,
             result,
-            about_qualifiers(&r, true),
+            view.qualify(about_qualifiers(&r, true)),
         )
         .await
     }
@@ -818,8 +920,12 @@ impl Investigation {
             .clone();
         let image = s.session.images.get(&doc).await?;
         let address = args.address.0;
-        let refs = blocking(move || Ok(image.xrefs(address)?)).await?;
-        let q = code_qualifiers(&doc).at(in_document(&doc.name, Some(args.address.to_string())));
+        let mut refs = blocking(move || Ok(image.xrefs(address)?)).await?;
+        let view = AnalystView::load(s.store(), &a.target.sha256, Some(&doc.name))?;
+        refs.show(&doc.name, &view);
+        let q = view.qualify(
+            code_qualifiers(&doc).at(in_document(&doc.name, Some(args.address.to_string()))),
+        );
         observe::observe(
             s.store(),
             "xrefs",
@@ -833,11 +939,14 @@ impl Investigation {
 
     /// `analyze_function`: a dossier of one procedure.
     pub async fn analyze_function(&self, args: ProcedureArgs) -> Result<Observed<About<Dossier>>> {
-        let (s, a, r, image) = self
+        let (s, a, mut r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
             .await?;
+        let view = Self::view_of(&s, &a, &mut r)?;
         let start = r.procedure.address.0;
         let dossier = blocking(move || Ok(image.function_dossier(start)?)).await?;
+        let mut dossier = dossier;
+        dossier.show(&r.doc.name, &view);
         let result = About {
             procedure: r.procedure.clone(),
             result: dossier,
@@ -849,7 +958,7 @@ impl Investigation {
             &args,
             &r.procedure,
             result,
-            about_qualifiers(&r, true),
+            view.qualify(about_qualifiers(&r, true)),
         )
         .await
     }

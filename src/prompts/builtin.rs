@@ -63,6 +63,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
                 step_when(StepCondition::BinaryTarget, "procedure_assembly", "Read the instructions of a procedure when a dossier is not enough."),
                 step_when(StepCondition::BinaryTarget, "procedure_pseudo_code", "Read a procedure's pseudo-C when provider_id angr is offered, and follow the callees and strings its references name."),
                 step("record_unknown", "Record each question you could not settle as a residual unknown, citing the Evidence ids that bear on it."),
+                step("annotate", "Annotate what you worked out (a procedure's name, comment or prototype, a data location's name or type) with a rationale and the Evidence ids it rests on. An annotation is an inference: it is shown beside the file's names, never in their place."),
             ],
         },
         PromptDef {
@@ -85,6 +86,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
                 step("compare_artifacts", "Compare the two manifest ids. Dimensions reported unknown were not compared; never read them as unchanged."),
                 step("get_evidence", "If focus_occurrence_id is given, read the inventory Evidence that holds it to see its part and value."),
                 step("compare_procedures", "Optional static follow-up: for an executable the comparison reports changed, compare its procedures function by function (the two manifest ids); filter by status changed, added or removed."),
+                step("carry_annotations", "If the left version has annotations, carry them to the procedures the matching pairs in the right version (the two manifest ids); what did not carry is listed with the reason, and a carried annotation on a changed body needs checking again."),
                 step("analyze_function", "Build dossiers of procedures that were added, removed or changed."),
                 step("capture_process_scenario", "Optional runtime follow-up: when the operator has enabled process capture, run a bounded scenario against each version and compare the captures."),
                 step("compare_process_captures", "Compare the two captures' exit status, outputs and limits."),
@@ -107,6 +109,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
                 step("compare_artifacts", "If no comparison exists yet, compare the two manifests that the goal concerns."),
                 note("Write the goal as a finite list of typed claims (part exists with digest, occurrence has value, procedure exists in document, comparison shows no change in a dimension)."),
                 step("verify_reconstruction", "Evaluate the claims. Each is pass, fail or unknown with the Evidence ids it rests on; a pass covers only its own claim."),
+                step("list_annotations", "A claim that an annotation holds rests on the Evidence the annotation cites: read the annotation and cite that Evidence, not the annotation alone."),
                 step("record_unknown", "Record each unknown claim as a residual unknown, citing the verdict Evidence."),
             ],
         },
@@ -134,6 +137,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
                 step("call_paths", "List the call paths from the entry point (or a caller from the backtrace) to the faulting procedure, and the indirect calls that could hide others."),
                 step("xrefs", "Follow references to the data involved in the fault."),
                 step("record_unknown", "Record what remains unexplained as residual unknowns."),
+                step("annotate", "Annotate the faulting procedure and the data involved with what you established (name, comment, prototype or type), citing the capture and static Evidence."),
             ],
         },
         PromptDef {
@@ -149,6 +153,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
             steps: vec![
                 step("list_unknowns", "List the current unresolved unknown heads (and the requested unknown_id first)."),
                 step("get_evidence", "Read the Evidence each unknown cites, and evidence_id if given."),
+                step("list_annotations", "List the annotations of the places an unknown concerns: one may settle it, but only through the Evidence it cites; an annotation alone is an inference."),
                 step("update_unknown", "Revise an unknown with the revision you read: resolve as verified only with at least one supporting Evidence id from this ledger; withdrawn or out-of-scope need a rationale; otherwise set investigating, blocked or contradicted."),
                 step("record_unknown", "Record new questions the audit raises."),
             ],

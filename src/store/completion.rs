@@ -313,6 +313,26 @@ impl ReadOnlyStore {
         })
     }
 
+    /// Ids of the active target's annotations (live or withdrawn: a withdrawn head can be revised
+    /// again), for `supersedes`.
+    pub fn complete_annotations(
+        &self,
+        typed: &str,
+        limit: usize,
+    ) -> Result<CompletionPage, StoreError> {
+        self.read(|conn| {
+            id_family(
+                conn,
+                &self.reprepares,
+                "annotations",
+                "id",
+                "target_sha256 = (select sha256 from targets where active = 1) and",
+                typed,
+                limit,
+            )
+        })
+    }
+
     /// Names of the active target's documents.
     pub fn complete_documents(
         &self,
@@ -364,19 +384,42 @@ impl ReadOnlyStore {
                     }
                 }
             };
-            if let Some(page) = super::prefixes::counted_page(conn, target, document, &lower, limit)? {
-                return Ok(page);
-            }
-            scan_page(
-                conn,
-                &self.reprepares,
-                "select value from procedure_completions where target_id = :s1 and document_id = :s2 and key >= :lower {upper}",
-                &[&target, &document],
-                &lower,
-                upper.as_deref(),
-                limit,
-            )
+            let page = match super::prefixes::counted_page(conn, target, document, &lower, limit)? {
+                Some(page) => page,
+                None => scan_page(
+                    conn,
+                    &self.reprepares,
+                    "select value from procedure_completions where target_id = :s1 and document_id = :s2 and key >= :lower {upper}",
+                    &[&target, &document],
+                    &lower,
+                    upper.as_deref(),
+                    limit,
+                )?,
+            };
+            // Analyst names are live (annotating changes the next answer), so they are read
+            // beside the inventory's fixed values, never written into them.
+            let analyst = super::annotations::analyst_completions(conn, target, document, &lower, upper.as_deref())?;
+            Ok(merged(page, analyst, limit))
         })
+    }
+}
+
+/// `page` with `extra` values (none of them among the page's matches) merged in: code-point
+/// order, the first `limit`, the exact total.
+fn merged(page: CompletionPage, extra: Vec<String>, limit: usize) -> CompletionPage {
+    if extra.is_empty() {
+        return page;
+    }
+    let total = page.total + extra.len() as u64;
+    let mut values = page.values;
+    values.extend(extra);
+    values.sort();
+    values.dedup();
+    values.truncate(limit);
+    CompletionPage {
+        has_more: total > values.len() as u64,
+        values,
+        total,
     }
 }
 

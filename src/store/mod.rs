@@ -19,6 +19,7 @@
 //! `ANALYZE` and `PRAGMA optimize` are never run: with the bundled SQLite's STAT4 they would make
 //! every cached statement re-prepare.
 
+mod annotations;
 mod artifacts;
 mod checkpoint;
 mod completion;
@@ -39,6 +40,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+pub use annotations::{
+    AnnotationFilter, AnnotationHead, AnnotationKind, AnnotationPlace, AnnotationRecord,
+    AnnotationRevision, AnnotationScope, LiveAnnotation, NewAnnotation,
+};
 pub use artifacts::OccurrenceRow;
 pub use checkpoint::CheckpointStats;
 pub use completion::{CompletionPage, ProcedureScope};
@@ -165,6 +170,24 @@ pub enum StoreError {
         /// The unknown.
         id: String,
         /// The revision the update expected.
+        expected: i64,
+        /// The head revision.
+        actual: i64,
+    },
+    /// No annotation has this id.
+    #[error("no annotation {id} in this session")]
+    AnnotationNotFound {
+        /// The id.
+        id: String,
+    },
+    /// A revision of an annotation named a revision that is no longer its head.
+    #[error(
+        "annotation {id} is at revision {actual}, not {expected}: read it again (list_annotations) and retry"
+    )]
+    AnnotationConflict {
+        /// The annotation.
+        id: String,
+        /// The revision the write superseded.
         expected: i64,
         /// The head revision.
         actual: i64,

@@ -116,16 +116,25 @@ pub struct ProcedureRow {
     pub address: Address,
     /// Name, when the binary gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // These are absent rather than null, so the schema needs no null branch (tools/list budget).
+    #[schemars(with = "String")]
     pub name: Option<String>,
     /// The name as stored in the binary, when it differs from `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub raw_name: Option<String>,
     /// Size in bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub size: Option<u64>,
     /// Other names of the same address (aliases, other versions), when it has any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
 }
 
 /// The `aliases` column: names one per line, null for none.
@@ -281,6 +290,7 @@ fn document_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DocumentRow> {
 
 fn procedure_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProcedureRow> {
     Ok(ProcedureRow {
+        analyst: None,
         document: r.get(0)?,
         address: Address(from_i64(r.get(1)?)),
         name: r.get(2)?,

@@ -202,6 +202,8 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
         gaps,
         ..
     } = walk;
+    // Annotation rows repeat their Evidence records; an edited one no longer does.
+    problems.extend(super::annotations::check_annotation_rows(&conn));
 
     let integrity = match run_check(&conn, "integrity_check") {
         Ok(lines) => lines.join("; "),

@@ -5,6 +5,7 @@
 //! things they translate from MCP.
 
 mod analysis;
+mod annotations;
 mod artifacts;
 mod capture;
 mod compare;
@@ -82,6 +83,7 @@ impl Tools {
         Self::session_tools()
             + Self::ledger_tools()
             + Self::unknown_tools()
+            + Self::annotation_tools()
             + Self::native_tools()
             + Self::analysis_tools()
             + Self::artifact_tools()

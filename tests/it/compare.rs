@@ -18,13 +18,13 @@ const STORE: &str = concat!(
 );
 
 /// One version of `store.c` at one level, with and without symbols.
-struct Built {
-    plain: PathBuf,
-    stripped: PathBuf,
+pub(crate) struct Built {
+    pub(crate) plain: PathBuf,
+    pub(crate) stripped: PathBuf,
 }
 
 /// Builds `store.c` with `defines` by gcc at `opt` into `dir`, and strips a copy.
-fn build(dir: &Path, opt: &str, defines: &[&str], stem: &str) -> Built {
+pub(crate) fn build(dir: &Path, opt: &str, defines: &[&str], stem: &str) -> Built {
     let plain = dir.join(format!("{stem}{opt}"));
     let stripped = dir.join(format!("{stem}{opt}-stripped"));
     let mut args = vec![opt, "-o", plain.to_str().unwrap(), STORE];
@@ -38,7 +38,7 @@ fn build(dir: &Path, opt: &str, defines: &[&str], stem: &str) -> Built {
 }
 
 /// The address `readelf` gives the function `name` in `path`.
-fn function_at(path: &Path, name: &str) -> u64 {
+pub(crate) fn function_at(path: &Path, name: &str) -> u64 {
     let found: Vec<u64> = reference::functions(path, Toolchain::ElfX64)
         .into_iter()
         .filter(|s| s.name == name)
@@ -48,12 +48,12 @@ fn function_at(path: &Path, name: &str) -> u64 {
     found[0]
 }
 
-fn hex(address: u64) -> String {
+pub(crate) fn hex(address: u64) -> String {
     format!("0x{address:x}")
 }
 
 /// Opens and inspects `path`; its manifest id.
-async fn inspected(h: &Harness, path: &Path) -> String {
+pub(crate) async fn inspected(h: &Harness, path: &Path) -> String {
     inspected_counted(h, path).await.0
 }
 

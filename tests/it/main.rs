@@ -3,12 +3,14 @@
 
 mod analysis;
 mod angr;
+mod annotations;
 mod architecture;
 mod arm64;
 mod artifacts;
 mod backtrace;
 mod bounded;
 mod capture;
+mod carry;
 mod cli_output;
 mod common;
 mod compare;

@@ -495,3 +495,60 @@ async fn workflows_name_the_function_level_tools() {
         assert!(crash_tools.contains(tool), "{crash_tools:?}");
     }
 }
+
+/// The numbered tool steps of a rendered prompt, in order.
+fn step_tools(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.contains(". `"))
+        .filter_map(|l| l.split('`').nth(1).map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn workflows_end_by_annotating_and_carry_annotations_across_versions_regression_26() {
+    let h = start().await;
+    let feature = h
+        .prompt_text("investigate_feature", &[("feature", "offline search")])
+        .await;
+    assert_eq!(
+        step_tools(&feature).last().map(String::as_str),
+        Some("annotate"),
+        "{feature}"
+    );
+    let crash = h
+        .prompt_text("trace_crash", &[("crash_signal", "SIGSEGV")])
+        .await;
+    assert_eq!(
+        step_tools(&crash).last().map(String::as_str),
+        Some("annotate"),
+        "{crash}"
+    );
+    let versions = step_tools(
+        &h.prompt_text(
+            "compare_application_versions",
+            &[("left_target_path", "/a"), ("right_target_path", "/b")],
+        )
+        .await,
+    );
+    let at = |tool: &str| versions.iter().position(|t| t == tool);
+    assert!(
+        at("compare_procedures") < at("carry_annotations") && at("carry_annotations").is_some(),
+        "{versions:?}"
+    );
+    let audit = step_tools(
+        &h.prompt_text("audit_residual_unknowns", &[("audit_scope", "all")])
+            .await,
+    );
+    assert!(audit.contains(&"list_annotations".to_owned()), "{audit:?}");
+    let verify = step_tools(
+        &h.prompt_text(
+            "verify_reconstruction",
+            &[("reconstruction_goal", "same parts")],
+        )
+        .await,
+    );
+    assert!(
+        verify.contains(&"list_annotations".to_owned()),
+        "{verify:?}"
+    );
+}

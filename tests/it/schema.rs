@@ -375,8 +375,13 @@ fn tools_list_frame() -> String {
     frame.trim_end().to_owned()
 }
 
+/// Bytes of the compact JSON of `value`.
+fn json_bytes(value: &Value) -> usize {
+    serde_json::to_string(value).unwrap().len()
+}
+
 #[test]
-fn tools_list_with_every_tool_is_under_100_kib_regression_17() {
+fn tools_list_fits_what_models_see_and_the_output_schema_budget_regression_17() {
     let frame = tools_list_frame();
     let listed: Value = serde_json::from_str(&frame).unwrap();
     let tools = listed["result"]["tools"].as_array().unwrap();
@@ -386,14 +391,27 @@ fn tools_list_with_every_tool_is_under_100_kib_regression_17() {
             .any(|t| t["name"] == "capture_process_scenario")
     );
     assert_eq!(tools.len(), rea::tools::all_tool_names().len());
+    // SPEC's budget: what a model sees of the catalog (names, titles, descriptions and input
+    // schemas) at most 48 KB, about 12k tokens; output schemas, which clients use to validate
+    // results, at most 96 KB in all.
+    let seen: usize = tools
+        .iter()
+        .map(|t| {
+            ["name", "title", "description", "inputSchema"]
+                .iter()
+                .map(|k| t.get(*k).map_or(0, json_bytes))
+                .sum::<usize>()
+        })
+        .sum();
+    let outputs: usize = tools
+        .iter()
+        .map(|t| t.get("outputSchema").map_or(0, json_bytes))
+        .sum();
     eprintln!(
-        "tools/list with {} tools: {} bytes",
+        "tools/list with {} tools: {} bytes; seen by models {seen}, output schemas {outputs}",
         tools.len(),
         frame.len()
     );
-    assert!(
-        frame.len() < 100 * 1024,
-        "tools/list is {} bytes",
-        frame.len()
-    );
+    assert!(seen <= 48 * 1000, "models see {seen} bytes of tools/list");
+    assert!(outputs <= 96 * 1000, "output schemas are {outputs} bytes");
 }

@@ -480,6 +480,7 @@ fn a_ledger_from_schema_1_gets_its_prefix_counts_on_open() {
         "drop table evidence_id_prefixes; alter table procedures drop column aliases;
          drop table procedure_completion_prefixes;
          alter table procedures drop column other_keys;
+         drop table annotation_evidence; drop table annotation_revisions; drop table annotations;
          delete from refinery_schema_history where version >= 2;",
     )
     .unwrap();

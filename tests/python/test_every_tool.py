@@ -204,6 +204,33 @@ async def list_unknowns(c: Ctx) -> None:
     assert [u["id"] for u in r["unknowns"]] == [c.ids["unknown"]]
 
 
+async def annotate(c: Ctx) -> None:
+    r = await c.tool(
+        "annotate",
+        {"procedure": "middle", "kind": "name", "text": "calls_leaf", "rationale": "it calls leaf",
+         "cites": [c.ids["open"]]},
+    )
+    assert (r["annotation"]["address"], r["annotation"]["head"]["revision"]) == (c.symbols["middle"], 1)
+    assert r["evidence"]["authority"] == "analyst-inference"
+    c.ids["annotation"] = r["annotation"]["id"]
+    info = await c.tool("procedure_info", {"procedure": "calls_leaf"})
+    assert (info["procedure"]["name"], info["procedure"]["analyst_name"]) == ("middle", "calls_leaf")
+
+
+async def list_annotations(c: Ctx) -> None:
+    r = await c.tool("list_annotations", {"procedure": "middle"})
+    assert [a["id"] for a in r["annotations"]] == [c.ids["annotation"]]
+    assert r["total"] == 1
+
+
+async def carry_annotations(c: Ctx) -> None:
+    m = c.ids["manifest"]
+    r = await c.tool("carry_annotations", {"from_manifest_id": m, "to_manifest_id": m})
+    # Onto itself, every annotation finds its own place taken, and is kept as it is.
+    assert (r["carried_total"], r["not_carried_total"]) == (0, 1)
+    assert [(n["annotation_id"], n["reason"]) for n in r["not_carried"]] == [(c.ids["annotation"], "already-annotated")]
+
+
 async def analyze_javascript_application(c: Ctx) -> None:
     r = await c.tool("analyze_javascript_application", {"input_path": str(c.app)})
     assert [ch["channel"] for ch in r["ipc"]] == ["ping"]
@@ -268,6 +295,9 @@ STEPS: list[Step] = [
     Step("record_unknown", record_unknown),
     Step("update_unknown", update_unknown),
     Step("list_unknowns", list_unknowns),
+    Step("annotate", annotate),
+    Step("list_annotations", list_annotations),
+    Step("carry_annotations", carry_annotations),
     Step("analyze_javascript_application", analyze_javascript_application),
     Step("capture_process_scenario", capture_process_scenario),
     Step("compare_process_captures", compare_process_captures),

@@ -158,6 +158,11 @@ pub struct ProcedureSide {
     pub address: u64,
     /// Name, when the document names it.
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// Bytes of code, trailing padding excluded.
     pub size: u64,
     /// Instructions, trailing padding excluded.
@@ -454,6 +459,7 @@ pub fn compare_images(left: &Image, right: &Image) -> ProcedureDiff {
 
 fn side(p: &Profile) -> ProcedureSide {
     ProcedureSide {
+        analyst: None,
         address: p.address,
         name: p.name.clone(),
         size: p.facts.code_bytes,

@@ -57,6 +57,15 @@ pub struct Instruction {
     /// Name of the procedure or import at `target`, or of the import behind an indirect
     /// call through a known pointer slot.
     pub target_name: Option<String>,
+    /// The analyst's name of the procedure at `target`, beside `target_name` (an annotation).
+    /// Left out of the schema (tools/list budget), like `analyst_comment`.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
+    /// The analyst's comment at this address (an annotation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst_comment: Option<String>,
     /// The data a memory operand, address computation or (in an image linked at a fixed
     /// address) immediate lands in, named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,6 +103,11 @@ pub struct CalleeEdge {
     pub target: u64,
     /// Name of the procedure or import.
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// `procedure`, `import`, or `address` (a direct call to an address that starts no known
     /// procedure).
     pub kind: CalleeKind,
@@ -136,6 +150,11 @@ pub struct CallerEdge {
     pub procedure: u64,
     /// Name of the calling procedure, when known.
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// `call` or `tail-jump`.
     pub via: String,
     /// Addresses of the calling instructions, ascending.
@@ -153,6 +172,11 @@ pub struct Callers {
     pub target: u64,
     /// Name of the procedure or import at the target.
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// Calling procedures, by address.
     pub callers: Vec<CallerEdge>,
 }
@@ -170,6 +194,11 @@ pub struct CodeXref {
     pub procedure: u64,
     /// Name of that procedure, when known.
     pub procedure_name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// `call`, `tail-jump`, `jump`, `branch` (conditional), `address` (lea/adr/adrp+add),
     /// `access` (a load or store), `immediate`, or `slot` (an indirect call or jump through a
     /// pointer slot at the address).
@@ -202,6 +231,11 @@ pub struct Xrefs {
     pub address: u64,
     /// Procedure, import or symbol name at the address.
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// Referring instructions (at most 1000), by site.
     pub code: Vec<CodeXref>,
     /// Exact number of referring instructions.
@@ -221,6 +255,11 @@ pub struct ProcedureInfo {
     pub address: u64,
     /// Name, demangled where possible.
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// Stored symbol, when it differs from `name`.
     pub raw_name: Option<String>,
     /// Size stated by a symbol, unwind entry or Go table.
@@ -430,6 +469,8 @@ impl Image {
                 .map(|i| i.name.clone())
         });
         Instruction {
+            analyst: None,
+            analyst_comment: None,
             address: insn.address,
             bytes,
             text: text.to_string(),
@@ -547,6 +588,7 @@ impl Image {
             (CalleeKind::Address, self.name_at(target))
         };
         CalleeEdge {
+            analyst: None,
             target,
             name,
             kind,
@@ -617,6 +659,7 @@ impl Image {
                 sites.sort_unstable();
                 sites.dedup();
                 CallerEdge {
+                    analyst: None,
                     procedure,
                     name: self
                         .procedure_starting_at(procedure)
@@ -627,6 +670,7 @@ impl Image {
             })
             .collect();
         Ok(Callers {
+            analyst: None,
             target,
             name: self.name_at(target),
             callers,
@@ -643,6 +687,7 @@ impl Image {
             .map(|r| {
                 let p = &self.procedures[r.procedure as usize];
                 CodeXref {
+                    analyst: None,
                     site: r.site,
                     procedure: p.address,
                     procedure_name: p.name.clone(),
@@ -660,6 +705,7 @@ impl Image {
             .name_at(address)
             .or_else(|| names.resolve(address).map(|n| n.display()));
         Ok(Xrefs {
+            analyst: None,
             address,
             name,
             code,
@@ -695,6 +741,7 @@ impl Image {
                     sites.sort_unstable();
                     sites.dedup();
                     super::strings::StringUser {
+                        analyst: None,
                         procedure,
                         name,
                         sites,
@@ -966,6 +1013,7 @@ impl Image {
         imports.dedup();
         Ok(Dossier {
             info: ProcedureInfo {
+                analyst: None,
                 address: start,
                 name: proc.name,
                 raw_name: proc.raw_name,
@@ -1129,6 +1177,8 @@ fn render_data(address: u64, bytes: &[u8]) -> Instruction {
         _ => ".long",
     };
     Instruction {
+        analyst: None,
+        analyst_comment: None,
         address,
         bytes: ::hex::encode(bytes),
         text: format!("{directive} {value:#x}"),

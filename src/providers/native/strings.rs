@@ -34,6 +34,11 @@ pub struct StringUser {
     /// Its name, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The analyst's name, beside `name` (an annotation; absent when none). Left out of the
+    /// schema (tools/list budget), which allows it like any other member.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
     /// Its referring instructions, by address (at most 8).
     #[schemars(with = "Vec<String>")]
     #[serde(with = "hex_list")]
