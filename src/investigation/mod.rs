@@ -45,6 +45,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+pub(crate) use args::cap::ARGUMENTS as MAX_ARGUMENT_BYTES;
 pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice};
 pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,
