@@ -224,7 +224,15 @@ impl Investigation {
         let (unknowns, total) =
             s.store()
                 .list_unknowns(args.include_resolved, request.offset, request.limit)?;
-        let page = Page::new(unknowns, total, &request);
+        let mut page = Page::new(unknowns, total, &request);
+        // Every head a call recorded can be read back: a page of long questions and notes ends
+        // early, within the message bound, and the next page goes on from there.
+        super::bound::fit_listing(
+            &mut page.items,
+            &mut page.next_offset,
+            request.offset,
+            self.max_result_bytes()?,
+        );
         Ok(UnknownPage {
             unknowns: page.items,
             total: page.total,

@@ -8,6 +8,7 @@ mod arm64;
 mod artifacts;
 mod backtrace;
 mod bounded;
+mod bounds_25;
 mod capture;
 mod cli_output;
 mod common;

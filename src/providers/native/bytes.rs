@@ -35,7 +35,7 @@ const WINDOW: usize = 4 << 20;
 /// [`SCAN_BYTES_PER_UNIT`] bytes scanned cost one. A pattern whose run matches nearly everywhere
 /// (`00` in a section of zeros) is refused in a few seconds, with a clear error, rather than
 /// counted for minutes.
-pub const MAX_SEARCH_WORK: u64 = 1 << 31;
+pub const MAX_SEARCH_WORK: u64 = 1 << 29;
 
 /// The work of one position where the pattern's fixed run matches, before its other bytes.
 const CANDIDATE_COST: u64 = 4;
