@@ -422,3 +422,72 @@ fn search_bytes_on_a_1_gib_section_is_budgeted_and_scans_in_windows_regression_2
     drop(server.stdin);
     server.child.wait().unwrap();
 }
+
+/// Every string of a JSON value.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Asserts that `v` shows the name `evil\nname` escaped, as `evil\\nname`, and never with the
+/// newline itself.
+fn shows_escaped(what: &str, v: &Value) {
+    let mut all = vec![];
+    strings(v, &mut all);
+    assert!(
+        all.iter().all(|s| !s.contains("evil\n")),
+        "{what} shows a raw newline: {v}"
+    );
+    assert!(
+        all.iter().any(|s| s.contains("evil\\nname")),
+        "{what} does not show the escaped name: {v}"
+    );
+}
+
+/// A symbol holding a newline (renamed with objcopy, as a crafted file may hold one) is shown
+/// escaped in the procedure listing, the assembly that calls it and its caller's pseudo-code, and
+/// is named by that escaped text.
+#[tokio::test]
+async fn a_newline_in_a_symbol_is_escaped_in_every_view_regression_25() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "named", PROGRAM);
+    let status = Command::new("objcopy")
+        .arg("--redefine-sym")
+        .arg("evilname=evil\nname")
+        .arg(&program)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let h = common::start().await;
+    h.call("open_binary", json!({"path": program})).await;
+    let listed = h.call("search_procedures", json!({"query": "evil"})).await;
+    shows_escaped("search_procedures", &listed);
+    let listing = h.call("list_procedures", json!({"limit": 500})).await;
+    shows_escaped("list_procedures", &listing);
+    let info = h
+        .call("procedure_info", json!({"procedure": "evil\\nname"}))
+        .await;
+    assert_eq!(info["procedure"]["name"], "evil\\nname");
+    let assembly = h
+        .call("procedure_assembly", json!({"procedure": "caller"}))
+        .await;
+    shows_escaped("procedure_assembly", &assembly);
+    let code = h
+        .call("procedure_pseudo_code", json!({"procedure": "caller"}))
+        .await;
+    shows_escaped("procedure_pseudo_code", &code);
+    let text = code["lines"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_else(|| code.to_string());
+    assert!(text.contains("evil\\nname("), "{text}");
+}
