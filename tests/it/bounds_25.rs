@@ -491,3 +491,68 @@ async fn a_newline_in_a_symbol_is_escaped_in_every_view_regression_25() {
         .unwrap_or_else(|| code.to_string());
     assert!(text.contains("evil\\nname("), "{text}");
 }
+
+/// The `rea-angr-*` entries of a directory.
+fn script_dirs(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rea-angr-"))
+        .collect()
+}
+
+/// The angr worker's script directory is gone however the server ends (stdin closed, SIGTERM,
+/// SIGINT), and a stale one of a server no longer running is removed when a worker next starts.
+#[test]
+fn the_worker_s_temporary_directory_outlives_no_server_regression_25() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "worker", PROGRAM);
+    let python = std::env::var("REA_ANGR_PYTHON").expect("REA_ANGR_PYTHON names angr's venv");
+    for end in ["eof", "SIGTERM", "SIGINT"] {
+        let tmp = tempfile::tempdir().unwrap();
+        // A directory as a server killed while its worker started leaves it: its pid is gone
+        // (a child that has been reaped), another live process's is kept.
+        let mut dead = Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let stale = tmp.path().join(format!("rea-angr-{dead_pid}-0-00000000"));
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join("rea_angr_worker.py"), "").unwrap();
+        let live = tmp
+            .path()
+            .join(format!("rea-angr-{}-0-00000000", std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+
+        let state = tempfile::tempdir().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rea"));
+        command
+            .arg("serve")
+            .env("REA_STATE_DIR", state.path())
+            .env("REA_ANGR_PYTHON", &python)
+            .env("TMPDIR", tmp.path());
+        let mut server = StdioServer::start_command(command);
+        server.tool("open_binary", json!({"path": program}));
+        let code = server.tool("procedure_pseudo_code", json!({"procedure": "caller"}));
+        assert!(code["total_lines"].as_u64().unwrap() > 0, "{code}");
+        assert_eq!(
+            script_dirs(tmp.path()),
+            vec![format!("rea-angr-{}-0-00000000", std::process::id())],
+            "{end}: while the worker runs"
+        );
+        let pid = server.child.id() as libc::pid_t;
+        match end {
+            "eof" => drop(server.stdin),
+            // SAFETY: signals the server this test started.
+            "SIGTERM" => unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            },
+            _ => unsafe {
+                libc::kill(pid, libc::SIGINT);
+            },
+        }
+        server.child.wait().unwrap();
+        std::fs::remove_dir(&live).unwrap();
+        assert_eq!(script_dirs(tmp.path()), Vec::<String>::new(), "{end}");
+    }
+}
