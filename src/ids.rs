@@ -1,7 +1,8 @@
 //! Identifier newtypes: the Evidence, manifest, occurrence and unknown ids, and code addresses.
 //!
-//! Each parses the forms agents send (any letter case, surrounding whitespace) into one canonical
-//! lowercase form, so that what is stored, compared and completed is always the same text.
+//! Each parses the forms agents send (any letter case; digest ids also surrounding whitespace) into
+//! one canonical lowercase form, so that what is stored, compared and completed is always the same
+//! text. An address is only ever `0x`-hex: no other form is guessed at.
 
 use std::fmt;
 
@@ -225,27 +226,44 @@ pub struct AnalystName {
 pub struct Address(pub u64);
 
 impl Address {
-    /// Parses `0x1F`, `0x1f` or bare hex `1f`.
+    /// The refusal of any form but `0x`-hex, in words that say the form.
+    const FORM: &'static str = "an address: an address is 0x followed by 1 to 16 hex digits, \
+                                such as 0x1f00";
+
+    /// Parses `0x1F` or `0x1f`: `0x` (or `0X`) and 1 to 16 hex digits, nothing around them.
+    /// Digits without `0x` are refused rather than guessed: `16384` could mean 0x4000 or
+    /// 0x16384, and reading it either way shows the caller bytes it did not ask for.
     pub fn parse(text: &str) -> Result<Self, IdError> {
-        let t = text.trim();
-        let digits = t
-            .strip_prefix("0x")
-            .or_else(|| t.strip_prefix("0X"))
-            .unwrap_or(t);
+        let refuse = |expected: &'static str| IdError {
+            text: text.to_owned(),
+            expected,
+        };
+        if text.trim() != text {
+            return Err(refuse(
+                "an address: it has spaces around it; an address is 0x followed by 1 to 16 hex \
+                 digits, such as 0x1f00",
+            ));
+        }
+        let Some(digits) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) else {
+            return Err(
+                if !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    refuse(
+                        "an address: digits without 0x are not read as one (decimal or hex?); an \
+                     address is 0x followed by 1 to 16 hex digits, such as 0x1f00",
+                    )
+                } else {
+                    refuse(Self::FORM)
+                },
+            );
+        };
         // Hex digits only: `from_str_radix` alone would take a sign (`0x+1f`).
         if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit())
         {
-            return Err(IdError {
-                text: text.to_owned(),
-                expected: "a hex address such as 0x1f00",
-            });
+            return Err(refuse(Self::FORM));
         }
         u64::from_str_radix(digits, 16)
             .map(Address)
-            .map_err(|_| IdError {
-                text: text.to_owned(),
-                expected: "a hex address such as 0x1f00",
-            })
+            .map_err(|_| refuse(Self::FORM))
     }
 }
 
@@ -275,7 +293,7 @@ impl JsonSchema for Address {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^(0[xX])?[0-9a-fA-F]{1,16}$",
+            "pattern": "^0[xX][0-9a-fA-F]{1,16}$",
             "description": "a virtual address in hex, such as 0x1f00",
         })
     }
@@ -297,11 +315,24 @@ mod tests {
     #[test]
     fn addresses_have_one_canonical_text() {
         assert_eq!(Address::parse("0X1F").unwrap().to_string(), "0x1f");
-        assert_eq!(Address::parse("1f00").unwrap().to_string(), "0x1f00");
+        assert_eq!(Address::parse("0x1f00").unwrap().to_string(), "0x1f00");
         assert_eq!(Address(0).to_string(), "0x0");
         assert!(Address::parse("0x").is_err());
         assert!(Address::parse("0x1_0000_0000_0000_0000").is_err());
         assert!(Address::parse("12345678901234567").is_err());
+        // Only 0x-hex is an address: nothing is guessed, and the refusal says the form.
+        for (text, says) in [
+            ("16384", "digits without 0x"),
+            ("1f00", "digits without 0x"),
+            (" 0x4000", "spaces around it"),
+            ("0x4000\n", "spaces around it"),
+            ("#4000", "0x followed by 1 to 16 hex digits"),
+            ("4000h", "0x followed by 1 to 16 hex digits"),
+            ("", "0x followed by 1 to 16 hex digits"),
+        ] {
+            let e = Address::parse(text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
         for signed in ["0x+1f", "+1f", "0x-1", "-1"] {
             assert!(Address::parse(signed).is_err(), "{signed}");
         }

@@ -23,7 +23,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::broadcast;
 
 use crate::completion;
-use crate::investigation::{CapturePolicy, Investigation, is_javascript_directory};
+use crate::investigation::{
+    CapturePolicy, Investigation, MAX_ARGUMENT_BYTES, is_javascript_directory,
+};
 use crate::prompts::{Catalog, PromptDef, RenderContext, render};
 use crate::settings::{Principal, Settings};
 use crate::tools::Tools;
@@ -604,6 +606,19 @@ impl ServerHandler for ReaServer {
                 "this connection belongs to another caller",
                 None,
             ));
+        }
+        // Arguments over the cap of a whole call are refused before anything reads them: what
+        // no field's own cap bounds (a scenario, a spec) is bounded here, and nothing is kept.
+        let size = request
+            .arguments
+            .as_ref()
+            .map_or(0, |a| serde_json::to_vec(a).map_or(usize::MAX, |v| v.len()));
+        if size > MAX_ARGUMENT_BYTES {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "{name}: the arguments take {size} bytes of JSON, over the cap of \
+                 {MAX_ARGUMENT_BYTES} bytes for one call; nothing was done or recorded"
+            ))])
+            .into());
         }
         // Every path below ends in one answer, which then meets the message bound.
         let answer: Result<CallToolResponse, ErrorData> = async {

@@ -242,6 +242,34 @@ pub enum Bytes {
 }
 
 impl Bytes {
+    /// Gives back the memory of the mapped pages wholly inside `range` (offsets into these
+    /// bytes): a scan of a large file then holds only the window it reads, not every page it has
+    /// read. The bytes stay readable; touched again, they are read from the file (or are the
+    /// zeros a cut page was replaced with). Owned bytes are kept as they are.
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        let Bytes::Mapped(m) = self else {
+            return;
+        };
+        let page = PAGE.load(Ordering::Relaxed).max(1);
+        let end = range.end.min(m.len);
+        let start = (m.delta + range.start).div_ceil(page) * page;
+        let end = ((m.delta + end) / page) * page;
+        if end <= start {
+            return;
+        }
+        // SAFETY: `[start, end)` is page aligned and inside the mapping, which is read-only and
+        // private and never written, so dropping its pages loses nothing: reads fault them in
+        // again from the file. A range past a cut end holds the handler's anonymous zeros, which
+        // come back as zeros.
+        unsafe {
+            libc::madvise(
+                (m.base as *mut u8).add(start).cast(),
+                end - start,
+                libc::MADV_DONTNEED,
+            );
+        }
+    }
+
     /// Whether the file was cut while mapped (see [`Mapped::changed`]); never for owned bytes.
     pub fn changed(&self) -> bool {
         match self {

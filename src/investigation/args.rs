@@ -9,6 +9,118 @@ use crate::providers::deep;
 use crate::providers::native::DocumentSpec;
 use crate::vocabulary::Format;
 
+/// The size caps of text arguments, checked while the arguments are read, before any work: a
+/// call over a cap is refused whole and keeps nothing. Each argument's doc states its cap, so
+/// the schema a client reads says it too. Sizes are UTF-8 bytes.
+pub(crate) mod cap {
+    use serde::{Deserialize, Deserializer};
+
+    use crate::ids::EvidenceId;
+
+    /// Names and selectors: documents, procedures, sections, provider ids, operations, session
+    /// ids, and paths (the longest path Linux opens is 4096 bytes).
+    pub const NAME: usize = 4096;
+    /// Prose: a question, a note, a rationale.
+    pub const PROSE: usize = 16 * 1024;
+    /// Search patterns and queries: what a search is asked for is short; a long one is an error.
+    pub const PATTERN: usize = 1024;
+    /// Evidence ids cited by one call.
+    pub const IDS: usize = 256;
+
+    fn over<E: serde::de::Error>(what: &str, len: usize, max: usize) -> E {
+        E::custom(format!(
+            "{what} of {len} bytes is over its cap of {max} bytes; nothing was done or recorded"
+        ))
+    }
+
+    fn checked<E: serde::de::Error>(text: String, max: usize) -> Result<String, E> {
+        if text.len() > max {
+            return Err(over("a text argument", text.len(), max));
+        }
+        Ok(text)
+    }
+
+    /// A text of at most `MAX` bytes.
+    pub fn text<'de, D: Deserializer<'de>, const MAX: usize>(d: D) -> Result<String, D::Error> {
+        checked(String::deserialize(d)?, MAX)
+    }
+
+    /// An optional text of at most `MAX` bytes.
+    pub fn text_opt<'de, D: Deserializer<'de>, const MAX: usize>(
+        d: D,
+    ) -> Result<Option<String>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| checked(t, MAX))
+            .transpose()
+    }
+
+    /// The arguments of one call as a whole, in bytes of JSON: what no field cap bounds (a
+    /// capture scenario, a reconstruction spec) is bounded by this.
+    pub const ARGUMENTS: usize = 256 * 1024;
+
+    macro_rules! capped {
+        ($($one:ident $(/ $opt:ident)?: $max:ident;)*) => {$(
+            #[doc = concat!("A text of at most [`", stringify!($max), "`] bytes.")]
+            pub fn $one<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+                text::<D, $max>(d)
+            }
+            $(
+                #[doc = concat!("An optional text of at most [`", stringify!($max), "`] bytes.")]
+                pub fn $opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+                    text_opt::<D, $max>(d)
+                }
+            )?
+        )*};
+    }
+    capped! {
+        name / name_opt: NAME;
+        prose / prose_opt: PROSE;
+        pattern: PATTERN;
+    }
+
+    /// At most [`IDS`] Evidence ids.
+    pub fn ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<EvidenceId>, D::Error> {
+        let ids = Vec::<EvidenceId>::deserialize(d)?;
+        if ids.len() > IDS {
+            return Err(serde::de::Error::custom(format!(
+                "a list of {} Evidence ids is over its cap of {IDS}; nothing was done or recorded",
+                ids.len()
+            )));
+        }
+        Ok(ids)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use serde::Deserialize;
+
+        #[derive(Debug, Deserialize)]
+        struct Capped {
+            #[serde(deserialize_with = "super::text::<_, 4>")]
+            text: String,
+            #[serde(default, deserialize_with = "super::text_opt::<_, 4>")]
+            note: Option<String>,
+        }
+
+        #[test]
+        fn a_text_over_its_cap_is_refused_regression_25() {
+            let ok: Capped = serde_json::from_str(r#"{"text": "abcd", "note": "é!!"}"#).unwrap();
+            assert_eq!(
+                (ok.text.as_str(), ok.note.as_deref()),
+                ("abcd", Some("é!!"))
+            );
+            let none: Capped = serde_json::from_str(r#"{"text": ""}"#).unwrap();
+            assert_eq!(none.note, None);
+            for over in [r#"{"text": "abcde"}"#, r#"{"text": "a", "note": "éééé"}"#] {
+                let e = serde_json::from_str::<Capped>(over)
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("is over its cap of 4 bytes"), "{e}");
+            }
+        }
+    }
+}
+
 /// Which document of the active target an operation is about.
 ///
 /// One rule for every operation: a named document must be one of the target's (the answer lists
@@ -72,31 +184,29 @@ fn named<'a>(docs: &'a [DocumentSpec], name: &str) -> Result<&'a DocumentSpec> {
 pub enum ProcedureSelector {
     /// `0x…`: an address only (a procedure start, or an address inside one).
     Address(Address),
-    /// Anything else: a name (or raw symbol name), and the address the text also reads as when it
-    /// is bare hex, tried when no procedure has that name.
+    /// Anything else: a name (or raw symbol name). Text that only looks like an address
+    /// (`4000`, bare hex digits) is a name too, never read as one.
     Name {
         /// The text, trimmed.
         name: String,
-        /// The text read as bare hex, when it is.
-        bare_address: Option<Address>,
     },
-    /// `0x…` text that is no address; it names nothing.
+    /// `0x…` text that is no address (its refusal says the form); it names nothing.
     Invalid(String),
 }
 
 impl ProcedureSelector {
-    /// Reads what an agent sends: a `0x` address, a name, or bare hex.
+    /// Reads what an agent sends: a `0x` address or a name.
     pub fn parse(text: &str) -> ProcedureSelector {
-        let text = text.trim();
-        if text.starts_with("0x") || text.starts_with("0X") {
+        let trimmed = text.trim();
+        if trimmed.starts_with("0x") || trimmed.starts_with("0X") {
+            // The address is parsed as sent, so ` 0x4000` is refused as `read_bytes` refuses it.
             return match Address::parse(text) {
                 Ok(a) => ProcedureSelector::Address(a),
-                Err(_) => ProcedureSelector::Invalid(text.to_owned()),
+                Err(e) => ProcedureSelector::Invalid(e.to_string()),
             };
         }
         ProcedureSelector::Name {
-            name: text.to_owned(),
-            bare_address: Address::parse(text).ok(),
+            name: trimmed.to_owned(),
         }
     }
 
@@ -104,10 +214,21 @@ impl ProcedureSelector {
     pub(crate) fn not_found(&self) -> InvestigationError {
         let text = match self {
             ProcedureSelector::Address(a) => a.to_string(),
-            ProcedureSelector::Name { name, .. } | ProcedureSelector::Invalid(name) => name.clone(),
+            ProcedureSelector::Invalid(refusal) => {
+                return InvestigationError::InvalidArgument(refusal.clone());
+            }
+            ProcedureSelector::Name { name } => name.clone(),
+        };
+        let hint = match self {
+            ProcedureSelector::Name { name }
+                if !name.is_empty() && name.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                format!("; digits are a name here: an address is written 0x{name}")
+            }
+            _ => " (search_procedures finds names)".to_owned(),
         };
         InvestigationError::InvalidArgument(format!(
-            "no procedure named {text:?} in the active target (search_procedures finds names)"
+            "no procedure named {text:?} in the active target{hint}"
         ))
     }
 }
@@ -294,29 +415,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_procedure_selector_reads_addresses_names_and_bare_hex() {
+    fn a_procedure_selector_reads_addresses_and_names_regression_25() {
         assert_eq!(
-            ProcedureSelector::parse(" 0X1F "),
+            ProcedureSelector::parse("0X1F"),
             ProcedureSelector::Address(Address(0x1f))
         );
         assert_eq!(
             ProcedureSelector::parse("main"),
             ProcedureSelector::Name {
-                name: "main".into(),
-                bare_address: None
+                name: "main".into()
             }
         );
+        // Bare hex is a name, never an address; an address with spaces around it is refused.
         assert_eq!(
             ProcedureSelector::parse("dead"),
             ProcedureSelector::Name {
-                name: "dead".into(),
-                bare_address: Some(Address(0xdead))
+                name: "dead".into()
             }
         );
-        assert_eq!(
-            ProcedureSelector::parse("0x+1f"),
-            ProcedureSelector::Invalid("0x+1f".into())
+        assert!(
+            ProcedureSelector::parse("dead")
+                .not_found()
+                .to_string()
+                .contains("an address is written 0xdead")
         );
+        let spaced = ProcedureSelector::parse(" 0x1f ");
+        assert!(
+            spaced.not_found().to_string().contains("spaces around it"),
+            "{spaced:?}"
+        );
+        assert!(matches!(
+            ProcedureSelector::parse("0x+1f"),
+            ProcedureSelector::Invalid(_)
+        ));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::analyst::AnalystView;
+use super::args::cap;
 use super::observe::{Observed, Qualifiers, in_document, subject_of};
 use super::session::Snapshot;
 use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking, observe};
@@ -42,8 +43,9 @@ pub struct CompareProceduresArgs {
     /// Manifest id of the right (newer) side.
     pub right_manifest_id: ManifestId,
     /// The document to compare, when a side has several (a side with one is used whatever its
-    /// name).
+    /// name) (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
     /// Only entries with this status.
     #[serde(default)]
@@ -60,12 +62,16 @@ pub struct CompareProceduresArgs {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallPathsArgs {
-    /// Where paths start: a procedure start (0x…), an address inside one, or a unique name.
+    /// Where paths start: a procedure start (0x…), an address inside one, or a unique name (at
+    /// most 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub from: String,
-    /// Where paths end: a procedure, or the address of an import or call target.
+    /// Where paths end: a procedure, or the address of an import or call target (at most 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub to: String,
-    /// The document, when the target has several.
+    /// The document, when the target has several (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
     /// Longest path in calls (default and most 12).
     #[serde(default)]

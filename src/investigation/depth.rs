@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::args::cap;
 use super::observe::{self, EvidenceInline, Observed, Qualifiers, in_document, subject_of};
 use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking};
 use crate::evidence::{Authority, Confidence, ProviderStamp};
@@ -30,13 +31,16 @@ const PSEUDO_CODE: &str = "procedure_pseudo_code";
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PseudoCodeArgs {
-    /// A procedure start address (0x…), an address inside one, or a unique name.
+    /// A procedure start address (0x…), an address inside one, or a unique name (at most 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub procedure: String,
-    /// The document, when needed to tell procedures apart.
+    /// The document, when needed to tell procedures apart (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
-    /// `auto` (default: angr when installed) or `angr`.
+    /// `auto` (default: angr when installed) or `angr` (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub provider_id: Option<String>,
     /// First line of the page (default 0).
     #[serde(default)]
@@ -143,8 +147,9 @@ pub struct ReadBytesArgs {
     pub address: Address,
     /// Bytes to read, 1 to 4096.
     pub length: u64,
-    /// The document, when the target has several.
+    /// The document, when the target has several (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
 }
 
@@ -152,13 +157,16 @@ pub struct ReadBytesArgs {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBytesArgs {
-    /// Hex bytes, `??` for any byte: `48 8d 3d ?? ?? ?? ??`.
+    /// Hex bytes, `??` for any byte: `48 8d 3d ?? ?? ?? ??` (at most 1 KiB).
+    #[serde(deserialize_with = "cap::pattern")]
     pub pattern: String,
-    /// Only this section (as named in results, `.rodata`, `__TEXT,__cstring`).
+    /// Only this section (as named in results, `.rodata`, `__TEXT,__cstring`) (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub section: Option<String>,
-    /// The document, when the target has several.
+    /// The document, when the target has several (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
     /// Hits to skip.
     #[serde(default)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::args::cap;
 use super::observe::{self, EvidenceInline, Qualifiers, subject_of};
 use super::{Investigation, Result, blocking};
 use crate::evidence::Authority;
@@ -19,8 +20,9 @@ use crate::vocabulary::{Architecture, Format};
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DoctorArgs {
-    /// A file or .app bundle to check for admission, without opening it.
+    /// A file or .app bundle to check for admission, without opening it (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub target: Option<String>,
 }
 

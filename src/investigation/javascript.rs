@@ -7,6 +7,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::args::cap;
 use super::bound::items_budget;
 use super::observe::{self, Observed, Qualifiers};
 use super::{Investigation, Progress, Result, blocking};
@@ -29,7 +30,8 @@ pub const LIST_PAGE_OPERATION: &str = "javascript_list_page";
 #[serde(deny_unknown_fields)]
 pub struct AnalyzeArgs {
     /// A JavaScript/Electron application directory (with package.json), an app.asar file, or a
-    /// .app bundle whose Contents/Resources/app.asar exists.
+    /// .app bundle whose Contents/Resources/app.asar exists (at most 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub input_path: String,
 }
 
@@ -171,7 +173,8 @@ fn cut_list<T: Serialize + Clone>(
     Ok(Some((cut, whole - kept)))
 }
 
-/// Cuts the lists of `result`, modules and occurrences first, until its JSON takes at most the share of `bound`
+/// Cuts the lists of `result`, modules and occurrences first, until its JSON takes at most the
+/// share of `bound`
 /// a page's items may (see [`items_budget`]), naming each cut in `truncated` and in a
 /// limitation; returns the pages that keep each cut list whole, each at most a sixteenth of
 /// `bound` of items so that get_evidence of one fits it. A result that fits is left as it is,

@@ -5,6 +5,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::args::cap;
 use super::args::{Page, PageRequest};
 use super::{Investigation, InvestigationError, Result, blocking};
 use crate::evidence::StoredEvidence;
@@ -24,8 +25,9 @@ pub struct GetArgs {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListArgs {
-    /// Only Evidence of this operation (a tool name such as open_binary).
+    /// Only Evidence of this operation (a tool name such as open_binary) (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub operation: Option<String>,
     /// Rows to skip.
     #[serde(default)]
@@ -62,7 +64,9 @@ pub enum ExportFormat {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExportArgs {
-    /// Destination file, outside rea's state and config directories. Its directory must exist.
+    /// Destination file, outside rea's state and config directories. Its directory must exist
+    /// (at most 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub path: String,
     /// sqlite (default) or jsonl.
     #[serde(default)]

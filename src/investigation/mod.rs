@@ -52,6 +52,7 @@ pub use annotations::{
     AnnotateArgs, Annotated, AnnotationError, AnnotationPage, ListAnnotationsArgs, MAX_NAME_BYTES,
     MAX_RATIONALE_BYTES, MAX_TEXT_BYTES,
 };
+pub(crate) use args::cap::ARGUMENTS as MAX_ARGUMENT_BYTES;
 pub use args::{DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice};
 pub use artifacts::{
     CompareArgs, InspectArgs, InventoryGraph, PageRef, VerifyArgs, inventory_recording,

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::analyst::{AnalystView, ShowsAnnotations};
+use super::args::cap;
 use super::args::{
     DocumentSelector, Page, PageRequest, ProcedureSelector, ProviderChoice, names_by_short_form,
 };
@@ -40,8 +41,10 @@ pub struct Documents {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListProceduresArgs {
-    /// Only this document (see list_documents); omit for every document of the target.
+    /// Only this document (see list_documents); omit for every document of the target (at most 4
+    /// KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
     /// Procedures to skip.
     #[serde(default)]
@@ -87,13 +90,16 @@ pub enum SearchMode {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchProceduresArgs {
-    /// Text to find in procedure names, compared like completion (case folded, normalized).
+    /// Text to find in procedure names, compared like completion (case folded, normalized) (at
+    /// most 1 KiB).
+    #[serde(deserialize_with = "cap::pattern")]
     pub query: String,
     /// substring (default) or prefix.
     #[serde(default)]
     pub mode: SearchMode,
-    /// Only this document; omit for every document of the target.
+    /// Only this document; omit for every document of the target (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
     /// Matches to skip.
     #[serde(default)]
@@ -133,10 +139,13 @@ impl ShowsAnnotations for ResolvedProcedure {
 #[serde(deny_unknown_fields)]
 pub struct ProcedureArgs {
     /// A procedure start address (0x…), an address inside a procedure, or a name that identifies
-    /// one procedure (an ambiguous name answers with the candidates).
+    /// one procedure (an ambiguous name answers with the candidates) (at most 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub procedure: String,
-    /// The document, when the target has several and the procedure is not unique among them.
+    /// The document, when the target has several and the procedure is not unique among them (at
+    /// most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
 }
 
@@ -144,10 +153,12 @@ pub struct ProcedureArgs {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssemblyArgs {
-    /// A procedure start address (0x…), an address inside one, or a unique name.
+    /// A procedure start address (0x…), an address inside one, or a unique name (at most 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub procedure: String,
-    /// The document, when needed to tell procedures apart.
+    /// The document, when needed to tell procedures apart (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
     /// First instruction of the window (default 0).
     #[serde(default)]
@@ -155,8 +166,10 @@ pub struct AssemblyArgs {
     /// Instructions in the window (default 64, at most 2000).
     #[serde(default)]
     pub limit: Option<usize>,
-    /// `auto` (default) or a deep provider candidate (objdump, llvm-objdump…) to disassemble with.
+    /// `auto` (default) or a deep provider candidate (objdump, llvm-objdump…) to disassemble with
+    /// (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub provider_id: Option<String>,
 }
 
@@ -166,8 +179,9 @@ pub struct AssemblyArgs {
 pub struct XrefsArgs {
     /// The address referred to (0x…): a string, datum or procedure start.
     pub address: Address,
-    /// The document, when the target has several.
+    /// The document, when the target has several (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
 }
 
@@ -175,13 +189,16 @@ pub struct XrefsArgs {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchStringsArgs {
-    /// Text to find (case-sensitive substring), or a regular expression when `regex` is true.
+    /// Text to find (case-sensitive substring), or a regular expression when `regex` is true (at
+    /// most 1 KiB).
+    #[serde(deserialize_with = "cap::pattern")]
     pub pattern: String,
     /// Treat `pattern` as a regular expression (Rust regex syntax).
     #[serde(default)]
     pub regex: bool,
-    /// The document, when the target has several.
+    /// The document, when the target has several (at most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
     /// Matches to skip.
     #[serde(default)]
@@ -559,10 +576,6 @@ impl Investigation {
         } else {
             let address = match &selector {
                 ProcedureSelector::Address(a) => *a,
-                ProcedureSelector::Name {
-                    bare_address: Some(a),
-                    ..
-                } => *a,
                 _ => return Err(selector.not_found()),
             };
             let at = store.find_procedures(a.target_id, document.name(), Some(address.0), None)?;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::args::cap;
 use super::observe::{self, Observed, Qualifiers, subject_of};
 use super::{Cancel, Investigation, InvestigationError, Progress, Result, blocking};
 use crate::providers::native::{self, BundleInfo, DocumentSpec, Image, Procedure, Target};
@@ -55,7 +56,9 @@ pub struct SessionState {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenArgs {
-    /// A file (ELF, Mach-O, PE, or any file as raw data) or a macOS .app bundle directory.
+    /// A file (ELF, Mach-O, PE, or any file as raw data) or a macOS .app bundle directory (at most
+    /// 4 KiB).
+    #[serde(deserialize_with = "cap::name")]
     pub path: String,
 }
 
@@ -109,8 +112,10 @@ pub struct Closed {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResumeArgs {
-    /// The session to resume; omit to resume the only one of yours no live process holds.
+    /// The session to resume; omit to resume the only one of yours no live process holds (at
+    /// most 4 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::name_opt")]
     pub session_id: Option<String>,
 }
 

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::args::cap;
 use super::args::{Page, PageRequest};
 use super::{Investigation, Result};
 use crate::ids::{EvidenceId, UnknownId};
@@ -13,13 +14,16 @@ use crate::store::{NewRevision, NewUnknown, Resolution, UnknownHead, UnknownStat
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordUnknownArgs {
-    /// The open question, stated so that Evidence could settle it.
+    /// The open question, stated so that Evidence could settle it (at most 16 KiB).
+    #[serde(deserialize_with = "cap::prose")]
     pub question: String,
-    /// Evidence ids of this ledger that bear on it.
+    /// Evidence ids of this ledger that bear on it (at most 256).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::ids")]
     pub evidence_ids: Vec<EvidenceId>,
-    /// A note.
+    /// A note (at most 16 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::prose_opt")]
     pub note: Option<String>,
 }
 
@@ -37,20 +41,25 @@ pub struct UpdateUnknownArgs {
     /// (need a rationale).
     #[serde(default)]
     pub resolution: Option<Resolution>,
-    /// Why; required for withdrawn and out-of-scope.
+    /// Why; required for withdrawn and out-of-scope (at most 16 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::prose_opt")]
     pub rationale: Option<String>,
-    /// The question reworded; omit to keep it.
+    /// The question reworded; omit to keep it (at most 16 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::prose_opt")]
     pub question: Option<String>,
-    /// Evidence ids of this ledger supporting the revision; omit to keep the head's.
+    /// Evidence ids of this ledger supporting the revision; omit to keep the head's (at most 256).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::ids")]
     pub supporting_evidence_ids: Vec<EvidenceId>,
-    /// Evidence ids of this ledger contradicting it; omit to keep the head's.
+    /// Evidence ids of this ledger contradicting it; omit to keep the head's (at most 256).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::ids")]
     pub contradicting_evidence_ids: Vec<EvidenceId>,
-    /// A note.
+    /// A note (at most 16 KiB).
     #[serde(default)]
+    #[serde(deserialize_with = "cap::prose_opt")]
     pub note: Option<String>,
 }
 
@@ -215,7 +224,15 @@ impl Investigation {
         let (unknowns, total) =
             s.store()
                 .list_unknowns(args.include_resolved, request.offset, request.limit)?;
-        let page = Page::new(unknowns, total, &request);
+        let mut page = Page::new(unknowns, total, &request);
+        // Every head a call recorded can be read back: a page of long questions and notes ends
+        // early, within the message bound, and the next page goes on from there.
+        super::bound::fit_listing(
+            &mut page.items,
+            &mut page.next_offset,
+            request.offset,
+            self.max_result_bytes()?,
+        );
         Ok(UnknownPage {
             unknowns: page.items,
             total: page.total,

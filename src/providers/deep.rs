@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::fsroot::RegularFile;
-use crate::providers::native::{DocumentSpec, Procedure, display_name, hex, parse_address};
+use crate::providers::native::{DocumentSpec, Procedure, display_name, hex};
 
 /// Most bytes of a tool's stderr kept for an error message.
 const STDERR_CAP: usize = 16 * 1024;
@@ -553,7 +553,7 @@ pub(crate) fn parse_syms(text: &str, macho: bool, coff_sections: &[u64]) -> Vec<
         let Some((address, rest)) = line.split_once(' ') else {
             continue;
         };
-        let Some(address) = parse_address(address).filter(|_| address.len() >= 8) else {
+        let Some(address) = listing_address(address).filter(|_| address.len() >= 8) else {
             continue;
         };
         // Seven flag characters follow the address; `F` in the sixth marks a function.
@@ -616,7 +616,7 @@ pub(crate) fn parse_disassembly(text: &str) -> Vec<DeepInstruction> {
         if address.is_empty() || !address.bytes().all(|b| b.is_ascii_hexdigit()) {
             continue;
         }
-        let Some(address) = parse_address(address) else {
+        let Some(address) = listing_address(address) else {
             continue;
         };
         let rest = rest.trim_start_matches([' ', '\t']);
@@ -863,6 +863,15 @@ pub fn run_assembly_with(
         version: version(c, timeout, output_cap)?,
         result,
     })
+}
+
+/// An address as objdump prints it in a listing: bare hex digits (up to 16), its own format,
+/// never what an agent sends (those are `0x`-hex only, read by [`crate::ids::Address`]).
+fn listing_address(text: &str) -> Option<u64> {
+    if text.is_empty() || text.len() > 16 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(text, 16).ok()
 }
 
 #[cfg(test)]

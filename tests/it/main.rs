@@ -9,6 +9,7 @@ mod arm64;
 mod artifacts;
 mod backtrace;
 mod bounded;
+mod bounds_25;
 mod capture;
 mod carry;
 mod cli_output;

@@ -315,6 +315,7 @@ impl Angr {
             process_limits,
         )?;
         let line = process.next_line(limits.start_timeout, "start", limits.reply_cap)?;
+        process.script_read();
         let ready = protocol::ready(&line).map_err(|e| protocol_error(e, 0))?;
         timings.start = Some(started.elapsed());
         let load = load_request(image)?;

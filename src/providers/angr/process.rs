@@ -20,10 +20,53 @@ const STDERR_DRAIN: Duration = Duration::from_secs(2);
 /// Most bytes of the worker's stderr kept for an error message.
 const STDERR_TAIL: usize = 8 * 1024;
 
-/// A private directory holding the worker script, removed on drop.
+/// The prefix of a worker script directory's name: `rea-angr-<server pid>-…`.
+const SCRIPT_DIR_PREFIX: &str = "rea-angr-";
+
+/// A private directory holding the worker script, removed as soon as the worker has read the
+/// script (see [`Process::script_read`]), else on drop. Removed that early, it outlives no server
+/// however the server ends (stdin closed, SIGTERM, SIGINT, SIGKILL); one left by a server killed
+/// while its worker was starting is removed by the next server's first worker.
 struct ScriptDir {
     dir: PathBuf,
     script: PathBuf,
+}
+
+/// Removes, once per process, the script directories in `base` of servers that are no longer
+/// running: the name carries the server's pid, and only this user's directories are touched.
+fn remove_stale_script_dirs(base: &Path) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| remove_stale_in(base));
+}
+
+fn remove_stale_in(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRIPT_DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+            .filter(|&pid| pid > 0)
+        else {
+            continue;
+        };
+        // A live process with that pid (ours or another's, reused) keeps its directory.
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let mine =
+            std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if gone && mine {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 impl ScriptDir {
@@ -39,6 +82,7 @@ impl ScriptDir {
             source,
         };
         let base = std::env::temp_dir();
+        remove_stale_script_dirs(&base);
         let mut attempt = 0;
         loop {
             let nanos = std::time::SystemTime::now()
@@ -46,7 +90,7 @@ impl ScriptDir {
                 .map(|d| d.subsec_nanos())
                 .unwrap_or(0);
             let dir = base.join(format!(
-                "rea-angr-{}-{}-{nanos:08x}",
+                "{SCRIPT_DIR_PREFIX}{}-{}-{nanos:08x}",
                 std::process::id(),
                 COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
@@ -73,9 +117,15 @@ impl ScriptDir {
     }
 }
 
+impl ScriptDir {
+    fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 impl Drop for ScriptDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.remove();
     }
 }
 
@@ -101,7 +151,7 @@ pub(crate) struct Process {
     stderr: Arc<Mutex<Vec<u8>>>,
     /// Ends (disconnects) when the stderr reader has read to the end of the pipe.
     stderr_done: mpsc::Receiver<()>,
-    _script: ScriptDir,
+    script: ScriptDir,
 }
 
 /// Limits the worker process runs under.
@@ -218,6 +268,14 @@ impl Process {
     }
 }
 
+impl Process {
+    /// The worker has read its script (it wrote its first line): the script's directory goes
+    /// now, so nothing of this worker is left on disk whatever ends the server.
+    pub(crate) fn script_read(&self) {
+        self.script.remove();
+    }
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         self.kill();
@@ -296,7 +354,9 @@ fn spawn_linux(
         .env("PYTHONHASHSEED", "0")
         .env("PYTHONSAFEPATH", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .current_dir(&script.dir)
+        // Not the script's directory, which is removed once the script is read: a worker whose
+        // working directory is gone fails wherever a library resolves a relative path.
+        .current_dir("/")
         .process_group(0);
     for name in ["HOME", "TMPDIR"] {
         if let Some(value) = std::env::var_os(name) {
@@ -465,6 +525,6 @@ fn spawn_linux(
         status: None,
         stderr: tail,
         stderr_done,
-        _script: script,
+        script,
     })
 }

@@ -29,7 +29,7 @@ pub mod hex {
         Number(u64),
     }
 
-    /// Reads canonical or bare hex text, or a plain number.
+    /// Reads `0x`-hex text (see [`Address::parse`](crate::ids::Address::parse)), or a plain number.
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
         match Either::deserialize(deserializer)? {
             Either::Number(n) => Ok(n),
@@ -58,7 +58,7 @@ pub mod hex_opt {
         Number(u64),
     }
 
-    /// Reads canonical or bare hex text, a plain number, or null.
+    /// Reads `0x`-hex text, a plain number, or null.
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<u64>, D::Error> {
@@ -87,8 +87,10 @@ mod tests {
     fn parses_agent_forms() {
         assert_eq!(parse_address("0x1f"), Some(0x1f));
         assert_eq!(parse_address("0X1F"), Some(0x1f));
-        assert_eq!(parse_address("1f"), Some(0x1f));
-        assert_eq!(parse_address(" 0x00401000 "), Some(0x401000));
+        assert_eq!(parse_address("0x00401000"), Some(0x401000));
+        // Only 0x-hex: bare digits and surrounding spaces are not guessed at.
+        assert_eq!(parse_address("1f"), None);
+        assert_eq!(parse_address(" 0x00401000 "), None);
         assert_eq!(parse_address("0xffffffffffffffff"), Some(u64::MAX));
         assert_eq!(parse_address("0x1_0000_0000_0000_0000"), None);
         assert_eq!(parse_address("0x10000000000000000"), None);
@@ -112,7 +114,7 @@ mod tests {
         let text = serde_json::to_string(&t).unwrap();
         assert_eq!(text, r#"{"a":"0x10","b":null}"#);
         assert_eq!(serde_json::from_str::<T>(&text).unwrap(), t);
-        let n: T = serde_json::from_str(r#"{"a":16,"b":"20"}"#).unwrap();
+        let n: T = serde_json::from_str(r#"{"a":16,"b":"0x20"}"#).unwrap();
         assert_eq!(
             n,
             T {

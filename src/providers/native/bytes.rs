@@ -26,6 +26,23 @@ pub const MAX_HITS_PAGE: usize = 1000;
 /// How many bytes are scanned between two looks at the deadline.
 const DEADLINE_STRIDE: usize = 1 << 20;
 
+/// Bytes of a section scanned at once. The pages of a window are given back once it is scanned,
+/// so a search holds a window of the file in memory, not the whole section.
+const WINDOW: usize = 4 << 20;
+
+/// Most work one search may do, in units of about a nanosecond: a position where the pattern's
+/// fixed run matches costs [`CANDIDATE_COST`] plus a unit per other byte compared there, and every
+/// [`SCAN_BYTES_PER_UNIT`] bytes scanned cost one. A pattern whose run matches nearly everywhere
+/// (`00` in a section of zeros) is refused in a few seconds, with a clear error, rather than
+/// counted for minutes.
+pub const MAX_SEARCH_WORK: u64 = 1 << 29;
+
+/// The work of one position where the pattern's fixed run matches, before its other bytes.
+const CANDIDATE_COST: u64 = 4;
+
+/// Bytes scanned for a unit of work (the run is found by a vectorized scan).
+const SCAN_BYTES_PER_UNIT: u64 = 8;
+
 /// Why a read or search of bytes was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum BytesError {
@@ -66,6 +83,21 @@ pub enum BytesError {
         name: String,
         /// The sections that could be searched.
         known: String,
+    },
+    /// The search would do more work than one call may.
+    #[error(
+        "the byte search stopped after checking {candidates} places where the pattern's fixed run \
+         {run} matches in {scanned} bytes, and would go past the work one search may do; the run \
+         matches almost everywhere here: give a longer run of fixed bytes (fewer ??), or search \
+         one section"
+    )]
+    TooCostly {
+        /// The pattern's longest run of fixed bytes, in hex.
+        run: String,
+        /// Places checked before stopping.
+        candidates: u64,
+        /// Bytes scanned before stopping.
+        scanned: u64,
     },
     /// The search ran past its deadline.
     #[error(transparent)]
@@ -208,42 +240,147 @@ impl BytePattern {
         self.0.is_empty()
     }
 
-    fn matches(&self, window: &[u8]) -> bool {
-        self.0
+    /// The longest run of fixed bytes (the first of the longest): the search finds it with
+    /// `memmem`, in time linear in the bytes scanned, and checks the other bytes only where it is.
+    fn run(&self) -> (usize, Vec<u8>) {
+        let (mut best, mut at, mut start) = (0, 0, None);
+        for (i, b) in self.0.iter().chain([&None]).enumerate() {
+            match (b, start) {
+                (Some(_), None) => start = Some(i),
+                (None, Some(s)) => {
+                    if i - s > best {
+                        (best, at) = (i - s, s);
+                    }
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        let run = self.0[at..at + best]
             .iter()
-            .zip(window)
-            .all(|(p, b)| p.is_none_or(|p| p == *b))
+            .map(|b| b.expect("a fixed run"))
+            .collect();
+        (at, run)
     }
 
-    /// Start offsets of every match in `haystack`, overlapping ones included, in order.
+    /// Every match in `haystack`, overlapping ones included, in order, as start offsets; work
+    /// is charged to `budget`.
+    #[cfg(test)]
     fn find_all(
         &self,
         haystack: &[u8],
-        deadline: &Deadline,
+        budget: &mut Budget<'_>,
+        found: impl FnMut(usize),
+    ) -> Result<(), BytesError> {
+        self.find_in_windows(haystack, budget, |_| {}, found)
+    }
+
+    /// [`Self::find_all`] a window at a time; `scanned(end)` is told, after each window, that
+    /// the bytes before `end` will not be read again.
+    fn find_in_windows(
+        &self,
+        haystack: &[u8],
+        budget: &mut Budget<'_>,
+        mut scanned: impl FnMut(usize),
         mut found: impl FnMut(usize),
-    ) -> Result<(), DeadlineExceeded> {
+    ) -> Result<(), BytesError> {
         let n = self.0.len();
         if haystack.len() < n {
             return Ok(());
         }
-        // The first concrete byte anchors a memchr scan; the rest is checked at each candidate.
-        let (anchor_at, anchor) = self
+        let (run_at, run) = self.run();
+        let finder = memchr::memmem::Finder::new(&run);
+        // The other fixed bytes, checked where the run matches.
+        let rest: Vec<(usize, u8)> = self
             .0
             .iter()
             .enumerate()
-            .find_map(|(i, b)| b.map(|b| (i, b)))
-            .expect("a parsed pattern has a concrete byte");
-        let last_start = haystack.len() - n;
-        let scan = &haystack[anchor_at..=last_start + anchor_at];
-        let mut checked = 0usize;
-        for hit in memchr::memchr_iter(anchor, scan) {
-            if hit - checked >= DEADLINE_STRIDE {
-                deadline.check(|| "the byte search".to_string())?;
-                checked = hit;
+            .filter(|(i, _)| *i < run_at || *i >= run_at + run.len())
+            .filter_map(|(i, b)| b.map(|b| (i, b)))
+            .collect();
+        let starts = haystack.len() - n + 1;
+        let mut from = 0usize;
+        while from < starts {
+            let to = starts.min(from.saturating_add(WINDOW));
+            // The runs of patterns starting in `[from, to)`.
+            let window = &haystack[from + run_at..to - 1 + run_at + run.len()];
+            budget.scan(window.len(), || run_hex(&run))?;
+            // Overlapping matches count each, so the next look starts one byte after a hit.
+            let mut at = 0;
+            while let Some(hit) = finder.find(&window[at..]) {
+                // The run is compared again where it matches: it costs its bytes too.
+                budget.candidate(run.len() + rest.len(), || run_hex(&run))?;
+                let start = from + at + hit;
+                if rest.iter().all(|&(i, b)| haystack[start + i] == b) {
+                    found(start);
+                }
+                at += hit + 1;
             }
-            if self.matches(&haystack[hit..hit + n]) {
-                found(hit);
-            }
+            scanned(to);
+            from = to;
+        }
+        Ok(())
+    }
+}
+
+fn run_hex(run: &[u8]) -> String {
+    ::hex::encode(run)
+}
+
+/// The work a search has done, against [`MAX_SEARCH_WORK`] and its deadline.
+struct Budget<'a> {
+    deadline: &'a Deadline,
+    limit: u64,
+    work: u64,
+    candidates: u64,
+    scanned: u64,
+    since_look: usize,
+}
+
+impl<'a> Budget<'a> {
+    fn new(deadline: &'a Deadline) -> Budget<'a> {
+        Budget::with_limit(deadline, MAX_SEARCH_WORK)
+    }
+
+    fn with_limit(deadline: &'a Deadline, limit: u64) -> Budget<'a> {
+        Budget {
+            deadline,
+            limit,
+            work: 0,
+            candidates: 0,
+            scanned: 0,
+            since_look: 0,
+        }
+    }
+
+    fn scan(&mut self, bytes: usize, run: impl Fn() -> String) -> Result<(), BytesError> {
+        self.scanned += bytes as u64;
+        self.charge(bytes as u64 / SCAN_BYTES_PER_UNIT, bytes, run)
+    }
+
+    fn candidate(&mut self, compared: usize, run: impl Fn() -> String) -> Result<(), BytesError> {
+        self.candidates += 1;
+        self.charge(CANDIDATE_COST + compared as u64, 1 + compared, run)
+    }
+
+    fn charge(
+        &mut self,
+        units: u64,
+        bytes: usize,
+        run: impl Fn() -> String,
+    ) -> Result<(), BytesError> {
+        self.work = self.work.saturating_add(units);
+        if self.work > self.limit {
+            return Err(BytesError::TooCostly {
+                run: run(),
+                candidates: self.candidates,
+                scanned: self.scanned,
+            });
+        }
+        self.since_look += bytes;
+        if self.since_look >= DEADLINE_STRIDE {
+            self.since_look = 0;
+            self.deadline.check(|| "the byte search".to_string())?;
         }
         Ok(())
     }
@@ -362,9 +499,17 @@ impl Image {
         sections.sort_by_key(|s| s.address);
         let mut total = 0u64;
         let mut hits = Vec::new();
+        let mut budget = Budget::new(deadline);
         for s in sections {
             let bytes = self.section_bytes(s);
-            pattern.find_all(bytes, deadline, |at| {
+            let base = bytes.as_ptr() as usize - self.bytes.as_ptr() as usize;
+            let mut released = 0;
+            let release = |end: usize| {
+                // Pages before the next window are not read again by this search.
+                self.bytes.release(base + released..base + end);
+                released = end;
+            };
+            pattern.find_in_windows(bytes, &mut budget, release, |at| {
                 if total >= offset as u64 && hits.len() < limit {
                     let address = s.address + at as u64;
                     let procedure = self.procedure_at(address);
@@ -401,17 +546,84 @@ mod tests {
     fn every_overlapping_match_is_found() {
         let p = BytePattern::parse("?? 61 61").unwrap();
         let mut at = vec![];
-        p.find_all(b"aaaaab", &Deadline::analysis(), |i| at.push(i))
+        let d = Deadline::analysis();
+        p.find_all(b"aaaaab", &mut Budget::new(&d), |i| at.push(i))
             .unwrap();
         assert_eq!(at, [0, 1, 2]);
         let p = BytePattern::parse("61 ?? 62").unwrap();
         let mut at = vec![];
-        p.find_all(b"a.ba.bab", &Deadline::analysis(), |i| at.push(i))
+        p.find_all(b"a.ba.bab", &mut Budget::new(&d), |i| at.push(i))
             .unwrap();
         assert_eq!(at, [0, 3]);
         let mut none = 0;
-        p.find_all(b"ab", &Deadline::analysis(), |_| none += 1)
+        p.find_all(b"ab", &mut Budget::new(&d), |_| none += 1)
             .unwrap();
         assert_eq!(none, 0);
+    }
+
+    /// A naive scan, the truth the windowed one is held to.
+    fn naive(haystack: &[u8], p: &BytePattern) -> Vec<usize> {
+        (0..(haystack.len() + 1).saturating_sub(p.len()))
+            .filter(|&i| {
+                p.0.iter()
+                    .zip(&haystack[i..])
+                    .all(|(p, b)| p.is_none_or(|p| p == *b))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn windows_find_what_a_naive_scan_finds_across_their_edges_regression_25() {
+        // Matches straddle every window edge: the haystack repeats a 7-byte motif past two
+        // windows, and the run of the pattern is not its first byte.
+        let motif = b"\x01ab\x02abc";
+        let haystack: Vec<u8> = motif
+            .iter()
+            .copied()
+            .cycle()
+            .take(2 * WINDOW + 11)
+            .collect();
+        let d = Deadline::analysis();
+        for text in [
+            "61 62",
+            "?? 61 62 ?? 61",
+            "02 61 62 63 01",
+            "63 ?? 61 62 02",
+            "01",
+        ] {
+            let p = BytePattern::parse(text).unwrap();
+            let mut at = vec![];
+            let mut ends = vec![];
+            p.find_in_windows(
+                &haystack,
+                &mut Budget::new(&d),
+                |e| ends.push(e),
+                |i| at.push(i),
+            )
+            .unwrap();
+            assert_eq!(at, naive(&haystack, &p), "{text}");
+            assert_eq!(ends.len(), 3, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_run_that_matches_everywhere_is_refused_by_the_work_budget_regression_25() {
+        // Zeros with a pattern whose longest fixed run is one zero byte: each place costs its
+        // other 127 bytes, far past the budget (a small one, for a test built without
+        // optimization), and the search says why.
+        let zeros = vec![0u8; 8 << 20];
+        let p = BytePattern::parse(&"00 ?? ".repeat(128)).unwrap();
+        let d = Deadline::analysis();
+        let e = p
+            .find_all(&zeros, &mut Budget::with_limit(&d, 1 << 24), |_| {})
+            .unwrap_err();
+        assert!(matches!(e, BytesError::TooCostly { .. }), "{e}");
+        assert!(e.to_string().contains("fixed run 00 matches"), "{e}");
+        // Without wildcards the run is the whole pattern: linear, within budget, and exact.
+        let p = BytePattern::parse(&format!("{}01", "00 ".repeat(255))).unwrap();
+        let mut n = 0;
+        p.find_all(&zeros, &mut Budget::with_limit(&d, 1 << 24), |_| n += 1)
+            .unwrap();
+        assert_eq!(n, 0);
     }
 }

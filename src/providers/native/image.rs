@@ -458,7 +458,7 @@ fn collect_symbols(file: &object::File<'_>) -> Vec<(u64, String)> {
         .filter(|s| s.is_definition() && s.address() != 0)
         .filter_map(|s| {
             let name = s.name().ok()?;
-            (!name.is_empty()).then(|| (s.address(), name.to_string()))
+            (!name.is_empty()).then(|| (s.address(), super::symbols::escape_controls(name)))
         })
         .collect();
     out.sort();

@@ -35,6 +35,13 @@ pub(crate) fn collect(
     };
     out.sort_by(|a, b| (a.address, a.kind.as_str()).cmp(&(b.address, b.kind.as_str())));
     out.dedup_by_key(|e| e.address);
+    // Import and library names are shown as rea shows every name read from a file.
+    for entry in &mut out {
+        entry.name = super::symbols::escape_controls(&entry.name);
+        if let Some(library) = &mut entry.library {
+            *library = super::symbols::escape_controls(library);
+        }
+    }
     out
 }
 

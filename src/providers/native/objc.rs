@@ -518,7 +518,7 @@ fn method_list(
         if let (Some(selector), Some(imp)) = (selector, imp) {
             out.push(Method {
                 imp,
-                name: format!("{kind}[{owner} {selector}]"),
+                name: super::symbols::escape_controls(&format!("{kind}[{owner} {selector}]")),
                 source,
             });
         }

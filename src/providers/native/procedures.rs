@@ -54,7 +54,7 @@ impl Start {
             address,
             name: (!raw.is_empty()).then(|| NameCandidate {
                 source,
-                raw: raw.to_string(),
+                raw: super::symbols::escape_controls(raw),
                 ifunc: false,
                 macho: false,
             }),

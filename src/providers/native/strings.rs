@@ -57,8 +57,8 @@ mod hex_list {
         Vec::<String>::deserialize(d)?
             .iter()
             .map(|t| {
-                u64::from_str_radix(t.trim_start_matches("0x"), 16)
-                    .map_err(serde::de::Error::custom)
+                super::super::address::parse_address(t)
+                    .ok_or_else(|| serde::de::Error::custom(format!("not a hex address: {t:?}")))
             })
             .collect()
     }

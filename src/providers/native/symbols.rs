@@ -107,6 +107,26 @@ pub(crate) fn resolve(candidates: &[NameCandidate]) -> Names {
     }
 }
 
+/// A name as rea shows it: every control character (a newline, a tab, an escape) written as its
+/// Rust escape (`\n`, `\t`, `\u{1b}`), so a name read from a file is always one line of plain
+/// text in a listing, an assembly line or pseudo-code, and cannot forge the lines around it.
+/// Names are escaped where they are read from the file, so every view shows the same text and a
+/// caller names the procedure by it; this is idempotent on names that have no control character.
+pub(crate) fn escape_controls(name: &str) -> String {
+    if !name.chars().any(char::is_control) {
+        return name.to_owned();
+    }
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// The displayed form of a stored name: demangled (Rust, C++), without Mach-O's leading
 /// underscore for C names, and without the `@@VERSION` of a default ELF symbol version (the
 /// plain name binds to it); a non-default `@VERSION` and suffixes such as `@plt` stay.
@@ -123,7 +143,7 @@ pub(crate) fn display_name(raw: &str, macho: bool) -> String {
         None if macho => base.strip_prefix('_').unwrap_or(base).to_string(),
         None => base.to_string(),
     };
-    format!("{base}{suffix}")
+    escape_controls(&format!("{base}{suffix}"))
 }
 
 /// Demangles a Rust (legacy or v0) or Itanium C++ symbol; `None` when it is not mangled or does
@@ -168,6 +188,17 @@ pub(crate) fn demangle(raw: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_in_names_are_escaped_regression_25() {
+        assert_eq!(escape_controls("evil\nname"), "evil\\nname");
+        assert_eq!(
+            escape_controls("tab\there\u{1b}[2J"),
+            "tab\\there\\u{1b}[2J"
+        );
+        assert_eq!(escape_controls("plain_größe"), "plain_größe");
+        assert_eq!(display_name("_evil\rname", true), "evil\\rname");
+    }
 
     #[test]
     fn demangles_cpp_rust_and_macho_forms() {
