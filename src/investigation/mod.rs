@@ -59,7 +59,8 @@ pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchByte
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{
-    EvidencePage, ExportArgs, ExportFormat, Exported, GetArgs, JsonlExport, ListArgs, export_jsonl,
+    EvidencePage, EvidenceRead, ExportArgs, ExportFormat, Exported, GetArgs, JsonlExport, ListArgs,
+    export_jsonl,
 };
 pub use native::{
     About, AssemblyArgs, AssemblyResult, DeepAssembly, Documents, ListDocumentsArgs,
