@@ -182,12 +182,15 @@ impl Investigation {
     /// `get_evidence`: one record, whole, and whether its row still hashes to its id.
     pub fn get_evidence(&self, args: GetArgs) -> Result<EvidenceRead> {
         let s = self.open_session()?;
-        let (stored, damage) = s.store().evidence_checked(&args.evidence_id)?.ok_or_else(|| {
-            InvestigationError::InvalidArgument(format!(
-                "Evidence {} is not in this session's ledger",
-                args.evidence_id
-            ))
-        })?;
+        let (stored, damage) = s
+            .store()
+            .evidence_checked(&args.evidence_id)?
+            .ok_or_else(|| {
+                InvestigationError::InvalidArgument(format!(
+                    "Evidence {} is not in this session's ledger",
+                    args.evidence_id
+                ))
+            })?;
         Ok(EvidenceRead {
             id: stored.id,
             seq: stored.seq,

@@ -355,12 +355,10 @@ impl HeadPublisher {
             }),
         };
         if on_disk.is_none_or(|h| h.seq < head.seq) {
-            publisher
-                .publish(head)
-                .map_err(|source| StoreError::Io {
-                    path: publisher.path.clone(),
-                    source,
-                })?;
+            publisher.publish(head).map_err(|source| StoreError::Io {
+                path: publisher.path.clone(),
+                source,
+            })?;
         }
         Ok(publisher)
     }
@@ -628,9 +626,7 @@ fn check_snapshot(
         check.problem(
             expected_seq,
             None,
-            format!(
-                "the chain is unreadable from row {expected_seq}: {e}"
-            ),
+            format!("the chain is unreadable from row {expected_seq}: {e}"),
         );
     }
     check.head = last.map(|(seq, hash)| (seq, hex::encode(hash)));
@@ -649,7 +645,9 @@ fn check_snapshot(
         );
     }
     let revisions: Vec<(String, i64)> = conn
-        .prepare("select unknown_id, revision from unknown_revisions order by unknown_id, revision")?
+        .prepare(
+            "select unknown_id, revision from unknown_revisions order by unknown_id, revision",
+        )?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     for key in revisions {
@@ -677,7 +675,8 @@ fn check_snapshot(
                 r.get(1)?,
                 r.get(2)?,
                 r.get(3)?,
-                r.get::<_, Option<i64>>(4)?.map(|m| (m, String::new(), String::new())),
+                r.get::<_, Option<i64>>(4)?
+                    .map(|m| (m, String::new(), String::new())),
             ))
         })?
         .collect::<Result<_, _>>()?;
@@ -690,7 +689,9 @@ fn check_snapshot(
             .query_row(params![id, head], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         let agrees = top_revision == Some(head)
-            && at_head.as_ref().is_some_and(|(s, q)| *s == status && *q == question);
+            && at_head
+                .as_ref()
+                .is_some_and(|(s, q)| *s == status && *q == question);
         if !agrees {
             check.problem(
                 0,
@@ -780,7 +781,14 @@ mod tests {
         assert_eq!(hex::encode(h2), H2);
         // Another kind, or the rows swapped, give other hashes.
         assert_ne!(link(&GENESIS, ChainKind::UnknownRevision, &first), h1);
-        assert_ne!(link(&link(&GENESIS, ChainKind::Evidence, &second), ChainKind::Evidence, &first), h2);
+        assert_ne!(
+            link(
+                &link(&GENESIS, ChainKind::Evidence, &second),
+                ChainKind::Evidence,
+                &first
+            ),
+            h2
+        );
     }
 
     const H1: &str = "af613ac8b97c4c277dbd07105394b9db0512b8a3c4ba7915307e4bc6662f9c15";
@@ -798,7 +806,10 @@ mod tests {
         write_head_file(&path, &head).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            format!("rea ledger chain head 1\nseq 7\nhash {}\nevidence 5\n", "ab".repeat(32))
+            format!(
+                "rea ledger chain head 1\nseq 7\nhash {}\nevidence 5\n",
+                "ab".repeat(32)
+            )
         );
         assert_eq!(read_head_file(&path).unwrap(), Some(head));
         std::fs::write(&path, "rea ledger chain head 1\nseq x\n").unwrap();

@@ -354,12 +354,14 @@ impl ReadOnlyStore {
             let Some((seq, created_at, text)) = row else {
                 return Ok(None);
             };
-            let damage = super::verify::record_of(id, rusqlite::types::ValueRef::Text(text.as_bytes()))
-                .err();
-            let record = serde_json::from_str(&text).map_err(|source| StoreError::CorruptRecord {
-                id: id.to_string(),
-                source,
-            })?;
+            let damage =
+                super::verify::record_of(id, rusqlite::types::ValueRef::Text(text.as_bytes()))
+                    .err();
+            let record =
+                serde_json::from_str(&text).map_err(|source| StoreError::CorruptRecord {
+                    id: id.to_string(),
+                    source,
+                })?;
             Ok(Some((
                 StoredEvidence {
                     id: id.clone(),

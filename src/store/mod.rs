@@ -360,8 +360,8 @@ impl Store {
         })();
         let ((checkpointer, checkpoints), highest, head) =
             prepared.map_err(|e| name_exhaustion(path, e))?;
-        let (ledger, ledger_thread) = ledgercheck::start(path, highest, head.chained())
-            .map_err(|source| StoreError::Io {
+        let (ledger, ledger_thread) =
+            ledgercheck::start(path, highest, head.chained()).map_err(|source| StoreError::Io {
                 path: path.to_owned(),
                 source,
             })?;

@@ -199,7 +199,10 @@ fn insert_revision(
         note,
         recorded_at: &now,
         supporting: supporting.iter().map(|e| e.as_str().to_owned()).collect(),
-        contradicting: contradicting.iter().map(|e| e.as_str().to_owned()).collect(),
+        contradicting: contradicting
+            .iter()
+            .map(|e| e.as_str().to_owned())
+            .collect(),
     }
     .digest();
     append_revision(

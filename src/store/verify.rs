@@ -99,6 +99,16 @@ fn run_check(conn: &Connection, check: &str) -> Result<Vec<String>, rusqlite::Er
 /// with [`StoreError::Damaged`] when the b-trees are unsound or rows are missing from the
 /// ledger (a sequence number without a row, or fewer rows than were counted in).
 pub(super) fn refuse_damaged(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let refused = check_sound(conn, path);
+    if refused.is_err() {
+        // Closing the last connection would checkpoint the WAL into the file: a refused
+        // database stays as it was found, its WAL too, for verify and export.
+        super::checkpoint::skip_checkpoint_on_close(conn);
+    }
+    refused
+}
+
+fn check_sound(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let damaged = |reason: String| StoreError::Damaged {
         path: path.to_owned(),
         reason,
