@@ -117,8 +117,16 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 println!(
                     "chain: {} rows, head {}, head file {}; unchained (written before the chain): {} Evidence rows, {} revisions",
                     check.chain.rows,
-                    check.chain.head.as_ref().map_or("none".into(), |(seq, _)| format!("at row {seq}")),
-                    check.chain.head_file.as_ref().map_or("none".into(), |(seq, _)| format!("at row {seq}")),
+                    check
+                        .chain
+                        .head
+                        .as_ref()
+                        .map_or("none".into(), |(seq, _)| format!("at row {seq}")),
+                    check
+                        .chain
+                        .head_file
+                        .as_ref()
+                        .map_or("none".into(), |(seq, _)| format!("at row {seq}")),
                     check.chain.unchained_evidence,
                     check.chain.unchained_revisions
                 );

@@ -663,25 +663,18 @@ fn check_snapshot(
         }
     }
     // The `unknowns` row repeats its head revision's status and question for listings.
-    let heads: Vec<(String, i64, String, String, Option<(i64, String, String)>)> = conn
+    type HeadRow = (String, i64, String, String, Option<i64>);
+    let heads: Vec<HeadRow> = conn
         .prepare(
             "select u.id, u.head_revision, u.status, u.question,
                     (select max(revision) from unknown_revisions r where r.unknown_id = u.id)
              from unknowns u order by u.id",
         )?
         .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get::<_, Option<i64>>(4)?
-                    .map(|m| (m, String::new(), String::new())),
-            ))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?
         .collect::<Result<_, _>>()?;
-    for (id, head, status, question, top) in heads {
-        let top_revision = top.map(|t| t.0);
+    for (id, head, status, question, top_revision) in heads {
         let at_head: Option<(String, String)> = conn
             .prepare_cached(
                 "select status, question from unknown_revisions where unknown_id = ?1 and revision = ?2",
