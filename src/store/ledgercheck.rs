@@ -9,6 +9,10 @@
 //! id, the store refuses every later write ([`StoreError::Damaged`](super::StoreError)); rows
 //! already written stay, and nothing is deleted.
 //!
+//! Then the hash chain (`chain.rs`) is walked in one read transaction: every chain hash
+//! recomputed, every chained Evidence id and unknown revision compared with its digest, so an
+//! unknown edited on disk is found as well.
+//!
 //! The check reads on a read-only connection of its own, a chunk of rows per statement, so no
 //! read transaction of it holds the WAL back for long and closing the store stops it at the next
 //! row.

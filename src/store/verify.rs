@@ -1,6 +1,8 @@
 //! Checking a session database that may be damaged: the quick check `resume` runs before it
 //! writes anything, and the full ledger verification of `rea evidence verify`, which reads every
-//! row on its own so one bad row or page does not hide the rest.
+//! row on its own so one bad row or page does not hide the rest. Both also check the ledger's
+//! hash chain against its head file (`chain.rs`), which names what SQLite cannot see: a tail of
+//! committed rows the WAL lost, a revision edited in place, a row added outside rea.
 //!
 //! A damaged file is read with `writable_schema` set on a read-only connection: SQLite then opens
 //! a file shorter than its header says (truncated) instead of refusing it whole, and pages past
