@@ -191,6 +191,12 @@ impl Ledger {
         std::fs::create_dir_all(&dir).expect("create session directory");
         let copy = dir.join(rea::session::DATABASE_FILE);
         std::fs::copy(self.database(), &copy).expect("copy ledger");
+        // The chain's head goes with it, as it does with every session (`store/chain.rs`).
+        std::fs::copy(
+            rea::store::chain_head_path(&self.database()),
+            rea::store::chain_head_path(&copy),
+        )
+        .expect("copy chain head");
         // On disk, as a session's database is after its commits (synchronous = FULL).
         std::fs::File::open(&copy)
             .and_then(|f| f.sync_all())
