@@ -25,7 +25,7 @@ use tokio::sync::broadcast;
 use crate::completion;
 use crate::investigation::{CapturePolicy, Investigation, is_javascript_directory};
 use crate::prompts::{Catalog, PromptDef, RenderContext, render};
-use crate::settings::Settings;
+use crate::settings::{Principal, Settings};
 use crate::tools::Tools;
 
 /// A change clients should hear about.
@@ -63,9 +63,10 @@ pub struct Shared {
     stateless: std::sync::Mutex<std::collections::HashMap<String, Parked>>,
 }
 
-/// A binary session held for stateless requests, and when a request last used it.
+/// A binary session held for stateless requests, whose it is, and when a request last used it.
 struct Parked {
     investigation: Arc<Investigation>,
+    owner: Principal,
     last_used: std::time::Instant,
 }
 
@@ -87,7 +88,10 @@ impl Shared {
             });
         let shared = Arc::new(Shared {
             limits,
-            budget: crate::investigation::SessionBudget::new(limits.max_live),
+            budget: crate::investigation::SessionBudget::new(
+                limits.max_live,
+                limits.max_live_per_principal,
+            ),
             stateless: Default::default(),
             settings: Arc::new(settings),
             catalog: RwLock::new(Catalog::default()),
@@ -156,16 +160,20 @@ impl Shared {
             .with_budget(self.budget.clone())
     }
 
-    /// The investigation holding binary session `id` for stateless requests, marked used now.
-    fn parked(&self, id: &str) -> Option<Arc<Investigation>> {
+    /// The investigation holding binary session `id` for stateless requests of `principal`,
+    /// marked used now. Another principal's session is not there for them: `None`, as for an id
+    /// that names nothing, and its idle clock is not reset.
+    fn parked(&self, id: &str, principal: &Principal) -> Option<Arc<Investigation>> {
         let mut parked = self.stateless.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = parked.get_mut(id)?;
+        let entry = parked.get_mut(id).filter(|p| p.owner == *principal)?;
         entry.last_used = std::time::Instant::now();
         Some(entry.investigation.clone())
     }
 
-    /// Holds `investigation`'s binary session for later stateless requests that name it.
+    /// Holds `investigation`'s binary session for later stateless requests of its principal
+    /// that name it.
     fn park(&self, id: String, investigation: Arc<Investigation>) {
+        let owner = investigation.principal();
         self.stateless
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -173,6 +181,7 @@ impl Shared {
                 id,
                 Parked {
                     investigation,
+                    owner,
                     last_used: std::time::Instant::now(),
                 },
             );
@@ -382,7 +391,7 @@ impl ReaServer {
         let javascript_target = prompt.argument("target_path").is_some()
             && arguments
                 .get("target_path")
-                .is_some_and(|p| is_javascript_directory(Path::new(p)));
+                .is_some_and(|p| is_javascript_directory(&self.shared.settings, Path::new(p)));
         let tools = self.live_tool_names();
         let text = render(
             &prompt,
@@ -453,6 +462,27 @@ fn bounded(
 const SESSION_ARGUMENT: &str = "session";
 /// Its description in every tool's input schema.
 const SESSION_DESCRIPTION: &str = "Binary session id (stateless HTTP)";
+
+impl ReaServer {
+    /// Who makes this request: over HTTP the principal the transport authenticated (it puts
+    /// one on every request it lets through), else the local process.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        let authenticated = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned();
+        match (authenticated, self.http) {
+            (Some(principal), _) => Ok(principal),
+            (None, false) => Ok(Principal::local()),
+            // Not through the authenticating layer: nobody's, so nothing of anyone's.
+            (None, true) => Err(ErrorData::invalid_request(
+                "this request was not authenticated",
+                None,
+            )),
+        }
+    }
+}
 
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -566,6 +596,15 @@ impl ServerHandler for ReaServer {
                 None,
             ));
         }
+        let principal = self.principal(&context)?;
+        // The transport keeps an MCP session to the principal that started it, so a connection
+        // has one principal; should a call come as another, it reaches nothing of the first's.
+        if !self.investigation.act_as(principal.clone()) {
+            return Err(ErrorData::invalid_request(
+                "this connection belongs to another caller",
+                None,
+            ));
+        }
         // Every path below ends in one answer, which then meets the message bound.
         let answer: Result<CallToolResponse, ErrorData> = async {
             let mut request = request;
@@ -615,7 +654,7 @@ impl ServerHandler for ReaServer {
                 }
                 return answer;
             };
-            let Some(investigation) = self.shared.parked(&id) else {
+            let Some(investigation) = self.shared.parked(&id, &principal) else {
                 return Err(ErrorData::invalid_params(
                     format!(
                         "no live binary session {id} on this server (closed, or released after sitting idle): resume_session it"

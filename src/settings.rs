@@ -4,7 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fsroot::{NewFile, Opened, Roots};
+use crate::fsroot::{NewFile, Opened, Protected, Roots};
+
+pub mod http;
+
+pub use http::Principal;
 
 /// The operator's configuration file in `$REA_CONFIG_DIR`: the capture policy (`[capture]`),
 /// deep providers' settings (`[providers.angr]`) and the message bound (`[messages]`).
@@ -141,19 +145,39 @@ impl Settings {
     }
 
     /// Resolves the directory of a file that may not exist yet (an export destination) beneath
-    /// the allowed roots; the file is created in it by descriptor.
+    /// the allowed roots; the file is created in it by descriptor. The state and configuration
+    /// directories and every session's database files are refused ([`Settings::protected`]).
     pub fn check_new_path(&self, path: &Path) -> Result<NewFile, String> {
-        self.allowed_roots.open_new(path).map_err(|e| e.to_string())
+        self.allowed_roots
+            .open_new(path, &self.protected())
+            .map_err(|e| e.to_string())
+    }
+
+    /// What no export may be written into or over: rea's state and configuration directories,
+    /// and the database files of every session in the state directory (by device and inode, so
+    /// a hard link or another name of one is refused too). Taken anew for each export, since
+    /// sessions come and go.
+    pub fn protected(&self) -> Protected {
+        let mut protected = Protected::none().dir(&self.state_dir, "state");
+        if let Some(config) = &self.config_dir {
+            protected = protected.dir(config, "configuration");
+        }
+        crate::session::database_files(&self.state_dir)
+            .iter()
+            .fold(protected, |p, f| p.file(f))
     }
 }
 
 /// How many binary sessions a server keeps live, and how long an HTTP session may sit idle: the
-/// `[sessions]` table of `rea.toml` (`max_live`, `idle_timeout_secs`). Other tables belong to
+/// `[sessions]` table of `rea.toml` (`max_live`, `max_live_per_principal`, `idle_timeout_secs`). Other tables belong to
 /// other modules and are ignored here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionLimits {
     /// Live binary sessions one server process holds at most; one more is refused.
     pub max_live: usize,
+    /// Live binary sessions one principal holds at most (`max_live_per_principal`, by default
+    /// a quarter of `max_live`), so no one principal can take every slot.
+    pub max_live_per_principal: usize,
     /// An HTTP session that hears nothing from its client for this long is ended and its binary
     /// session released (it stays on disk, resumable).
     pub idle_timeout: std::time::Duration,
@@ -177,6 +201,7 @@ impl SessionLimits {
         #[serde(deny_unknown_fields)]
         struct Table {
             max_live: Option<usize>,
+            max_live_per_principal: Option<usize>,
             idle_timeout_secs: Option<u64>,
         }
         let defaults = SessionLimits::default();
@@ -194,19 +219,39 @@ impl SessionLimits {
         let Some(t) = file.sessions else {
             return Ok(defaults);
         };
+        let max_live = t.max_live.unwrap_or(defaults.max_live);
         let limits = SessionLimits {
-            max_live: t.max_live.unwrap_or(defaults.max_live),
+            max_live,
+            max_live_per_principal: t
+                .max_live_per_principal
+                .unwrap_or_else(|| Self::quarter(max_live)),
             idle_timeout: t
                 .idle_timeout_secs
                 .map_or(defaults.idle_timeout, std::time::Duration::from_secs),
         };
-        if limits.max_live == 0 || limits.idle_timeout.is_zero() {
+        if limits.max_live == 0
+            || limits.max_live_per_principal == 0
+            || limits.idle_timeout.is_zero()
+        {
             return Err(format!(
-                "{}: [sessions] max_live and idle_timeout_secs must be at least 1",
+                "{}: [sessions] max_live, max_live_per_principal and idle_timeout_secs must be at least 1",
                 path.display()
             ));
         }
+        if limits.max_live_per_principal > limits.max_live {
+            return Err(format!(
+                "{}: [sessions] max_live_per_principal = {} is above max_live = {}",
+                path.display(),
+                limits.max_live_per_principal,
+                limits.max_live
+            ));
+        }
         Ok(limits)
+    }
+
+    /// The default share of one principal: a quarter of `max_live`, at least one.
+    fn quarter(max_live: usize) -> usize {
+        (max_live / 4).max(1)
     }
 }
 
@@ -214,6 +259,7 @@ impl Default for SessionLimits {
     fn default() -> Self {
         SessionLimits {
             max_live: Self::DEFAULT_MAX_LIVE,
+            max_live_per_principal: Self::quarter(Self::DEFAULT_MAX_LIVE),
             idle_timeout: std::time::Duration::from_secs(Self::DEFAULT_IDLE_TIMEOUT_SECS),
         }
     }

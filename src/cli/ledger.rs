@@ -60,7 +60,8 @@ pub enum EvidenceAction {
         /// Write JSON lines instead of a SQLite copy.
         #[arg(long)]
         jsonl: bool,
-        /// Replace the destination if it exists.
+        /// Replace the destination if it is an earlier rea export (a SQLite copy or JSON lines
+        /// rea wrote); any other file is left as it is and the export refused.
         #[arg(long)]
         overwrite: bool,
     },
@@ -148,7 +149,10 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
         } => {
             let id = super::session_id(settings, session.as_deref())?
                 .context("no session exists under the state directory")?;
-            let target = crate::fsroot::Roots::none().open_new(&dest)?;
+            // The operator's own command is not confined to the roots, but never writes into
+            // rea's state or configuration or over a session's files.
+            let target = crate::fsroot::Roots::none().open_new(&dest, &settings.protected())?;
+            let claim = crate::investigation::claim_export(&target, overwrite)?;
             // A session no live process holds is taken for the export, so the export time is
             // noted in it (`rea sessions prune` keeps sessions never exported); a live server's
             // session is read beside it and left as it is.
@@ -166,7 +170,7 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 // Read through a connection of its own that reads past damage (also a truncated
                 // file, which the read-only store does not open).
                 let db = crate::session::database_path(&settings.state_dir, &id)?;
-                let done = crate::investigation::export_jsonl(&db, &target, overwrite)?;
+                let done = crate::investigation::export_jsonl(&db, &id, &target, claim)?;
                 if !done.skipped.is_empty() {
                     eprintln!(
                         "rea: {} unreadable records were left out:",
@@ -180,7 +184,7 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
             } else {
                 match &owned {
                     Some(s) => {
-                        s.store().export(&target, overwrite)?;
+                        s.store().export(&target, claim)?;
                         // The copy is of the file as it is; say so when a row in it is damaged.
                         let check = s.store().wait_ledger_check();
                         if let crate::store::LedgerStatus::Damaged(_) = check {
@@ -188,7 +192,7 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                         }
                     }
                     None => {
-                        open(Some(&id))?.copy_to(&target, overwrite)?;
+                        open(Some(&id))?.copy_to(&target, claim)?;
                         eprintln!(
                             "rea: session {id} is not held by this command; its export time is not noted"
                         );

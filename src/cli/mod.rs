@@ -247,12 +247,39 @@ fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
 }
 
 fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<ExitCode> {
+    use crate::settings::http::{self, HttpAuth};
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
     if !addr.ip().is_loopback() {
         bail!("--http serves on loopback only (127.0.0.1 or ::1), not {addr}");
     }
+    // Who may call is settled before anything listens: a table that does not do stops the
+    // start, and a generated token is in its file before a client can learn the address.
+    let (auth, notice) = match http::load(settings.config_dir.as_deref())? {
+        HttpAuth::None => (
+            crate::transport::http::Auth::Off,
+            "rea: WARNING: [http] auth = \"none\" in rea.toml: every local program can call this server, read and change every session; use it only for throwaway work".to_owned(),
+        ),
+        HttpAuth::Bearer(tokens) if tokens.is_empty() => {
+            let (token, path) = http::generate_token(&settings.state_dir)?;
+            let principal = crate::settings::Principal::token(http::GENERATED_PRINCIPAL);
+            (
+                crate::transport::http::Auth::bearer(&[(principal, token)]),
+                format!(
+                    "rea: clients send `Authorization: Bearer <token>` with the token in {} (made at this start; [http] tokens in rea.toml names tokens of your own)",
+                    path.display()
+                ),
+            )
+        }
+        HttpAuth::Bearer(tokens) => (
+            crate::transport::http::Auth::bearer(&tokens),
+            format!(
+                "rea: clients send `Authorization: Bearer <token>` with one of the {} tokens of [http] in rea.toml",
+                tokens.len()
+            ),
+        ),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -292,13 +319,20 @@ fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<
             axum::Router::new().nest_service("/mcp", service),
             sessions,
             max_body,
+            auth,
         );
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
         // The bound address, so that port 0 (any free port) tells the client where to connect.
         let bound = listener.local_addr().unwrap_or(addr);
-        eprintln!("rea: serving MCP over streamable HTTP at http://{bound}/mcp");
+        // One write, the address first (supervisors read that line); a reader that is gone
+        // does not stop the server.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("rea: serving MCP over streamable HTTP at http://{bound}/mcp\n{notice}\n")
+                .as_bytes(),
+        );
         axum::serve(listener, router)
             .await
             .context("serving HTTP")?;

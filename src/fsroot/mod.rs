@@ -16,7 +16,12 @@
 //! `/sys`, whose size is not their content, are refused too. Exports ([`NewFile`]) are written to
 //! a temporary file created beside the destination with `O_EXCL | O_NOFOLLOW` and renamed over
 //! the name (with `RENAME_NOREPLACE` unless overwriting), so they never write through a link and
-//! a failed export leaves nothing behind.
+//! a failed export leaves nothing behind. An export is never written into a [`Protected`]
+//! directory (rea's state and configuration, checked by device and inode on the opened directory
+//! and every ancestor reached through `..`) nor over a protected file (a session's database under
+//! any name), and replaces an existing file only when [`NewFile::claim`] recognised it, on its
+//! descriptor, as an earlier export: the replacement is an exchange of names, undone when what was
+//! swapped out is not the file checked.
 //!
 //! This module sits on the bottom floor: it knows nothing of the protocol or of any analysis.
 //!
@@ -147,6 +152,49 @@ pub enum FsError {
     Exists {
         /// The destination.
         path: PathBuf,
+    },
+    /// An export destination's name holds a control character (a newline, a tab, any other
+    /// below 0x20, or 0x7f): such a name misleads every listing that shows it.
+    #[error(
+        "{path:?} holds a control character in its file name (newline, tab, another below 0x20, or 0x7f); choose a name without one"
+    )]
+    ControlCharacter {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// An export destination lies inside a directory rea keeps its own state or configuration
+    /// in, however the path was spelled.
+    #[error(
+        "{path} is inside {within}, rea's own {what} directory; exports are never written there: choose a directory outside it"
+    )]
+    Protected {
+        /// The destination.
+        path: PathBuf,
+        /// The protected directory it lies in.
+        within: PathBuf,
+        /// `state` or `configuration`.
+        what: &'static str,
+    },
+    /// An export destination is a session database file of rea (by device and inode: another
+    /// name or a hard link of it is the same file).
+    #[error(
+        "{path} is the same file as {file}, a session database file of rea; exports never replace it"
+    )]
+    ProtectedFile {
+        /// The destination.
+        path: PathBuf,
+        /// The session file it is.
+        file: PathBuf,
+    },
+    /// `overwrite` named an existing file that is not an earlier rea export.
+    #[error(
+        "{path} exists and is not an earlier rea export ({what}); overwrite replaces only a file rea exported (a SQLite copy or JSON lines with rea's header), so remove it yourself or choose another name"
+    )]
+    NotAnExport {
+        /// The destination.
+        path: PathBuf,
+        /// What it is instead.
+        what: String,
     },
     /// A destination path that ends in no file name (`/`, `..`).
     #[error("{path} names no file")]
@@ -859,11 +907,24 @@ impl Roots {
     }
 
     /// Resolves the directory an export is to be written in (beneath a root), for a file named
-    /// by the last component of `path`. Nothing is created yet.
-    pub fn open_new(&self, path: &Path) -> Result<NewFile, FsError> {
+    /// by the last component of `path`. Nothing is created yet. The name may hold no control
+    /// character; the directory, checked on its descriptor and on every ancestor reached through
+    /// `..` from it, may not be one of `protected`'s directories or lie beneath one (so no
+    /// spelling, link or bind mount of it gets around the check); and `protected`'s files are
+    /// kept with the destination, which is never allowed to be one of them.
+    pub fn open_new(&self, path: &Path, protected: &Protected) -> Result<NewFile, FsError> {
         let (parent, name) = split_last(path).ok_or_else(|| FsError::NoFileName {
             path: path.to_path_buf(),
         })?;
+        if name
+            .as_encoded_bytes()
+            .iter()
+            .any(|&b| b < 0x20 || b == 0x7f)
+        {
+            return Err(FsError::ControlCharacter {
+                path: path.to_path_buf(),
+            });
+        }
         let parent = if parent.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -871,11 +932,100 @@ impl Roots {
         };
         let dir = self.open(parent)?.into_dir()?;
         let full = dir.path().join(name);
+        protected.refuse_within(&dir, &full)?;
         Ok(NewFile {
             dir,
             name: name.to_os_string(),
             path: full,
+            protected: protected.clone(),
         })
+    }
+}
+
+/// What an export may never be written into or over: directories (and everything beneath them)
+/// and files, each known by device and inode, taken when it is added, so that another spelling,
+/// a symbolic link, a bind mount or a hard link names the same thing.
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    dirs: Vec<(FileId, PathBuf, &'static str)>,
+    files: Vec<(FileId, PathBuf)>,
+}
+
+/// The most ancestors an ancestor walk climbs; far above any real depth, it only bounds a
+/// file system that never reaches its root.
+const MAX_ANCESTORS: usize = 4096;
+
+impl Protected {
+    /// Nothing protected.
+    pub fn none() -> Protected {
+        Protected::default()
+    }
+
+    /// Protects the directory at `path` (`what` names it in refusals: `state`, `configuration`),
+    /// when it exists now; one that does not exist holds nothing to protect.
+    pub fn dir(mut self, path: &Path, what: &'static str) -> Protected {
+        if let Ok(m) = std::fs::metadata(path)
+            && m.is_dir()
+        {
+            use std::os::unix::fs::MetadataExt;
+            let id = FileId {
+                dev: m.dev(),
+                ino: m.ino(),
+            };
+            self.dirs.push((id, path.to_path_buf(), what));
+        }
+        self
+    }
+
+    /// Protects the file at `path` when it exists now.
+    pub fn file(mut self, path: &Path) -> Protected {
+        if let Ok(m) = std::fs::metadata(path) {
+            use std::os::unix::fs::MetadataExt;
+            let id = FileId {
+                dev: m.dev(),
+                ino: m.ino(),
+            };
+            self.files.push((id, path.to_path_buf()));
+        }
+        self
+    }
+
+    /// Refuses `dir` (where `dest` is to be created) when it or any ancestor of it, climbed by
+    /// `..` from its descriptor, is a protected directory.
+    fn refuse_within(&self, dir: &Directory, dest: &Path) -> Result<(), FsError> {
+        if self.dirs.is_empty() {
+            return Ok(());
+        }
+        let io = |e| FsError::io(dir.path(), e);
+        let mut current: Option<OwnedFd> = None;
+        let mut id = dir.id();
+        for _ in 0..MAX_ANCESTORS {
+            if let Some((_, within, what)) = self.dirs.iter().find(|(d, _, _)| *d == id) {
+                return Err(FsError::Protected {
+                    path: dest.to_path_buf(),
+                    within: within.clone(),
+                    what,
+                });
+            }
+            let from = current.as_ref().map_or(dir.fd(), |fd| fd.as_raw_fd());
+            let up = sys::openat(from, OsStr::new(".."), sys::PATH_FLAGS | libc::O_DIRECTORY)
+                .map_err(io)?;
+            let up_id = sys::id_of(&sys::fstat(up.as_raw_fd()).map_err(io)?);
+            // The root is its own parent.
+            if up_id == id {
+                return Ok(());
+            }
+            id = up_id;
+            current = Some(up);
+        }
+        Ok(())
+    }
+
+    fn file_named(&self, id: FileId) -> Option<&Path> {
+        self.files
+            .iter()
+            .find(|(f, _)| *f == id)
+            .map(|(_, p)| p.as_path())
     }
 }
 
@@ -891,7 +1041,22 @@ pub struct NewFile {
     dir: Directory,
     name: OsString,
     path: PathBuf,
+    /// What the destination may never be (checked when an existing file is claimed).
+    protected: Protected,
 }
+
+/// What a destination's name holds before an export is renamed over it: decided once, on the
+/// descriptor of what was there, by [`NewFile::claim`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Nothing: the name must still be free when the export is renamed into place.
+    Fresh,
+    /// An earlier export, this file (device and inode): only it may be replaced.
+    Replace(FileId),
+}
+
+/// The bytes of an existing destination read to recognise an earlier export.
+pub const CLAIM_HEAD: usize = 4096;
 
 /// Distinguishes temporary names of one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -905,6 +1070,58 @@ impl NewFile {
     /// Whether something (a file, a link, dangling or not) has the name now.
     pub fn exists(&self) -> bool {
         sys::lstatat(self.dir.fd(), &self.name).is_ok()
+    }
+
+    /// Decides what may be done with the destination's name. A free name is [`Claim::Fresh`]. A
+    /// taken one is refused unless `overwrite`; then it is opened without following a link, and
+    /// may be replaced only when it is a regular file, none of the protected files, and an
+    /// earlier export by its content: `recognise` is given its first [`CLAIM_HEAD`] bytes, read
+    /// through the descriptor opened for this check, and returns what it is instead when it is
+    /// not one. The answer names that very file, so a file put at the name afterwards is not
+    /// replaced ([`TempFile::commit`]).
+    pub fn claim(
+        &self,
+        overwrite: bool,
+        recognise: impl FnOnce(&[u8]) -> Result<(), String>,
+    ) -> Result<Claim, FsError> {
+        let st = match sys::lstatat(self.dir.fd(), &self.name) {
+            Ok(st) => st,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Claim::Fresh),
+            Err(e) => return Err(FsError::io(&self.path, e)),
+        };
+        if let Some(file) = self.protected.file_named(sys::id_of(&st)) {
+            return Err(FsError::ProtectedFile {
+                path: self.path.clone(),
+                file: file.to_path_buf(),
+            });
+        }
+        if !overwrite {
+            return Err(FsError::Exists {
+                path: self.path.clone(),
+            });
+        }
+        let not_export = |what: String| FsError::NotAnExport {
+            path: self.path.clone(),
+            what,
+        };
+        let file = match self.dir.open_file_nofollow(&self.name) {
+            Ok(f) => f,
+            Err(FsError::Link { .. }) => return Err(not_export("a symbolic link".into())),
+            Err(FsError::NotRegular { kind, .. }) => return Err(not_export(kind.into())),
+            Err(FsError::IsADirectory { .. }) => return Err(not_export("a directory".into())),
+            Err(e) => return Err(e),
+        };
+        if let Some(protected) = self.protected.file_named(file.id()) {
+            return Err(FsError::ProtectedFile {
+                path: self.path.clone(),
+                file: protected.to_path_buf(),
+            });
+        }
+        let head = file
+            .read_head(0, CLAIM_HEAD)
+            .map_err(|e| FsError::io(&self.path, e))?;
+        recognise(&head).map_err(not_export)?;
+        Ok(Claim::Replace(file.id()))
     }
 
     /// A new temporary file beside the destination, created with `O_EXCL | O_NOFOLLOW`. It is
@@ -933,44 +1150,6 @@ impl NewFile {
         }
     }
 
-    /// Moves the finished file at `from` (a private path of the caller's, such as a file in the
-    /// session directory) to the destination: renamed when both are on one file system, else
-    /// copied through a temporary file beside the destination. `from` is gone afterwards.
-    /// Returns the size of the file placed.
-    pub fn adopt(&self, from: &Path, replace: bool) -> Result<u64, FsError> {
-        let source = RegularFile::open(from)?;
-        let size = source.len();
-        let result = match sys::rename(
-            libc::AT_FDCWD,
-            from.as_os_str(),
-            self.dir.fd(),
-            &self.name,
-            replace,
-        ) {
-            Ok(()) => Ok(size),
-            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
-                let mut temp = self.temp()?;
-                let mut offset = 0u64;
-                let mut buffer = vec![0u8; DIGEST_CHUNK];
-                while offset < size {
-                    let n = source
-                        .read_at(&mut buffer, offset)
-                        .map_err(|e| FsError::io(from, e))?;
-                    if n == 0 {
-                        break;
-                    }
-                    io::Write::write_all(&mut temp.file, &buffer[..n])
-                        .map_err(|e| FsError::io(&self.path, e))?;
-                    offset += n as u64;
-                }
-                temp.commit(replace)
-            }
-            Err(e) => Err(self.rename_error(e)),
-        };
-        let _ = std::fs::remove_file(from);
-        result
-    }
-
     fn rename_error(&self, e: io::Error) -> FsError {
         if e.kind() == io::ErrorKind::AlreadyExists {
             FsError::Exists {
@@ -997,9 +1176,12 @@ impl TempFile<'_> {
         &mut self.file
     }
 
-    /// Flushes it to disk and renames it over the destination's name (failing when the name
-    /// is taken, unless `replace`). Returns its size.
-    pub fn commit(mut self, replace: bool) -> Result<u64, FsError> {
+    /// Flushes it to disk and puts it at the destination's name as `claim` allows: a
+    /// [`Claim::Fresh`] name must still be free; a [`Claim::Replace`] name must still hold the
+    /// file that was checked. The replacement is an atomic exchange of the two names, after which
+    /// what was swapped out is compared with the checked file: anything else is swapped back and
+    /// kept, and the export is refused. Returns its size.
+    pub fn commit(mut self, claim: Claim) -> Result<u64, FsError> {
         let path = self.dest.path.clone();
         self.file.sync_all().map_err(|e| FsError::io(&path, e))?;
         let size = self
@@ -1007,14 +1189,43 @@ impl TempFile<'_> {
             .metadata()
             .map_err(|e| FsError::io(&path, e))?
             .len();
-        sys::rename(
-            self.dest.dir.fd(),
-            &self.name,
-            self.dest.dir.fd(),
-            &self.dest.name,
-            replace,
-        )
-        .map_err(|e| self.dest.rename_error(e))?;
+        let dir = self.dest.dir.fd();
+        let changed = || FsError::Changed {
+            path: path.clone(),
+            what: "another file took the name after it was checked; it was left as it is".into(),
+        };
+        match claim {
+            Claim::Fresh => sys::rename(dir, &self.name, dir, &self.dest.name, false)
+                .map_err(|e| self.dest.rename_error(e))?,
+            Claim::Replace(checked) => match sys::exchange(dir, &self.name, dir, &self.dest.name) {
+                Ok(()) => {
+                    // The temporary name now holds what was at the destination.
+                    let out = sys::lstatat(dir, &self.name).map(|st| sys::id_of(&st));
+                    if out.as_ref().ok() != Some(&checked) {
+                        sys::exchange(dir, &self.name, dir, &self.dest.name)
+                            .map_err(|e| FsError::io(&path, e))?;
+                        return Err(changed());
+                    }
+                    sys::unlink(dir, &self.name).map_err(|e| FsError::io(&path, e))?;
+                }
+                // Nothing at the name any more: it is put there as a new file.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    sys::rename(dir, &self.name, dir, &self.dest.name, false)
+                        .map_err(|e| self.dest.rename_error(e))?
+                }
+                // A file system without the exchange: the name is looked at once more just
+                // before the rename, the narrowest check left.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+                    let now = sys::lstatat(dir, &self.dest.name).map(|st| sys::id_of(&st));
+                    if now.as_ref().ok() != Some(&checked) {
+                        return Err(changed());
+                    }
+                    sys::rename(dir, &self.name, dir, &self.dest.name, true)
+                        .map_err(|e| self.dest.rename_error(e))?
+                }
+                Err(e) => return Err(FsError::io(&path, e)),
+            },
+        }
         self.done = true;
         Ok(size)
     }

@@ -459,6 +459,28 @@ pub(crate) fn rename(
     }
 }
 
+/// `renameat2(a_dir, a, b_dir, b, RENAME_EXCHANGE)`: swaps two names atomically, both of which
+/// must exist. `EINVAL` where the file system cannot.
+pub(crate) fn exchange(a_dir: RawFd, a: &OsStr, b_dir: RawFd, b: &OsStr) -> io::Result<()> {
+    let (a, b) = (cstring(a)?, cstring(b)?);
+    // SAFETY: both names are NUL-terminated.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            a_dir,
+            a.as_ptr(),
+            b_dir,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// `unlinkat(dir, name, 0)`.
 pub(crate) fn unlink(dir: RawFd, name: &OsStr) -> io::Result<()> {
     let c = cstring(name)?;

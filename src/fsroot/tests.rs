@@ -242,7 +242,8 @@ fn digests_read_exactly_the_size_opened_and_stop_at_the_deadline() {
 }
 
 /// Item 4 of issue 16: an export never writes through a link at its name, and a failed export
-/// leaves no file behind (item 11).
+/// leaves no file behind (item 11). Since issue 25 a link is not replaced either: it is not an
+/// earlier export.
 #[test]
 fn exports_replace_names_and_never_write_through_links_regression_16() {
     let t = scratch();
@@ -255,21 +256,27 @@ fn exports_replace_names_and_never_write_through_links_regression_16() {
     let roots = Roots::new([&r]);
 
     for name in ["link.jsonl", "dangling.db"] {
-        let dest = roots.open_new(&r.join(name)).unwrap();
+        let dest = roots.open_new(&r.join(name), &Protected::none()).unwrap();
         assert!(dest.exists());
-        let mut temp = dest.temp().unwrap();
-        io::Write::write_all(temp.file(), b"new").unwrap();
-        let e = temp.commit(false).unwrap_err();
+        let e = dest.claim(false, |_| Ok(())).unwrap_err();
         assert!(matches!(e, FsError::Exists { .. }), "{e}");
+        let e = dest.claim(true, |_| Ok(())).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} exists and is not an earlier rea export (a symbolic link); overwrite replaces only a file rea exported (a SQLite copy or JSON lines with rea's header), so remove it yourself or choose another name",
+                dest.path().display()
+            )
+        );
         let mut temp = dest.temp().unwrap();
         io::Write::write_all(temp.file(), b"new").unwrap();
-        assert_eq!(temp.commit(true).unwrap(), 3);
-        assert_eq!(std::fs::read(r.join(name)).unwrap(), b"new");
-        assert!(!r.join(name).is_symlink());
+        let e = temp.commit(Claim::Fresh).unwrap_err();
+        assert!(matches!(e, FsError::Exists { .. }), "{e}");
+        assert!(r.join(name).is_symlink());
     }
     assert_eq!(std::fs::read(&outside).unwrap(), b"keep me");
     assert!(!t.path().join("created-outside").exists());
-    // Nothing but the two exports is left in the directory: no temporary files.
+    // Nothing but the two links is left in the directory: no temporary files.
     let mut names: Vec<_> = std::fs::read_dir(&r)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -277,14 +284,129 @@ fn exports_replace_names_and_never_write_through_links_regression_16() {
     names.sort();
     assert_eq!(names, ["dangling.db", "link.jsonl"]);
     // A dropped temporary file is removed.
-    let dest = roots.open_new(&r.join("x")).unwrap();
+    let dest = roots.open_new(&r.join("x"), &Protected::none()).unwrap();
     drop(dest.temp().unwrap());
     assert_eq!(std::fs::read_dir(&r).unwrap().count(), 2);
     // The parent must be inside a root.
     assert!(matches!(
-        roots.open_new(Path::new("/tmp/elsewhere.db")),
+        roots.open_new(Path::new("/tmp/elsewhere.db"), &Protected::none()),
         Err(FsError::OutsideRoots { .. })
     ));
+}
+
+/// Writes `bytes` through a new export at `dest` as `claim` allows.
+fn put(dest: &NewFile, claim: Claim, bytes: &[u8]) -> Result<u64, FsError> {
+    let mut temp = dest.temp()?;
+    io::Write::write_all(temp.file(), bytes).unwrap();
+    temp.commit(claim)
+}
+
+/// Item 1 of issue 25: a destination inside a protected directory is refused however it is
+/// spelled (through a link to it, through `..`, in a directory beneath it, at a bind-like second
+/// name), and one that is a protected file is refused by device and inode (a hard link of it).
+#[test]
+fn a_protected_directory_or_file_is_refused_by_descriptor_regression_25() {
+    let t = scratch();
+    let state = t.path().join("state");
+    std::fs::create_dir_all(state.join("sessions/ses_1")).unwrap();
+    let db = state.join("sessions/ses_1/session.db");
+    std::fs::write(&db, "ledger").unwrap();
+    let out = t.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    symlink(&state, out.join("via-link")).unwrap();
+    std::fs::hard_link(&db, out.join("hard.db")).unwrap();
+    let protected = Protected::none().dir(&state, "state").file(&db);
+    let roots = Roots::none();
+    for spelled in [
+        state.join("x.db"),
+        state.join("sessions/ses_1/session.db"),
+        out.join("via-link/sessions/ses_1/x.db"),
+        out.join("../state/sessions/x.db"),
+    ] {
+        let e = roots.open_new(&spelled, &protected).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} is inside {}, rea's own state directory; exports are never written there: choose a directory outside it",
+                match &e {
+                    FsError::Protected { path, .. } => path.display().to_string(),
+                    other => panic!("{other}"),
+                },
+                state.display()
+            )
+        );
+    }
+    let dest = roots.open_new(&out.join("hard.db"), &protected).unwrap();
+    for overwrite in [false, true] {
+        let e = dest.claim(overwrite, |_| Ok(())).unwrap_err();
+        assert!(
+            matches!(&e, FsError::ProtectedFile { file, .. } if file == &db),
+            "{e}"
+        );
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), b"ledger");
+    // Outside, the same names are fine.
+    let dest = roots.open_new(&out.join("x.db"), &protected).unwrap();
+    assert_eq!(
+        put(&dest, dest.claim(false, |_| Ok(())).unwrap(), b"ok").unwrap(),
+        2
+    );
+}
+
+/// Item 1 of issue 25: an export's name may hold no control character.
+#[test]
+fn a_name_with_a_control_character_is_refused_regression_25() {
+    let t = scratch();
+    for name in ["a\nb", "tab\there", "bell\u{7}", "del\u{7f}"] {
+        let e = Roots::none()
+            .open_new(&t.path().join(name), &Protected::none())
+            .unwrap_err();
+        assert!(matches!(e, FsError::ControlCharacter { .. }), "{e}");
+        assert!(e.to_string().contains("holds a control character"), "{e}");
+    }
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+    assert!(
+        Roots::none()
+            .open_new(&t.path().join("plain é.db"), &Protected::none())
+            .is_ok()
+    );
+}
+
+/// Item 1 of issue 25: overwrite replaces only the file checked: one recognised by content is
+/// replaced, another is refused with the recogniser's reason, and one put at the name after the
+/// check is swapped back and kept.
+#[test]
+fn overwrite_replaces_only_the_checked_earlier_export_regression_25() {
+    let t = scratch();
+    let name = t.path().join("ledger.out");
+    let recognise = |head: &[u8]| {
+        head.starts_with(b"EXPORT")
+            .then_some(())
+            .ok_or_else(|| "no header".to_string())
+    };
+    let dest = Roots::none().open_new(&name, &Protected::none()).unwrap();
+    std::fs::write(&name, "EXPORT old").unwrap();
+    let claim = dest.claim(true, recognise).unwrap();
+    assert_eq!(put(&dest, claim, b"EXPORT new").unwrap(), 10);
+    assert_eq!(std::fs::read(&name).unwrap(), b"EXPORT new");
+
+    std::fs::write(&name, "a user's notes").unwrap();
+    let e = dest.claim(true, recognise).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("is not an earlier rea export (no header)"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&name).unwrap(), b"a user's notes");
+
+    std::fs::write(&name, "EXPORT old").unwrap();
+    let claim = dest.claim(true, recognise).unwrap();
+    std::fs::write(t.path().join("other"), "someone else's").unwrap();
+    std::fs::rename(t.path().join("other"), &name).unwrap();
+    let e = put(&dest, claim, b"EXPORT new").unwrap_err();
+    assert!(matches!(e, FsError::Changed { .. }), "{e}");
+    assert_eq!(std::fs::read(&name).unwrap(), b"someone else's");
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1);
 }
 
 /// The check-then-open race of issue 16 at this level: a directory on the path is swapped for a

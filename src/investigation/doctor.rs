@@ -54,7 +54,7 @@ pub struct DoctorResult {
     #[serde(flatten)]
     pub report: DoctorReport,
     /// The Evidence the report is recorded as; absent when no session is open (doctor starts
-    /// none).
+    /// none) and when the path policy refused `target` (a refused path is not kept in the ledger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<EvidenceInline>,
 }
@@ -130,14 +130,16 @@ fn writable(dir: &Path) -> bool {
 }
 
 impl Investigation {
-    /// The report and its recording. Blocking: admission reads the target.
+    /// The report, its recording, and whether the path policy refused the target (then nothing
+    /// is kept). Blocking: admission reads the target.
     fn doctor_recording(
         &self,
         args: DoctorArgs,
         prompts: usize,
-    ) -> Result<(DoctorReport, Recording)> {
+    ) -> Result<(DoctorReport, Recording, bool)> {
         let settings = &self.settings;
         let mut args = args;
+        let mut refused = false;
         let (check, target) = match args.target.as_deref() {
             Some(t) => match settings.check_path(Path::new(t)) {
                 Ok(opened) => {
@@ -146,18 +148,21 @@ impl Investigation {
                     let (check, target) = check_target(&opened);
                     (Some(check), target)
                 }
-                Err(refusal) => (
-                    Some(TargetCheck {
-                        path: t.to_owned(),
-                        admitted: false,
-                        format: None,
-                        architecture: None,
-                        documents: vec![],
-                        refusal: Some(refusal),
-                        available_action: None,
-                    }),
-                    None,
-                ),
+                Err(refusal) => {
+                    refused = true;
+                    (
+                        Some(TargetCheck {
+                            path: t.to_owned(),
+                            admitted: false,
+                            format: None,
+                            architecture: None,
+                            documents: vec![],
+                            refusal: Some(refusal),
+                            available_action: None,
+                        }),
+                        None,
+                    )
+                }
             },
             None => (None, None),
         };
@@ -191,18 +196,20 @@ impl Investigation {
         let mut q = Qualifiers::observed();
         q.authority = Authority::HostEnvironment;
         let record = observe::record("doctor", target.as_ref().map(subject_of), &args, &report, q)?;
-        Ok((report, Recording::of(record)))
+        Ok((report, Recording::of(record), refused))
     }
 
-    /// `doctor`: the check, recorded when a session is open. `prompts` is the number of guided
-    /// prompts the caller offers.
+    /// `doctor`: the check, recorded when a session is open, unless the path policy refused the
+    /// target: a path outside the roots is not kept in the ledger. `prompts` is the number of
+    /// guided prompts the caller offers.
     pub async fn doctor(&self, args: DoctorArgs, prompts: usize) -> Result<DoctorResult> {
-        let (report, recording) = {
+        let (report, recording, refused) = {
             // Admission runs on a worker thread, which needs the settings and policy only.
             let this = Investigation::new(self.settings.clone(), self.policy.clone());
             blocking(move || this.doctor_recording(args, prompts)).await?
         };
-        let Some(s) = self.snapshot() else {
+        let snapshot = if refused { None } else { self.snapshot() };
+        let Some(s) = snapshot else {
             return Ok(DoctorResult {
                 report,
                 evidence: None,
@@ -222,5 +229,6 @@ impl Investigation {
         prompts: usize,
     ) -> Result<(DoctorReport, Recording)> {
         self.doctor_recording(args, prompts)
+            .map(|(report, recording, _)| (report, recording))
     }
 }

@@ -258,13 +258,14 @@ pub fn route(path: &Path) -> Route {
 }
 
 /// Whether `path` is a JavaScript/Electron application directory (and not a `.app` bundle): the
-/// guided prompts start such a target at `analyze_javascript_application`.
-pub fn is_javascript_directory(path: &Path) -> bool {
-    path.is_dir()
-        && !path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("app"))
-        && javascript::looks_like_javascript_app(path)
+/// guided prompts start such a target at `analyze_javascript_application`. It is looked at only
+/// through the path policy of `settings`: a path outside the allowed roots is not looked at at
+/// all, so a prompt rendered for it says nothing of what exists there.
+pub fn is_javascript_directory(settings: &crate::settings::Settings, path: &Path) -> bool {
+    !path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("app"))
+        && matches!(settings.check_path(path), Ok(Opened::Dir(d)) if javascript::looks_like_javascript_dir(&d))
 }
 
 /// The canonical form of what makes the graph: relative paths only, so a directory and the asar

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::args::{Page, PageRequest};
 use super::{Investigation, InvestigationError, Result, blocking};
 use crate::evidence::{EvidenceRecord, StoredEvidence};
-use crate::fsroot::NewFile;
+use crate::fsroot::{Claim, NewFile};
 use crate::ids::EvidenceId;
 use crate::store::{BadRow, EvidenceFilter, EvidenceSummary, StoreError, each_readable_evidence};
 
@@ -72,7 +72,8 @@ pub enum ExportFormat {
     /// A consistent copy of the whole session database (VACUUM INTO).
     #[default]
     Sqlite,
-    /// One JSON object per line: id, seq, created_at, record.
+    /// A header line (`rea_export`, `format_version`, `session_id`), then one JSON object per
+    /// record: id, seq, created_at, record.
     Jsonl,
 }
 
@@ -80,12 +81,13 @@ pub enum ExportFormat {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExportArgs {
-    /// Destination file. Its directory must exist.
+    /// Destination file, outside rea's state and config directories. Its directory must exist.
     pub path: String,
     /// sqlite (default) or jsonl.
     #[serde(default)]
     pub format: ExportFormat,
-    /// Replace the destination if it exists (default false: an existing file is an error).
+    /// Replace the destination if it is an earlier rea export (default false: an existing file
+    /// is an error; a file rea did not export is never replaced).
     #[serde(default)]
     pub overwrite: bool,
 }
@@ -138,27 +140,77 @@ impl JsonlExport {
     }
 }
 
-/// Writes every readable record of the session database `db` as JSON lines to `dest`, in
-/// recording order, reading it through a connection of its own that reads past damage; never
-/// replaces an existing file unless `overwrite` is set. A row that cannot be read, does not parse
-/// or does not hash to its id is left out and named in the answer, and the export goes on: a
-/// damaged ledger keeps what is readable. Blocking.
-pub fn export_jsonl(db: &Path, dest: &NewFile, overwrite: bool) -> Result<JsonlExport> {
+/// What the first line of a JSON-lines export says: that the file is one, in which version of the
+/// format, of which session. Every later line is one record.
+#[derive(Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonlHeader {
+    /// Always [`JSONL_KIND`].
+    pub rea_export: String,
+    /// [`JSONL_FORMAT_VERSION`] for files this build writes.
+    pub format_version: u32,
+    /// The session the records are of.
+    pub session_id: String,
+}
+
+/// `rea_export` of a JSON-lines export's header line.
+pub const JSONL_KIND: &str = "evidence";
+
+/// The version of the JSON-lines format: 1 is a header line, then one record per line.
+pub const JSONL_FORMAT_VERSION: u32 = 1;
+
+/// Whether `head`, the first bytes of a file, begins with the header line of a JSON-lines export.
+fn is_jsonl_export(head: &[u8]) -> bool {
+    let Some(end) = head.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
+    serde_json::from_slice::<JsonlHeader>(&head[..end]).is_ok_and(|h| h.rea_export == JSONL_KIND)
+}
+
+/// Decides what an export may do with `dest`'s name: a free name is taken; a taken one only when
+/// `overwrite` is set and it holds an earlier rea export (a SQLite copy with rea's
+/// `application_id` or JSON lines with rea's header line, whichever format is being written),
+/// recognised on the descriptor opened for the check. Never a session's own files.
+pub fn claim_export(dest: &NewFile, overwrite: bool) -> Result<Claim> {
+    Ok(dest.claim(overwrite, |head| {
+        if crate::store::is_session_database_header(head) || is_jsonl_export(head) {
+            Ok(())
+        } else if head.is_empty() {
+            Err("an empty file".into())
+        } else {
+            Err("neither a SQLite file with rea's application_id nor JSON lines that begin with rea's header line".into())
+        }
+    })?)
+}
+
+/// Writes every readable record of the session database `db` (of session `session_id`) as JSON
+/// lines to `dest`, after a header line ([`JsonlHeader`]), in recording order, reading it through
+/// a connection of its own that reads past damage; the name is taken as `claim` allows
+/// ([`claim_export`]). A row that cannot be read, does not parse or does not hash to its id is
+/// left out and named in the answer, and the export goes on: a damaged ledger keeps what is
+/// readable. Blocking.
+pub fn export_jsonl(
+    db: &Path,
+    session_id: &str,
+    dest: &NewFile,
+    claim: Claim,
+) -> Result<JsonlExport> {
     use std::io::Write;
     let io = |source| StoreError::Io {
         path: dest.path().to_owned(),
         source,
     };
-    if !overwrite && dest.exists() {
-        return Err(StoreError::ExportExists {
-            path: dest.path().to_owned(),
-        }
-        .into());
-    }
     // Written beside the destination and renamed over it: never through a link, and a failed
     // export leaves nothing behind.
     let mut temp = dest.temp()?;
     let mut out = std::io::BufWriter::new(temp.file());
+    let header = JsonlHeader {
+        rea_export: JSONL_KIND.into(),
+        format_version: JSONL_FORMAT_VERSION,
+        session_id: session_id.into(),
+    };
+    serde_json::to_writer(&mut out, &header).map_err(|e| io(e.into()))?;
+    out.write_all(b"\n").map_err(io)?;
     let mut n = 0;
     let skipped = each_readable_evidence(db, |e: StoredEvidence| {
         serde_json::to_writer(&mut out, &e).map_err(|source| StoreError::CorruptRecord {
@@ -171,7 +223,7 @@ pub fn export_jsonl(db: &Path, dest: &NewFile, overwrite: bool) -> Result<JsonlE
     })?;
     out.flush().map_err(io)?;
     drop(out);
-    temp.commit(overwrite)?;
+    temp.commit(claim)?;
     Ok(JsonlExport {
         records: n,
         skipped,
@@ -226,16 +278,20 @@ impl Investigation {
             .map_err(InvestigationError::Path)?;
         let s = self.open_session()?;
         let store = s.store().clone();
+        let session_id = s.session.session.id().to_owned();
         let (format, overwrite, path) = (args.format, args.overwrite, dest.clone());
-        let done = blocking(move || match format {
-            ExportFormat::Sqlite => {
-                store.export(&path, overwrite)?;
-                Ok(JsonlExport {
-                    records: store.list_evidence(&EvidenceFilter::default())?.1,
-                    skipped: vec![],
-                })
+        let done = blocking(move || {
+            let claim = claim_export(&path, overwrite)?;
+            match format {
+                ExportFormat::Sqlite => {
+                    store.export(&path, claim)?;
+                    Ok(JsonlExport {
+                        records: store.list_evidence(&EvidenceFilter::default())?.1,
+                        skipped: vec![],
+                    })
+                }
+                ExportFormat::Jsonl => export_jsonl(store.path(), &session_id, &path, claim),
             }
-            ExportFormat::Jsonl => export_jsonl(store.path(), &path, overwrite),
         })
         .await?;
         let bytes = std::fs::symlink_metadata(dest.path())

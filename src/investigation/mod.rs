@@ -59,8 +59,8 @@ pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchByte
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{
-    EvidencePage, EvidenceRead, ExportArgs, ExportFormat, Exported, GetArgs, JsonlExport, ListArgs,
-    export_jsonl,
+    EvidencePage, EvidenceRead, ExportArgs, ExportFormat, Exported, GetArgs, JSONL_FORMAT_VERSION,
+    JSONL_KIND, JsonlExport, JsonlHeader, ListArgs, claim_export, export_jsonl,
 };
 pub use native::{
     About, AssemblyArgs, AssemblyResult, DeepAssembly, Documents, ListDocumentsArgs,
@@ -259,6 +259,10 @@ pub struct Investigation {
     /// Set for a stateless HTTP request: with no session, an operation that needs one says the
     /// request must name it.
     stateless: std::sync::atomic::AtomicBool,
+    /// Who calls: set once by the edge at the first call (over HTTP, the principal of the
+    /// request's bearer token); unset, the local principal. The session it opens is theirs, and
+    /// it resumes and lists only theirs.
+    principal: std::sync::OnceLock<crate::settings::Principal>,
 }
 
 impl Investigation {
@@ -270,7 +274,22 @@ impl Investigation {
             session: session::SessionSlot::default(),
             budget: Arc::default(),
             stateless: Default::default(),
+            principal: Default::default(),
         }
+    }
+
+    /// Binds this investigation to `principal`, unless it is bound already; whether it is
+    /// `principal`'s. The edge refuses a call when it is not.
+    pub fn act_as(&self, principal: crate::settings::Principal) -> bool {
+        *self.principal.get_or_init(|| principal.clone()) == principal
+    }
+
+    /// The principal this investigation works for.
+    pub fn principal(&self) -> crate::settings::Principal {
+        self.principal
+            .get()
+            .cloned()
+            .unwrap_or_else(crate::settings::Principal::local)
     }
 
     /// The largest result an operation may return, in bytes of JSON (see

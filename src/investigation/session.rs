@@ -109,7 +109,7 @@ pub struct Closed {
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResumeArgs {
-    /// The session to resume; omit to resume the only session no live process holds.
+    /// The session to resume; omit to resume the only one of yours no live process holds.
     #[serde(default)]
     pub session_id: Option<String>,
 }
@@ -356,9 +356,10 @@ impl Investigation {
         if let Some(s) = t.current() {
             return Ok(s);
         }
-        let permit = self.budget.take()?;
+        let principal = self.principal();
+        let permit = self.budget.take(&principal)?;
         let state_dir = self.settings.state_dir.clone();
-        let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
+        let session = blocking(move || Ok(Session::create_for(&state_dir, &principal)?)).await?;
         let snapshot = started(session, permit, None);
         t.replace(Some(snapshot.clone()));
         Ok(snapshot)
@@ -443,9 +444,11 @@ impl Investigation {
                 s
             }
             None => {
-                let permit = self.budget.take()?;
+                let principal = self.principal();
+                let permit = self.budget.take(&principal)?;
                 let state_dir = self.settings.state_dir.clone();
-                let session = blocking(move || Ok(Session::create(&state_dir)?)).await?;
+                let session =
+                    blocking(move || Ok(Session::create_for(&state_dir, &principal)?)).await?;
                 let s = started(session, permit, None);
                 t.replace(Some(s.clone()));
                 s
@@ -532,12 +535,14 @@ impl Investigation {
             )));
         }
         let state_dir = self.settings.state_dir.clone();
+        let principal = self.principal();
         let id = match args.session_id {
             Some(id) => id,
             None => {
+                // Only the caller's own: another principal's sessions are not there for them.
                 let free: Vec<SessionInfo> = session::list(&state_dir)?
                     .into_iter()
-                    .filter(|s| !s.live)
+                    .filter(|s| !s.live && s.owner == principal.as_str())
                     .collect();
                 match free.as_slice() {
                     [one] => one.id.clone(),
@@ -556,11 +561,11 @@ impl Investigation {
                 }
             }
         };
-        let permit = self.budget.take()?;
+        let permit = self.budget.take(&principal)?;
         let (dir, resumed_id) = (state_dir.clone(), id.clone());
         let settings = self.settings.clone();
         let snapshot = blocking(move || {
-            let session = Session::resume(&dir, &resumed_id)?;
+            let session = Session::resume_as(&dir, &resumed_id, &principal)?;
             // The active target is admitted again through the allowed roots, as an open would
             // be: a session resumed under other roots does not reach outside them.
             let active = session.store().active_target()?.and_then(|row| {

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::settings::Principal;
 use crate::store::{EvidenceFilter, ReadOnlyStore, Store, StoreError, now_rfc3339};
 
 /// Name of the database file inside a session directory.
@@ -111,22 +112,34 @@ fn valid_id(id: &str) -> bool {
     })
 }
 
-fn new_id() -> String {
-    let nanos = std::time::SystemTime::now()
+/// A new session id: `ses_`, the creation time in milliseconds (hex, so ids sort by age), and
+/// 128 random bits from the operating system (hex). The id names the session to its owner and
+/// is no credential (the principal is), but it must not be guessable either.
+fn new_id() -> Result<String, SessionError> {
+    let millis = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
+        .map(|d| d.as_millis())
         .unwrap_or(0);
-    let mut random = [0u8; 6];
-    if let Ok(mut f) = File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = f.read_exact(&mut random);
-    }
-    let seed = format!("{nanos}:{}:{}", std::process::id(), hex::encode(random));
-    format!(
-        "ses_{:x}_{}",
-        nanos / 1_000_000,
-        &crate::ids::sha256_hex(seed.as_bytes())[..8]
-    )
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).map_err(|e| SessionError::Io {
+        path: PathBuf::from("(the operating system's random source)"),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    Ok(format!("ses_{millis:x}_{}", hex::encode(random)))
+}
+
+/// The meta key of a session's owner: the [`Principal`] that opened it. A session made before
+/// owners were kept has none and belongs to the local principal.
+const OWNER_META: &str = "owner";
+
+/// The owner of the session whose database is `path`, read without writing or locking (the
+/// session may be live). A database that cannot be read names the local principal: only the
+/// operator's own tools can do anything with it then.
+fn owner_of(path: &Path) -> Principal {
+    ReadOnlyStore::open(path)
+        .ok()
+        .and_then(|store| store.meta(OWNER_META).ok().flatten())
+        .map_or_else(Principal::local, |o| Principal::stored(&o))
 }
 
 /// A binary session owned by this process.
@@ -159,6 +172,8 @@ pub struct SessionInfo {
     pub active_target: Option<String>,
     /// Size of the database and its WAL in bytes.
     pub bytes: u64,
+    /// The principal the session belongs to (`local` for stdio, `http:NAME` for an HTTP token).
+    pub owner: String,
 }
 
 fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
@@ -177,9 +192,14 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
 }
 
 impl Session {
-    /// Creates a new session under `state_dir`.
+    /// Creates a new session under `state_dir`, belonging to the local principal.
     pub fn create(state_dir: &Path) -> Result<Session, SessionError> {
-        let id = new_id();
+        Session::create_for(state_dir, &Principal::local())
+    }
+
+    /// Creates a new session under `state_dir`, belonging to `owner`.
+    pub fn create_for(state_dir: &Path, owner: &Principal) -> Result<Session, SessionError> {
+        let id = new_id()?;
         let root = sessions_dir(state_dir);
         sweep_closed(&root);
         let dir = root.join(&id);
@@ -189,6 +209,7 @@ impl Session {
             let store = Store::open(&dir.join(DATABASE_FILE))?;
             let meta = (|| {
                 store.set_meta_blocking("session_id", &id)?;
+                store.set_meta_blocking(OWNER_META, owner.as_str())?;
                 store.set_meta_blocking("created_at", &now_rfc3339())?;
                 store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))
             })();
@@ -216,21 +237,43 @@ impl Session {
 
     /// Resumes a session that no live process holds. Refuses a damaged database
     /// ([`SessionError::Damaged`]) before writing anything to it.
+    /// Whoever owns it: this is the operator's (`rea evidence export --session`).
     pub fn resume(state_dir: &Path, id: &str) -> Result<Session, SessionError> {
-        Session::take(state_dir, id, true)
+        Session::take(state_dir, id, true, None)
     }
 
-    /// Takes a session no live process holds; with `checked`, only when its database is sound.
-    fn take(state_dir: &Path, id: &str, checked: bool) -> Result<Session, SessionError> {
+    /// Resumes a session of `principal`'s, as [`Session::resume`] does. Another principal's
+    /// session is [`SessionError::NotFound`], the very error of an id that names nothing, found
+    /// before its lock is tried, so not even whether it is live shows.
+    pub fn resume_as(
+        state_dir: &Path,
+        id: &str,
+        principal: &Principal,
+    ) -> Result<Session, SessionError> {
+        Session::take(state_dir, id, true, Some(principal))
+    }
+
+    /// Takes a session no live process holds; with `checked`, only when its database is sound;
+    /// with `principal`, only when it is that principal's.
+    fn take(
+        state_dir: &Path,
+        id: &str,
+        checked: bool,
+        principal: Option<&Principal>,
+    ) -> Result<Session, SessionError> {
         if !valid_id(id) {
             return Err(SessionError::BadId { id: id.to_owned() });
         }
         let dir = sessions_dir(state_dir).join(id);
+        let not_found = || SessionError::NotFound {
+            id: id.to_owned(),
+            state_dir: state_dir.to_owned(),
+        };
         if !dir.join(DATABASE_FILE).is_file() {
-            return Err(SessionError::NotFound {
-                id: id.to_owned(),
-                state_dir: state_dir.to_owned(),
-            });
+            return Err(not_found());
+        }
+        if principal.is_some_and(|p| *p != owner_of(&dir.join(DATABASE_FILE))) {
+            return Err(not_found());
         }
         let lock = lock(&dir, id)?;
         let path = dir.join(DATABASE_FILE);
@@ -455,8 +498,12 @@ fn describe(dir: &Path, id: &str) -> SessionInfo {
         evidence: None,
         active_target: None,
         bytes,
+        owner: Principal::LOCAL.to_owned(),
     };
     if let Ok(store) = ReadOnlyStore::open(&dir.join(DATABASE_FILE)) {
+        if let Some(owner) = store.meta(OWNER_META).ok().flatten() {
+            info.owner = owner;
+        }
         info.created_at = store.meta("created_at").ok().flatten();
         info.exported_at = store.meta("exported_at").ok().flatten();
         info.evidence = store
@@ -489,8 +536,29 @@ pub fn show(state_dir: &Path, id: &str) -> Result<SessionInfo, SessionError> {
 /// Deletes a session that no live process holds. Refuses when a live process holds it. A damaged
 /// session can be deleted too.
 pub fn delete(state_dir: &Path, id: &str) -> Result<(), SessionError> {
-    let session = Session::take(state_dir, id, false)?;
+    let session = Session::take(state_dir, id, false, None)?;
     session.close()?.wait()
+}
+
+/// The database files (`session.db` and its `-wal` and `-shm`) of every session under
+/// `state_dir` that exist now: what an export may never replace, whatever name it is reached by.
+pub fn database_files(state_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(sessions_dir(state_dir)) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for entry in entries.flatten() {
+        let db = entry.path().join(DATABASE_FILE);
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = db.clone().into_os_string();
+            name.push(suffix);
+            let path = PathBuf::from(name);
+            if path.exists() {
+                files.push(path);
+            }
+        }
+    }
+    files
 }
 
 /// The path of a session's database, for read-only tools (`rea evidence`, `rea complete`).

@@ -56,7 +56,7 @@ pub use unknowns::{
 pub use verify::{BadRow, LedgerCheck, each_readable_evidence, verify_ledger};
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
-use crate::fsroot::{FsError, NewFile};
+use crate::fsroot::{Claim, FsError, NewFile};
 use checkpoint::{CheckpointCounters, CheckpointPolicy, Checkpointer, skip_checkpoint_on_close};
 
 mod embedded {
@@ -66,6 +66,15 @@ mod embedded {
 /// `PRAGMA application_id` of every rea session database ("REA1"), so `file` and rea itself can
 /// tell a session database from any other SQLite file.
 pub const APPLICATION_ID: i32 = 0x5245_4131;
+
+/// Whether `head`, the first bytes of a file, is the header of a rea session database (or of an
+/// export of one): a SQLite header whose `application_id` (big-endian at offset 68) is
+/// [`APPLICATION_ID`]. Read from bytes, so the caller decides which descriptor they come from.
+pub fn is_session_database_header(head: &[u8]) -> bool {
+    head.len() >= 72
+        && head.starts_with(b"SQLite format 3\0")
+        && head[68..72] == APPLICATION_ID.to_be_bytes()
+}
 
 /// How long a connection waits on a lock before reporting it busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -168,6 +177,10 @@ pub enum StoreError {
         /// The destination.
         path: PathBuf,
     },
+    /// An export destination could not be written as the path rules require (the name was
+    /// taken by another file after it was checked, a write failed).
+    #[error(transparent)]
+    Export(FsError),
     /// File-system failure around the database.
     #[error("{path}: {source}")]
     Io {
@@ -505,10 +518,10 @@ impl Store {
     }
 
     /// Writes a consistent copy of the database to `dest` with `VACUUM INTO` and notes the time
-    /// of the export in `meta` (`rea sessions prune` keeps sessions never exported). Refuses to
-    /// replace an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
-    pub fn export(&self, dest: &NewFile, overwrite: bool) -> Result<(), StoreError> {
-        self.reads.copy_to(dest, overwrite)?;
+    /// of the export in `meta` (`rea sessions prune` keeps sessions never exported). The name is
+    /// taken as `claim` allows ([`NewFile::claim`]). Blocking: call it off the async runtime.
+    pub fn export(&self, dest: &NewFile, claim: Claim) -> Result<(), StoreError> {
+        self.reads.copy_to(dest, claim)?;
         match self.set_meta_blocking("exported_at", &now_rfc3339()) {
             // A damaged ledger is written to no more; the copy is made all the same.
             Err(StoreError::Damaged { .. }) => Ok(()),
@@ -690,28 +703,20 @@ impl ReadOnlyStore {
         self.read(|conn| Ok(conn.query_row("pragma integrity_check", [], |r| r.get(0))?))
     }
 
-    /// Writes a consistent copy of the database to `dest` with `VACUUM INTO`. Refuses to replace
-    /// an existing file unless `overwrite` is set. Blocking: call it off the async runtime.
+    /// Writes a consistent copy of the database to `dest` with `VACUUM INTO`, taking the name as
+    /// `claim` allows ([`NewFile::claim`]). Blocking: call it off the async runtime.
     ///
     /// SQLite opens its output by name, so the name it is given is the descriptor of a new
     /// temporary file beside the destination (`/proc/self/fd/N`, created `O_EXCL | O_NOFOLLOW`;
     /// VACUUM INTO accepts an empty file), which is then renamed over the destination
     /// (`RENAME_NOREPLACE` unless overwriting): never written through a link, and nothing is left
     /// behind when it fails.
-    pub fn copy_to(&self, dest: &NewFile, overwrite: bool) -> Result<(), StoreError> {
+    pub fn copy_to(&self, dest: &NewFile, claim: Claim) -> Result<(), StoreError> {
         use std::os::fd::AsRawFd;
         let fs_error = |e: FsError| match e {
             FsError::Exists { path } => StoreError::ExportExists { path },
-            other => StoreError::Io {
-                path: dest.path().to_owned(),
-                source: std::io::Error::other(other.to_string()),
-            },
+            other => StoreError::Export(other),
         };
-        if !overwrite && dest.exists() {
-            return Err(StoreError::ExportExists {
-                path: dest.path().to_owned(),
-            });
-        }
         let mut temp = dest.temp().map_err(fs_error)?;
         let output = format!("/proc/self/fd/{}", temp.file().as_raw_fd());
         // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
@@ -741,7 +746,7 @@ impl ReadOnlyStore {
             }
         })?;
         drop(conn);
-        temp.commit(overwrite).map_err(fs_error)?;
+        temp.commit(claim).map_err(fs_error)?;
         Ok(())
     }
 }

@@ -11,10 +11,17 @@
 //! - params that do not fit a known method, and a second `initialize` inside a session, are
 //!   refused as on stdio (see [`super::jsonrpc`]);
 //! - `DELETE` of a session that does not exist (any more) answers 202: here 404, as the
-//!   specification says for a session id the server does not know.
+//!   specification says for a session id the server does not know;
+//! - nothing authenticates a caller: here every request carries `Authorization: Bearer <token>`
+//!   (401 with `WWW-Authenticate: Bearer` otherwise), compared in constant time against the
+//!   configured tokens, and the token's [`Principal`] goes with the request to the handler (in
+//!   the extensions of the `http::request::Parts` rmcp hands it). An MCP session belongs to the
+//!   principal whose `initialize` started it: named by another, it answers 404 as a session
+//!   that does not exist, byte for byte.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -24,15 +31,134 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::ErrorCode;
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
 use super::jsonrpc::{self, ErrorFrame, Verdict};
+use crate::settings::Principal;
 
 /// The header naming the MCP session of a request.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// What the middleware needs: the session manager the service uses, and the body limit.
+/// Who may call, by bearer token.
+#[derive(Debug)]
+pub enum Auth {
+    /// `[http] auth = "none"`: every request is the local principal.
+    Off,
+    /// The SHA-256 of each accepted token, with its principal. Digests are compared, so the
+    /// comparison takes the same time whatever the length of the token sent.
+    Bearer(Vec<([u8; 32], Principal)>),
+}
+
+impl Auth {
+    /// Accepts exactly `tokens`, each as its principal.
+    pub fn bearer(tokens: &[(Principal, String)]) -> Auth {
+        Auth::Bearer(
+            tokens
+                .iter()
+                .map(|(principal, token)| {
+                    (Sha256::digest(token.as_bytes()).into(), principal.clone())
+                })
+                .collect(),
+        )
+    }
+
+    /// The principal of a request with these headers, or the 401 that refuses it.
+    fn principal(&self, headers: &HeaderMap) -> Result<Principal, Unauthorized> {
+        let tokens = match self {
+            Auth::Off => return Ok(Principal::local()),
+            Auth::Bearer(tokens) => tokens,
+        };
+        let mut values = headers.get_all(header::AUTHORIZATION).iter();
+        let sent = match (values.next(), values.next()) {
+            (None, _) => {
+                return Err(Unauthorized::new(
+                    None,
+                    "Unauthorized: send the header `Authorization: Bearer <token>` (a token of [http] tokens in rea.toml, or the one in the token file rea named when it started)",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(Unauthorized::new(
+                    Some("invalid_request"),
+                    "Unauthorized: send one Authorization header, not several",
+                ));
+            }
+            (Some(value), None) => value.as_bytes(),
+        };
+        let token = sent
+            .split_at_checked(7)
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer "))
+            .map(|(_, token)| token);
+        let Some(token) = token else {
+            return Err(Unauthorized::new(
+                Some("invalid_request"),
+                "Unauthorized: the Authorization header is not `Bearer <token>`",
+            ));
+        };
+        let digest: [u8; 32] = Sha256::digest(token).into();
+        // Every token is compared, matched or not, each in constant time.
+        let mut found = None;
+        for (accepted, principal) in tokens {
+            if bool::from(accepted.ct_eq(&digest)) {
+                found = Some(principal);
+            }
+        }
+        found.cloned().ok_or_else(|| {
+            Unauthorized::new(
+                Some("invalid_token"),
+                "Unauthorized: this bearer token is not one this server accepts",
+            )
+        })
+    }
+}
+
+/// Why a request is not let in: the `error` of RFC 6750 (none when it sent no credentials) and
+/// the message for the caller.
+#[derive(Debug)]
+struct Unauthorized {
+    error: Option<&'static str>,
+    message: &'static str,
+}
+
+impl Unauthorized {
+    fn new(error: Option<&'static str>, message: &'static str) -> Unauthorized {
+        Unauthorized { error, message }
+    }
+
+    /// The 401 refusal, with the `WWW-Authenticate` challenge.
+    fn response(&self) -> Response {
+        unauthorized(self.error, self.message)
+    }
+}
+
+/// The 401 refusal, with the `WWW-Authenticate` challenge of RFC 6750 (and its `error` when the
+/// request sent credentials that do not do).
+fn unauthorized(error: Option<&str>, message: &str) -> Response {
+    let challenge = match error {
+        None => "Bearer realm=\"rea\"".to_owned(),
+        Some(error) => format!("Bearer realm=\"rea\", error=\"{error}\""),
+    };
+    let mut response = refusal(
+        StatusCode::UNAUTHORIZED,
+        ErrorFrame::new(None, ErrorCode::INVALID_REQUEST, message),
+    );
+    if let Ok(value) = header::HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// What the middleware needs: the session manager the service uses, the body limit, who may
+/// call, and whose each MCP session is.
 pub struct Guard<M> {
     sessions: Arc<M>,
     max_body: usize,
+    auth: Arc<Auth>,
+    /// The principal of each MCP session this layer saw started, by session id. Entries of
+    /// sessions that ended are dropped when the next session starts.
+    owners: Arc<Mutex<HashMap<String, Principal>>>,
 }
 
 impl<M> Clone for Guard<M> {
@@ -40,19 +166,28 @@ impl<M> Clone for Guard<M> {
         Guard {
             sessions: self.sessions.clone(),
             max_body: self.max_body,
+            auth: self.auth.clone(),
+            owners: self.owners.clone(),
         }
     }
 }
 
 /// Puts the strict layer in front of `router`, which serves MCP with `sessions`; POST bodies
-/// are read up to `max_body` bytes (the limit the service itself applies).
+/// are read up to `max_body` bytes (the limit the service itself applies); callers are
+/// authenticated by `auth`.
 pub fn strict<M: SessionManager>(
     router: axum::Router,
     sessions: Arc<M>,
     max_body: usize,
+    auth: Auth,
 ) -> axum::Router {
     router.layer(axum::middleware::from_fn_with_state(
-        Guard { sessions, max_body },
+        Guard {
+            sessions,
+            max_body,
+            auth: Arc::new(auth),
+            owners: Arc::default(),
+        },
         guard::<M>,
     ))
 }
@@ -115,9 +250,56 @@ async fn has_session<M: SessionManager>(sessions: &M, id: &SessionId) -> bool {
     sessions.has_session(id).await.unwrap_or(false)
 }
 
+/// The 404 of an MCP session that does not exist, or is not the caller's: the same answer.
+fn no_session(id: &SessionId) -> Response {
+    refusal(
+        StatusCode::NOT_FOUND,
+        ErrorFrame::new(
+            None,
+            ErrorCode::INVALID_REQUEST,
+            format!("Not Found: no session {id}"),
+        ),
+    )
+}
+
+impl<M: SessionManager> Guard<M> {
+    /// Whether the MCP session `id` is live and `principal`'s.
+    async fn owns(&self, principal: &Principal, id: &SessionId) -> bool {
+        let owner = self
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&**id)
+            .cloned();
+        owner.as_ref() == Some(principal) && has_session(&*self.sessions, id).await
+    }
+
+    /// Notes that `principal` started the MCP session `id`, and forgets sessions that ended.
+    async fn started(&self, principal: Principal, id: String) {
+        let known: Vec<String> = self
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        let mut ended = vec![];
+        for old in known {
+            if !has_session(&*self.sessions, &old.clone().into()).await {
+                ended.push(old);
+            }
+        }
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        for old in ended {
+            owners.remove(&old);
+        }
+        owners.insert(id, principal);
+    }
+}
+
 async fn guard<M: SessionManager>(
     State(guard): State<Guard<M>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN) {
@@ -135,24 +317,30 @@ async fn guard<M: SessionManager>(
             );
         }
     }
+    let principal = match guard.auth.principal(request.headers()) {
+        Ok(principal) => principal,
+        Err(refused) => return refused.response(),
+    };
+    // An MCP session named by anyone but the principal that started it does not exist for
+    // them: the answer is the one of an unknown id, and nothing reaches the session.
+    if let Some(id) = session_id(request.headers())
+        && !guard.owns(&principal, &id).await
+    {
+        return no_session(&id);
+    }
+    request.extensions_mut().insert(principal.clone());
     match *request.method() {
-        Method::POST if is_json(request.headers()) => post(guard, request, next).await,
-        Method::DELETE => match session_id(request.headers()) {
-            Some(id) if !has_session(&*guard.sessions, &id).await => refusal(
-                StatusCode::NOT_FOUND,
-                ErrorFrame::new(
-                    None,
-                    ErrorCode::INVALID_REQUEST,
-                    format!("Not Found: no session {id}"),
-                ),
-            ),
-            _ => next.run(request).await,
-        },
+        Method::POST if is_json(request.headers()) => post(guard, principal, request, next).await,
         _ => next.run(request).await,
     }
 }
 
-async fn post<M: SessionManager>(guard: Guard<M>, request: Request, next: Next) -> Response {
+async fn post<M: SessionManager>(
+    guard: Guard<M>,
+    principal: Principal,
+    request: Request,
+    next: Next,
+) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, guard.max_body).await {
         Ok(bytes) => bytes,
@@ -178,18 +366,28 @@ async fn post<M: SessionManager>(guard: Guard<M>, request: Request, next: Next) 
             format!("Invalid Request: {why}"),
         )),
         Verdict::Pass(message) => {
-            if jsonrpc::is_initialize(&message)
-                && let Some(id) = session_id(&parts.headers)
-                && has_session(&*guard.sessions, &id).await
-            {
+            let initialize = jsonrpc::is_initialize(&message);
+            let named = session_id(&parts.headers);
+            if initialize && named.is_some() {
+                // The session is the caller's (checked above), and started already.
                 return answer(ErrorFrame::new(
                     jsonrpc::request_id(&message),
                     ErrorCode::INVALID_REQUEST,
                     "Invalid Request: this session is already initialized",
                 ));
             }
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
+            let response = next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+            if initialize
+                && let Some(id) = response
+                    .headers()
+                    .get(SESSION_HEADER)
+                    .and_then(|v| v.to_str().ok())
+            {
+                guard.started(principal, id.to_owned()).await;
+            }
+            response
         }
     }
 }

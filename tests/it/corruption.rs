@@ -444,9 +444,13 @@ fn export_cli(state: &Path, id: &str, dest: &Path, extra: &[&str]) -> (bool, Str
 
 /// The (seq, id) of every line of a JSON-lines export.
 fn exported_rows(file: &Path) -> Vec<(u64, String)> {
-    std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut lines = text.lines();
+    // The header line says what the file is; the records follow it.
+    let header: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(header["rea_export"], "evidence", "{header}");
+    assert_eq!(header["format_version"], 1, "{header}");
+    lines
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
             (

@@ -154,7 +154,8 @@ fn a_failed_export_leaves_no_file_and_its_retry_succeeds_regression_16() {
         )
     );
     assert!(read(r, "ledger.db.retry").ends_with("\n0"));
-    assert_eq!(read(r, "lines"), "20");
+    // A header line, then one line per record.
+    assert_eq!(read(r, "lines"), "21");
     assert_eq!(read(r, "after-retry"), "ledger.db\nledger.jsonl");
     // The session exported is whole and stays.
     assert_eq!(

@@ -21,6 +21,7 @@ fn http_transport_serves_mcp_on_loopback_and_refuses_other_addresses() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rea"))
         .args(["serve", "--http", &format!("127.0.0.1:{port}")])
         .env("REA_STATE_DIR", state.path())
+        .env_remove("REA_CONFIG_DIR")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -30,12 +31,15 @@ fn http_transport_serves_mcp_on_loopback_and_refuses_other_addresses() {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     assert!(line.contains(&format!("127.0.0.1:{port}/mcp")), "{line}");
+    // With no token configured, one was made at start (issue 25).
+    let token = std::fs::read_to_string(state.path().join("http-token")).unwrap();
 
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        token.trim_end(),
         body.len()
     )
     .unwrap();

@@ -1,31 +1,51 @@
 //! HTTP sessions that cannot leak (issue 16, item 9): a client that vanishes without DELETE has
 //! its binary session released after the configured idle timeout, resumable; a cap on live
-//! sessions refuses one more with a clear message; descriptor exhaustion is named as such.
+//! sessions refuses one more with a clear message; descriptor exhaustion is named as such. The
+//! server here accepts two bearer tokens (issue 25): alice's, which every request sends unless it
+//! says otherwise, and bob's.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::common::StdioServer;
 
+/// Alice's bearer token.
+pub(crate) const ALICE: &str = "alice-token-0123456789abcdef";
+/// Bob's bearer token.
+pub(crate) const BOB: &str = "bob-token-0123456789abcdef";
+/// The `[http]` table naming both.
+pub(crate) const TOKENS: &str = "[http]\ntokens = { alice = \"alice-token-0123456789abcdef\", bob = \"bob-token-0123456789abcdef\" }\n";
+
 /// `rea serve --http` on a free loopback port with `rea.toml` holding `config`.
-struct HttpServer {
-    child: Child,
-    port: u16,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
+    /// What the server wrote on stderr, its first line (the address) included.
+    pub(crate) log: Arc<Mutex<String>>,
     _config: tempfile::TempDir,
 }
 
+/// One HTTP exchange: the status, the head and the body (dechunked).
+pub(crate) struct Exchange {
+    pub(crate) status: u16,
+    pub(crate) head: String,
+    pub(crate) body: Vec<u8>,
+}
+
 impl HttpServer {
-    fn start(state: &Path, config: &str) -> HttpServer {
-        HttpServer::launch(state, config, true)
+    /// With alice's and bob's tokens, then `config`.
+    pub(crate) fn start(state: &Path, config: &str) -> HttpServer {
+        HttpServer::launch(state, &format!("{TOKENS}{config}"), true)
     }
 
-    /// `drain`: keep reading what the server logs; else close the pipe once the address is
-    /// read, as a supervisor that stopped reading would.
-    fn launch(state: &Path, config: &str, drain: bool) -> HttpServer {
+    /// With `rea.toml` holding exactly `config`. `drain`: keep reading what the server logs;
+    /// else close the pipe once the address is read, as a supervisor that stopped reading would.
+    pub(crate) fn launch(state: &Path, config: &str, drain: bool) -> HttpServer {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rea.toml"), config).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_rea"))
@@ -40,8 +60,16 @@ impl HttpServer {
         let mut line = String::new();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         stderr.read_line(&mut line).unwrap();
+        let log = Arc::new(Mutex::new(line.clone()));
         if drain {
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    log.lock().unwrap().push_str(&line);
+                    line.clear();
+                }
+            });
         }
         let port = line
             .trim_end()
@@ -52,28 +80,65 @@ impl HttpServer {
         HttpServer {
             child,
             port,
+            log,
             _config: dir,
         }
     }
 
-    /// POSTs one JSON-RPC message; returns the session id header and the messages answered.
-    fn post(&self, session: Option<&str>, message: &Value) -> (Option<String>, Vec<Value>) {
+    /// POSTs one JSON-RPC message with `token`; returns the session id header and the
+    /// messages answered.
+    pub(crate) fn post_as(
+        &self,
+        token: &str,
+        session: Option<&str>,
+        message: &Value,
+    ) -> (Option<String>, Vec<Value>) {
         let session_header = session
             .map(|s| format!("Mcp-Session-Id: {s}\r\nMcp-Protocol-Version: 2025-11-25\r\n"))
             .unwrap_or_default();
-        self.send(&session_header, message)
+        self.send_as(token, &session_header, message)
     }
 
-    /// POSTs one message with `session_header` (header lines, each ending in CRLF).
-    fn send(&self, session_header: &str, message: &Value) -> (Option<String>, Vec<Value>) {
-        let body = message.to_string();
+    /// POSTs one message with `token` and `session_header`.
+    pub(crate) fn send_as(
+        &self,
+        token: &str,
+        session_header: &str,
+        message: &Value,
+    ) -> (Option<String>, Vec<Value>) {
+        let headers = format!(
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n{session_header}"
+        );
+        let Exchange { head, body, .. } = self.exchange("POST", &headers, &message.to_string());
+        let id = head.lines().find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("mcp-session-id:")
+                .then(|| l[15..].trim().to_owned())
+        });
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let messages = if head
+            .to_ascii_lowercase()
+            .contains("content-type: text/event-stream")
+        {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect()
+        } else {
+            serde_json::from_str(&text).into_iter().collect()
+        };
+        (id, messages)
+    }
+
+    /// One request with `headers` (lines, each ending in CRLF) and `body`; the answer whole.
+    pub(crate) fn exchange(&self, method: &str, headers: &str, body: &str) -> Exchange {
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
         write!(
             stream,
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{session_header}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.port,
             body.len()
         )
@@ -93,47 +158,58 @@ impl HttpServer {
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
             .expect("an HTTP response");
-        let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-        let mut payload = raw[split + 4..].to_vec();
-        if head.contains("transfer-encoding: chunked") {
-            payload = dechunk(&payload);
+        let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let mut body = raw[split + 4..].to_vec();
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            body = dechunk(&body);
         }
-        let id = String::from_utf8_lossy(&raw[..split])
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .starts_with("mcp-session-id:")
-                    .then(|| l[15..].trim().to_owned())
-            });
-        let text = String::from_utf8_lossy(&payload).into_owned();
-        let messages = if head.contains("content-type: text/event-stream") {
-            text.lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .filter_map(|d| serde_json::from_str(d.trim()).ok())
-                .collect()
-        } else {
-            serde_json::from_str(&text).into_iter().collect()
-        };
-        (id, messages)
+        Exchange { status, head, body }
     }
 
-    /// A new MCP session, initialized; its id.
+    /// A new MCP session of alice's, initialized; its id.
     fn connect(&self) -> String {
-        let (id, _) = self.post(
+        self.connect_as(ALICE)
+    }
+
+    /// A new MCP session started with `token`, initialized; its id.
+    pub(crate) fn connect_as(&self, token: &str) -> String {
+        let (id, _) = self.post_as(
+            token,
             None,
             &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
         );
         let id = id.expect("initialize gives a session id");
-        self.post(
+        self.post_as(
+            token,
             Some(&id),
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         );
         id
     }
 
-    /// A tool call's result (`structuredContent`, or the error text with `Err`).
+    /// A tool call's result as alice (`structuredContent`, or the error text with `Err`).
     fn tool(&self, session: &str, name: &str, arguments: Value) -> Result<Value, String> {
-        let (_, messages) = self.post(
+        self.tool_as(ALICE, session, name, arguments)
+    }
+
+    /// A tool call's result in MCP session `session`, with `token`.
+    pub(crate) fn tool_as(
+        &self,
+        token: &str,
+        session: &str,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, String> {
+        let (_, messages) = self.post_as(
+            token,
             Some(session),
             &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}),
         );
@@ -151,13 +227,19 @@ impl HttpServer {
 }
 
 impl HttpServer {
-    /// A stateless MCP 2026-07-28 `tools/call` (no MCP session, its version in `_meta` and the
-    /// headers): the whole answer.
+    /// A stateless MCP 2026-07-28 `tools/call` as alice (no MCP session, its version in
+    /// `_meta` and the headers): the whole answer.
     fn stateless(&self, name: &str, arguments: Value) -> Value {
+        self.stateless_as(ALICE, name, arguments)
+    }
+
+    /// A stateless `tools/call` with `token`: the whole answer.
+    pub(crate) fn stateless_as(&self, token: &str, name: &str, arguments: Value) -> Value {
         let headers = format!(
             "Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\n"
         );
-        let (session, messages) = self.send(
+        let (session, messages) = self.send_as(
+            token,
             &headers,
             &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
                 "name": name,
@@ -202,7 +284,7 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 }
 
 /// `rea sessions show ID --json`.
-fn show(state: &Path, id: &str) -> Value {
+pub(crate) fn show(state: &Path, id: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_rea"))
         .arg("--state-dir")
         .arg(state)
@@ -246,7 +328,10 @@ fn an_idle_http_session_is_released_after_the_configured_timeout_and_resumes_reg
 #[test]
 fn live_sessions_past_the_cap_are_refused_with_the_reason_regression_16() {
     let state = tempfile::tempdir().unwrap();
-    let server = HttpServer::start(state.path(), "[sessions]\nmax_live = 2\n");
+    let server = HttpServer::start(
+        state.path(),
+        "[sessions]\nmax_live = 2\nmax_live_per_principal = 2\n",
+    );
     let (a, b, c) = (server.connect(), server.connect(), server.connect());
     let open = |s: &str| server.tool(s, "open_binary", json!({"path": "/usr/bin/ls"}));
     open(&a).unwrap();
@@ -399,7 +484,7 @@ fn stateless_requests_reach_the_session_they_name_and_a_wrong_id_is_refused_regr
         unnamed["result"]["content"][0]["text"],
         "this request is stateless (MCP 2026-07-28 over HTTP) and names no binary session: pass the session id open_binary or resume_session returned as the `session` argument"
     );
-    let wrong = "ses_1a232c9f7a0_00000000";
+    let wrong = "ses_1a232c9f7a0_00000000000000000000000000000000";
     let refused = server.stateless("binary_session", json!({"session": wrong}));
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert_eq!(
@@ -435,7 +520,7 @@ fn stateless_requests_reach_the_session_they_name_and_a_wrong_id_is_refused_regr
 #[test]
 fn a_server_whose_stderr_reader_left_still_answers_regression_16() {
     let state = tempfile::tempdir().unwrap();
-    let server = HttpServer::launch(state.path(), "", false);
+    let server = HttpServer::launch(state.path(), TOKENS, false);
     for _ in 0..3 {
         let answer = server.stateless("binary_session", json!({ "session": "nonexistent" }));
         assert_eq!(answer["error"]["code"], -32602, "{answer}");

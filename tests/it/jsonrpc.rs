@@ -200,10 +200,12 @@ fn stdio_answers_garbage_before_the_handshake_and_then_serves() {
     assert_eq!(answer["result"]["serverInfo"]["name"], "rea");
 }
 
-/// `rea serve --http` on a free loopback port.
+/// `rea serve --http` on a free loopback port, with the token it generated, which every request
+/// sends.
 struct Http {
     child: Child,
     port: u16,
+    token: String,
     _state: tempfile::TempDir,
 }
 
@@ -229,9 +231,15 @@ impl Http {
             .read_line(&mut line)
             .unwrap();
         assert!(line.contains("/mcp"), "{line}");
+        // Written before the address is announced.
+        let token = std::fs::read_to_string(state.path().join("http-token"))
+            .unwrap()
+            .trim_end()
+            .to_owned();
         Http {
             child,
             port,
+            token,
             _state: state,
         }
     }
@@ -247,8 +255,9 @@ impl Http {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream.set_read_timeout(Some(ANSWER_WAIT)).unwrap();
         let mut head = format!(
-            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nContent-Length: {}\r\nConnection: close\r\n",
             self.port,
+            self.token,
             body.len()
         );
         for (name, value) in headers {

@@ -372,14 +372,24 @@ fn export_writes_a_consistent_copy_and_never_overwrites_unless_told() {
     let (dir, s) = store();
     s.record_blocking(record("x", 1)).unwrap();
     let dest = dir.path().join("export.db");
-    let target = rea::fsroot::Roots::none().open_new(&dest).unwrap();
-    s.export(&target, false).unwrap();
+    let target = rea::fsroot::Roots::none()
+        .open_new(&dest, &rea::fsroot::Protected::none())
+        .unwrap();
+    s.export(
+        &target,
+        rea::investigation::claim_export(&target, false).unwrap(),
+    )
+    .unwrap();
     assert!(matches!(
-        s.export(&target, false),
+        s.export(&target, rea::fsroot::Claim::Fresh),
         Err(StoreError::ExportExists { .. })
     ));
     s.record_blocking(record("x", 2)).unwrap();
-    s.export(&target, true).unwrap();
+    s.export(
+        &target,
+        rea::investigation::claim_export(&target, true).unwrap(),
+    )
+    .unwrap();
     let copy = Store::open(&dest).unwrap();
     assert_eq!(copy.list_evidence(&Default::default()).unwrap().1, 2);
     assert_eq!(copy.integrity_check().unwrap(), "ok");

@@ -44,7 +44,8 @@ async def test_a_flipped_byte_is_found_after_resume_and_refuses_writes(
         seq, eid = found["evidence"]["seq"], found["evidence"]["id"]
         sound = dirs.root / "sound.jsonl"
         exported = await rea.tool("export_evidence", {"path": str(sound), "format": "jsonl"})
-        lines = [json.loads(line) for line in sound.read_text().splitlines()]
+        header, *lines = [json.loads(line) for line in sound.read_text().splitlines()]
+        assert header == {"rea_export": "evidence", "format_version": 1, "session_id": sid}
         assert (exported["evidence"], exported["skipped"], exported["skipped_rows"]) == (len(lines), 0, [])
         assert [line["id"] for line in lines][seq - 1] == eid
         total = len(lines)
@@ -73,7 +74,7 @@ async def test_a_flipped_byte_is_found_after_resume_and_refuses_writes(
         exported = await rea.tool("export_evidence", {"path": str(out), "format": "jsonl"})
         assert exported["evidence"] == total - 1
         assert (exported["skipped"], exported["skipped_rows"]) == (1, [reason])
-        kept = [json.loads(line)["seq"] for line in out.read_text().splitlines()]
+        kept = [json.loads(line)["seq"] for line in out.read_text().splitlines()[1:]]
         assert kept == [n for n in range(1, total + 1) if n != seq]
         # Acknowledged rows stay: nothing was deleted, nothing added.
         assert (await rea.tool("binary_session"))["evidence"] == total

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { cleanup, connectHttp, connectStdio, serverDirs, startHttp, tempDir } from './lib/rea.mjs';
+import { bearer, cleanup, connectHttp, serverDirs, startHttp, tempDir } from './lib/rea.mjs';
 import { buildTargets, checkPrompts, investigate, leaveResumable, resume, Session } from './lib/exercise.mjs';
 
 let root;
@@ -32,14 +32,17 @@ test('every prompt, completion family and tool over streamable HTTP', async (t) 
     await checkPrompts(session);
     await investigate(session, targets, { stateDir: dirs.state, root });
 
-    // resume_session needs a session no live process holds: one left by a stdio server that
-    // has ended (the HTTP server's own MCP sessions release theirs only once their task ends,
-    // after the DELETE has been answered).
-    const left = await connectStdio(dirs);
+    // resume_session needs a session no live process holds, and one of this caller's (issue
+    // 25): one left by another HTTP server on the same state, with the same token, that has
+    // ended (this server's own MCP sessions release theirs only once their task ends, after the
+    // DELETE has been answered).
+    const other = await startHttp(dirs);
+    const left = await connectHttp(other.url);
     const leaving = new Session(left.client);
     await left.client.listTools();
     const sessionId = await leaveResumable(leaving, targets);
     await left.close();
+    await other.stop();
     await resume(session, sessionId, targets);
 
     const names = listed.tools.map((tool) => tool.name);
@@ -57,9 +60,23 @@ test('a deleted MCP session is gone: its id gets 404', async () => {
   await first.close();
   const response = await fetch(server.url, {
     method: 'DELETE',
-    headers: { 'mcp-session-id': sessionId },
+    headers: { 'mcp-session-id': sessionId, ...bearer() },
   });
   assert.equal(response.status, 404);
   const body = await response.json();
   assert.deepEqual([body.jsonrpc, body.id, body.error.code], ['2.0', null, -32600]);
+});
+
+test('no token, or one the server does not know: 401 with a Bearer challenge', async () => {
+  for (const headers of [{}, bearer('not-a-token-of-this-server')]) {
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get('www-authenticate'), /^Bearer realm="rea"/);
+    const body = await response.json();
+    assert.deepEqual([body.jsonrpc, body.id, body.error.code], ['2.0', null, -32600]);
+  }
 });

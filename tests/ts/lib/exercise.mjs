@@ -361,7 +361,8 @@ export async function investigate(session, t, { stateDir, root }) {
   }
   const exportPath = join(root, `export-${Date.now()}.jsonl`);
   const exported = await session.tool('export_evidence', { path: exportPath, format: 'jsonl' });
-  const lines = readFileSync(exportPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const [header, ...lines] = readFileSync(exportPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(header, { rea_export: 'evidence', format_version: 1, session_id: opened.session_id });
   assert.deepEqual([exported.evidence, lines.length], [ledger.total, ledger.total]);
   assert.deepEqual(lines.map((l) => l.id).sort(), ledger.evidence.map((e) => e.id).sort());
 

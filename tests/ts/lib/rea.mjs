@@ -2,7 +2,7 @@
 // over stdio or streamable HTTP, programs compiled for the test, and the schema checks.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,15 @@ import addFormats from 'ajv-formats';
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(here, '..', '..', '..');
 export const REA_BIN = process.env.REA_BIN || join(REPO, 'target', 'debug', 'rea');
+
+/** Bearer tokens of the two principals every HTTP server of the suite accepts (issue 25). */
+export const ALICE = 'alice-token-0123456789abcdef';
+export const BOB = 'bob-token-0123456789abcdef';
+
+/** The header that makes a request `token`'s, for requests sent by hand with fetch. */
+export function bearer(token = ALICE) {
+  return { authorization: `Bearer ${token}` };
+}
 
 /** How long one request may take before the test fails instead of hanging. */
 export const REQUEST_TIMEOUT_MS = 60_000;
@@ -109,8 +118,13 @@ export async function connectStdio(dirs) {
   return { client, close: () => client.close() };
 }
 
-/** `rea serve --http 127.0.0.1:0`, started; its URL and a way to stop it. */
+/** `rea serve --http 127.0.0.1:0` accepting ALICE's and BOB's tokens, started; its URL and a way to stop it. */
 export async function startHttp(dirs) {
+  const config = join(dirs.config, 'rea.toml');
+  const current = existsSync(config) ? readFileSync(config, 'utf8') : '';
+  if (!current.includes('[http]')) {
+    appendFileSync(config, `[http]\ntokens = { alice = ${JSON.stringify(ALICE)}, bob = ${JSON.stringify(BOB)} }\n`);
+  }
   const child = spawn(REA_BIN, ['serve', '--http', '127.0.0.1:0'], {
     env: environment(dirs),
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -138,9 +152,9 @@ export async function startHttp(dirs) {
   };
 }
 
-/** An SDK client connected to a running `rea serve --http`. */
-export async function connectHttp(url) {
-  const transport = new StreamableHTTPClientTransport(url);
+/** An SDK client connected to a running `rea serve --http`, every request carrying `token`. */
+export async function connectHttp(url, token = ALICE) {
+  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: bearer(token) } });
   const client = newClient();
   await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
   return {
