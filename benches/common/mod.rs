@@ -33,8 +33,9 @@ use rea::session::Session;
 const BUILD_ROWS: &str = "REA_BENCH_BUILD_ROWS";
 const BUILD_DIR: &str = "REA_BENCH_BUILD_DIR";
 
-/// Version of the synthetic ledger layout; a cached ledger of another version is rebuilt.
-const GENERATOR: &str = "rea-bench-ledger-v1";
+/// Version of the synthetic ledger layout (v2: with the hash chain of migration V7); a cached
+/// ledger of another version is rebuilt.
+const GENERATOR: &str = "rea-bench-ledger-v2";
 
 /// Rows the ledger builder sorts and inserts together.
 const BUILD_CHUNK: u64 = 50_000;
@@ -190,6 +191,12 @@ impl Ledger {
         std::fs::create_dir_all(&dir).expect("create session directory");
         let copy = dir.join(rea::session::DATABASE_FILE);
         std::fs::copy(self.database(), &copy).expect("copy ledger");
+        // The chain's head goes with it, as it does with every session (`store/chain.rs`).
+        std::fs::copy(
+            rea::store::chain_head_path(&self.database()),
+            rea::store::chain_head_path(&copy),
+        )
+        .expect("copy chain head");
         // On disk, as a session's database is after its commits (synchronous = FULL).
         std::fs::File::open(&copy)
             .and_then(|f| f.sync_all())
@@ -430,13 +437,55 @@ fn build_ledger(state_dir: &Path, rows: u64) {
         [],
     )
     .expect("prefix counts");
+    let head = chain_rows(&tx).expect("chain rows");
     tx.commit().expect("commit");
+    write_chain_head(&database, head);
     generator.join().expect("generator thread");
     conn.execute_batch(&format!(
         "insert into meta (name, value) values ('rea_bench_rows', '{rows}'), ('rea_bench_generator', '{GENERATOR}');
          pragma locking_mode = normal; pragma journal_mode = wal;"
     ))
     .expect("finish ledger");
+}
+
+/// Adds the hash chain rows rea's insert path appends (`store/chain.rs`): one per Evidence row in
+/// seq order, each sha256(previous hash ‖ "evidence" ‖ the digest of its id). Returns the last
+/// seq and hash.
+fn chain_rows(tx: &rusqlite::Connection) -> rusqlite::Result<(i64, [u8; 32])> {
+    use sha2::{Digest, Sha256};
+    let mut prev = [0u8; 32];
+    let mut last = 0;
+    let mut rows = tx.prepare("select seq, id from evidence order by seq")?;
+    let mut insert = tx.prepare(
+        "insert into ledger_chain (seq, kind, evidence_seq, digest, hash) values (?1, 'evidence', ?1, ?2, ?3)",
+    )?;
+    let mut read = rows.query([])?;
+    while let Some(r) = read.next()? {
+        let (seq, id): (i64, String) = (r.get(0)?, r.get(1)?);
+        let mut digest = [0u8; 32];
+        hex::decode_to_slice(&id[3..], &mut digest).expect("an Evidence id");
+        let mut h = Sha256::new();
+        h.update(prev);
+        h.update(b"evidence");
+        h.update(digest);
+        prev = h.finalize().into();
+        insert.execute(rusqlite::params![seq, &digest[..], &prev[..]])?;
+        last = seq;
+    }
+    Ok((last, prev))
+}
+
+/// Writes the chain head file rea's writer keeps beside the database (`session.chain`, see
+/// `store/chain.rs` for the format).
+fn write_chain_head(database: &Path, (seq, hash): (i64, [u8; 32])) {
+    std::fs::write(
+        rea::store::chain_head_path(database),
+        format!(
+            "rea ledger chain head 1\nseq {seq}\nhash {}\nevidence {seq}\n",
+            hex::encode(hash)
+        ),
+    )
+    .expect("chain head file");
 }
 
 /// Peak resident set size of this process so far (`VmHWM`), in bytes.

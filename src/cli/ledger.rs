@@ -115,6 +115,22 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                     check.integrity_check,
                     check.problems.len()
                 );
+                println!(
+                    "chain: {} rows, head {}, head file {}; unchained (written before the chain): {} Evidence rows, {} revisions",
+                    check.chain.rows,
+                    check
+                        .chain
+                        .head
+                        .as_ref()
+                        .map_or("none".into(), |(seq, _)| format!("at row {seq}")),
+                    check
+                        .chain
+                        .head_file
+                        .as_ref()
+                        .map_or("none".into(), |(seq, _)| format!("at row {seq}")),
+                    check.chain.unchained_evidence,
+                    check.chain.unchained_revisions
+                );
                 for p in &check.problems {
                     println!("  {p}");
                 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::args::cap;
 use super::args::{Page, PageRequest};
 use super::{Investigation, InvestigationError, Result, blocking};
-use crate::evidence::StoredEvidence;
+use crate::evidence::{EvidenceRecord, StoredEvidence};
 use crate::fsroot::{Claim, NewFile};
 use crate::ids::EvidenceId;
 use crate::store::{BadRow, EvidenceFilter, EvidenceSummary, StoreError, each_readable_evidence};
@@ -19,6 +19,25 @@ use crate::store::{BadRow, EvidenceFilter, EvidenceSummary, StoreError, each_rea
 pub struct GetArgs {
     /// The Evidence id (ev_…) to read.
     pub evidence_id: EvidenceId,
+}
+
+/// One record as `get_evidence` reads it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EvidenceRead {
+    /// `ev_` + SHA-256 of the record's canonical JSON.
+    pub id: EvidenceId,
+    /// Order in which the ledger first stored the record (1-based).
+    pub seq: i64,
+    /// When the ledger first stored the record (RFC 3339, UTC). Not part of the id.
+    pub created_at: String,
+    /// The record as stored.
+    pub record: EvidenceRecord,
+    /// True when the stored record no longer hashes to its id: the row was changed after it
+    /// was committed, and the record is not the observation the id names.
+    pub damaged: bool,
+    /// Why it is damaged, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damage: Option<String>,
 }
 
 /// Arguments of `list_evidence`.
@@ -216,14 +235,25 @@ pub fn export_jsonl(
 }
 
 impl Investigation {
-    /// `get_evidence`: one record, whole.
-    pub fn get_evidence(&self, args: GetArgs) -> Result<StoredEvidence> {
+    /// `get_evidence`: one record, whole, and whether its row still hashes to its id.
+    pub fn get_evidence(&self, args: GetArgs) -> Result<EvidenceRead> {
         let s = self.open_session()?;
-        s.store().evidence(&args.evidence_id)?.ok_or_else(|| {
-            InvestigationError::InvalidArgument(format!(
-                "Evidence {} is not in this session's ledger",
-                args.evidence_id
-            ))
+        let (stored, damage) = s
+            .store()
+            .evidence_checked(&args.evidence_id)?
+            .ok_or_else(|| {
+                InvestigationError::InvalidArgument(format!(
+                    "Evidence {} is not in this session's ledger",
+                    args.evidence_id
+                ))
+            })?;
+        Ok(EvidenceRead {
+            id: stored.id,
+            seq: stored.seq,
+            created_at: stored.created_at,
+            record: stored.record,
+            damaged: damage.is_some(),
+            damage,
         })
     }
 

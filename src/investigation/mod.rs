@@ -71,8 +71,8 @@ pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchByte
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
 pub use ledger::{
-    EvidencePage, ExportArgs, ExportFormat, Exported, GetArgs, JSONL_FORMAT_VERSION, JSONL_KIND,
-    JsonlExport, JsonlHeader, ListArgs, claim_export, export_jsonl,
+    EvidencePage, EvidenceRead, ExportArgs, ExportFormat, Exported, GetArgs, JSONL_FORMAT_VERSION,
+    JSONL_KIND, JsonlExport, JsonlHeader, ListArgs, claim_export, export_jsonl,
 };
 pub use native::{
     About, AssemblyArgs, AssemblyResult, DeepAssembly, Documents, ListDocumentsArgs,

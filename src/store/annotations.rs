@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::chain::{AnnotationContent, ChainKind, append_revision};
 use super::evidence::{PreparedEvidence, RecordOutcome, insert_prepared};
 use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
 use crate::completion::key::match_key;
@@ -418,6 +419,24 @@ fn insert_revision(
             now
         ])?;
     }
+    let digest = AnnotationContent {
+        item: new.id.as_str(),
+        revision,
+        withdrawn: new.withdrawn,
+        text: &new.text,
+        rationale: &new.rationale,
+        evidence_id: evidence.id.as_str(),
+        recorded_at: &now,
+        cites: new.cites.iter().map(|e| e.as_str().to_owned()).collect(),
+    }
+    .digest();
+    append_revision(
+        conn,
+        ChainKind::AnnotationRevision,
+        new.id.as_str(),
+        revision,
+        &digest,
+    )?;
     let head = annotation(conn, &new.id)?.ok_or(StoreError::AnnotationNotFound {
         id: new.id.to_string(),
     })?;

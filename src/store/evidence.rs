@@ -162,6 +162,7 @@ pub(super) fn insert_prepared(
     }
     let seq = conn.last_insert_rowid();
     count_prefix(conn, &id)?;
+    super::chain::append_evidence(conn, seq, &id)?;
     let mut link_stmt = conn
         .prepare_cached("insert or ignore into evidence_links (from_id, to_id) values (?1, ?2)")?;
     for link in &prepared.links {
@@ -337,6 +338,40 @@ impl ReadOnlyStore {
     /// One record by id, or `None` when this ledger does not hold it.
     pub fn evidence(&self, id: &EvidenceId) -> Result<Option<StoredEvidence>, StoreError> {
         self.read(|conn| get_evidence(conn, id))
+    }
+
+    /// [`ReadOnlyStore::evidence`], and what is wrong with the row when its stored record no
+    /// longer hashes to its id (edited on disk, say): the record is still served, as it reads.
+    pub fn evidence_checked(
+        &self,
+        id: &EvidenceId,
+    ) -> Result<Option<(StoredEvidence, Option<String>)>, StoreError> {
+        self.read(|conn| {
+            let row: Option<(i64, String, String)> = conn
+                .prepare_cached("select seq, created_at, record from evidence where id = ?1")?
+                .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
+            let Some((seq, created_at, text)) = row else {
+                return Ok(None);
+            };
+            let damage =
+                super::verify::record_of(id, rusqlite::types::ValueRef::Text(text.as_bytes()))
+                    .err();
+            let record =
+                serde_json::from_str(&text).map_err(|source| StoreError::CorruptRecord {
+                    id: id.to_string(),
+                    source,
+                })?;
+            Ok(Some((
+                StoredEvidence {
+                    id: id.clone(),
+                    seq,
+                    created_at,
+                    record,
+                },
+                damage,
+            )))
+        })
     }
 
     /// Whether this ledger holds `id`.

@@ -9,6 +9,10 @@
 //! id, the store refuses every later write ([`StoreError::Damaged`](super::StoreError)); rows
 //! already written stay, and nothing is deleted.
 //!
+//! Then the hash chain (`chain.rs`) is walked in one read transaction: every chain hash
+//! recomputed, every chained Evidence id and unknown revision compared with its digest, so an
+//! unknown edited on disk is found as well.
+//!
 //! The check reads on a read-only connection of its own, a chunk of rows per statement, so no
 //! read transaction of it holds the WAL back for long and closing the store stops it at the next
 //! row.
@@ -22,6 +26,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use sha2::{Digest, Sha256};
 
+use super::chain;
 use super::verify::{BadRow, is_damage, record_of, row_id};
 use super::{Role, StoreError, configure};
 
@@ -132,13 +137,16 @@ impl LedgerWatch {
     }
 }
 
-/// Starts the check of rows 1 to `highest` of the database at `path` on a thread of its own.
-/// With no row to check it is clean at once and no thread starts.
+/// Starts the check of rows 1 to `highest` of the database at `path`, then of its hash chain
+/// (`chain.rs`: every chain hash, every revision's content digest, every chained Evidence id), on
+/// a thread of its own. With no row to check (`highest` 0 and no chain) it is clean at once and
+/// no thread starts.
 pub(super) fn start(
     path: &Path,
     highest: i64,
+    chained: bool,
 ) -> Result<(Arc<LedgerWatch>, Option<JoinHandle<()>>), std::io::Error> {
-    if highest <= 0 {
+    if highest <= 0 && !chained {
         return Ok((Arc::new(LedgerWatch::new(LedgerStatus::Clean)), None));
     }
     let watch = Arc::new(LedgerWatch::new(LedgerStatus::Running));
@@ -170,7 +178,7 @@ fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
         }
         match chunk(&conn, &mut after, highest, &watch.stop) {
             Ok(Some(bad)) => return LedgerStatus::Damaged(bad),
-            Ok(None) if after >= highest => return LedgerStatus::Clean,
+            Ok(None) if after >= highest => return check_chain(&conn, watch),
             Ok(None) => {}
             Err(e) if is_damage(&e) => {
                 return LedgerStatus::Damaged(BadRow {
@@ -181,6 +189,27 @@ fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
             }
             Err(e) => return LedgerStatus::Unfinished(e.to_string()),
         }
+    }
+}
+
+/// The chain's part of the check, once every Evidence row hashed to its id: the first problem
+/// [`chain::check_chain`] finds, named by its chain row and the item it concerns. The head file
+/// is resume's and verify's to compare: a live writer moves it on while this reads.
+fn check_chain(conn: &Connection, watch: &LedgerWatch) -> LedgerStatus {
+    if watch.stop.load(Ordering::Acquire) {
+        return LedgerStatus::Stopped;
+    }
+    match chain::check_chain(conn, None, chain::Ids::Lookup) {
+        Ok(check) => match check.found.into_iter().next() {
+            Some((seq, id, problem)) => LedgerStatus::Damaged(BadRow { seq, id, problem }),
+            None => LedgerStatus::Clean,
+        },
+        Err(e) if is_damage(&e) => LedgerStatus::Damaged(BadRow {
+            seq: 0,
+            id: None,
+            problem: format!("the chain is unreadable: {e}"),
+        }),
+        Err(e) => LedgerStatus::Unfinished(e.to_string()),
     }
 }
 

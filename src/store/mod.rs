@@ -21,6 +21,7 @@
 
 mod annotations;
 mod artifacts;
+mod chain;
 mod checkpoint;
 mod completion;
 mod evidence;
@@ -45,6 +46,7 @@ pub use annotations::{
     AnnotationRevision, AnnotationScope, LiveAnnotation, NewAnnotation,
 };
 pub use artifacts::OccurrenceRow;
+pub use chain::{ChainCheck, head_path as chain_head_path};
 pub use checkpoint::CheckpointStats;
 pub use completion::{CompletionPage, ProcedureScope};
 pub use evidence::{EvidenceFilter, EvidenceSummary, PreparedEvidence, RecordOutcome};
@@ -389,12 +391,13 @@ impl Store {
                 conn.query_row("select coalesce(max(seq), 0) from evidence", [], |r| {
                     r.get(0)
                 })?;
-            Ok((Checkpointer::start(path, &mut conn, policy)?, highest))
+            let head = chain::HeadPublisher::open(path, &conn)?;
+            Ok((Checkpointer::start(path, &mut conn, policy)?, highest, head))
         })();
-        let ((checkpointer, checkpoints), highest) =
+        let ((checkpointer, checkpoints), highest, head) =
             prepared.map_err(|e| name_exhaustion(path, e))?;
         let (ledger, ledger_thread) =
-            ledgercheck::start(path, highest).map_err(|source| StoreError::Io {
+            ledgercheck::start(path, highest, head.chained()).map_err(|source| StoreError::Io {
                 path: path.to_owned(),
                 source,
             })?;
@@ -406,7 +409,7 @@ impl Store {
             .name("rea-store-writer".into())
             .spawn({
                 let writer_state = writer_state.clone();
-                move || writer_loop(conn, rx, &writer_state, checkpointer, done)
+                move || writer_loop(conn, rx, &writer_state, checkpointer, head, done)
             })
             .map_err(|source| StoreError::Io {
                 path: path.to_owned(),
@@ -835,6 +838,7 @@ fn writer_loop(
     jobs: mpsc::Receiver<Job>,
     state: &WriterState,
     checkpointer: Checkpointer,
+    mut head: chain::HeadPublisher,
     writes_done: mpsc::Sender<()>,
 ) {
     while let Ok(first) = jobs.recv() {
@@ -873,6 +877,9 @@ fn writer_loop(
         }
         let error = commit.err();
         if error.is_none() {
+            // The chain's head goes outside the WAL before any answer of the group: a tail the
+            // WAL loses later is then seen against it.
+            head.after_commit(&conn);
             state.commits.fetch_add(1, Ordering::Relaxed);
             state
                 .writes

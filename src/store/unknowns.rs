@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::chain::{ChainKind, RevisionContent, append_revision};
 use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
 use crate::ids::{EvidenceId, UnknownId};
 
@@ -188,7 +189,29 @@ fn insert_revision(
     for e in contradicting {
         cite.execute(params![id.as_str(), revision, e.as_str(), "contradicting"])?;
     }
-    Ok(())
+    let digest = RevisionContent {
+        item: id.as_str(),
+        revision,
+        status: status.as_str(),
+        question,
+        resolution: resolution.map(Resolution::as_str),
+        rationale,
+        note,
+        recorded_at: &now,
+        supporting: supporting.iter().map(|e| e.as_str().to_owned()).collect(),
+        contradicting: contradicting
+            .iter()
+            .map(|e| e.as_str().to_owned())
+            .collect(),
+    }
+    .digest();
+    append_revision(
+        conn,
+        ChainKind::UnknownRevision,
+        id.as_str(),
+        revision,
+        &digest,
+    )
 }
 
 fn read_head(conn: &Connection, id: &UnknownId) -> Result<Option<UnknownHead>, StoreError> {

@@ -1,6 +1,8 @@
 //! Checking a session database that may be damaged: the quick check `resume` runs before it
 //! writes anything, and the full ledger verification of `rea evidence verify`, which reads every
-//! row on its own so one bad row or page does not hide the rest.
+//! row on its own so one bad row or page does not hide the rest. Both also check the ledger's
+//! hash chain against its head file (`chain.rs`), which names what SQLite cannot see: a tail of
+//! committed rows the WAL lost, a revision edited in place, a row added outside rea.
 //!
 //! A damaged file is read with `writable_schema` set on a read-only connection: SQLite then opens
 //! a file shorter than its header says (truncated) instead of refusing it whole, and pages past
@@ -13,6 +15,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, ffi::ErrorCode};
 use serde::Serialize;
 
+use super::chain::{self, ChainCheck};
 use super::{APPLICATION_ID, BUSY_TIMEOUT, StoreError, immutable_uri, shm_path, wal_is_empty};
 use crate::evidence::{EvidenceRecord, StoredEvidence};
 use crate::ids::EvidenceId;
@@ -70,6 +73,8 @@ pub struct LedgerCheck {
     pub counted: Option<u64>,
     /// `PRAGMA integrity_check`: `ok`, or its findings joined by `; `.
     pub integrity_check: String,
+    /// The hash chain over the ledger's rows, checked against its head file.
+    pub chain: ChainCheck,
     /// Everything above that is wrong, one line each.
     pub problems: Vec<String>,
 }
@@ -96,6 +101,16 @@ fn run_check(conn: &Connection, check: &str) -> Result<Vec<String>, rusqlite::Er
 /// with [`StoreError::Damaged`] when the b-trees are unsound or rows are missing from the
 /// ledger (a sequence number without a row, or fewer rows than were counted in).
 pub(super) fn refuse_damaged(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let refused = check_sound(conn, path);
+    if refused.is_err() {
+        // Closing the last connection would checkpoint the WAL into the file: a refused
+        // database stays as it was found, its WAL too, for verify and export.
+        super::checkpoint::skip_checkpoint_on_close(conn);
+    }
+    refused
+}
+
+fn check_sound(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let damaged = |reason: String| StoreError::Damaged {
         path: path.to_owned(),
         reason,
@@ -132,7 +147,77 @@ pub(super) fn refuse_damaged(conn: &Connection, path: &Path) -> Result<(), Store
             "the ledger is missing rows: {rows} present, sequence numbers run to {highest}, {counted} were stored"
         )));
     }
+    // quick_check reads every page but does not compare an index with its table: an index
+    // entry changed in place passes it, and a lookup through that index then answers wrong.
+    // The ledger's tables are checked with their indexes.
+    for table in LEDGER_TABLES {
+        let exists: bool = conn.query_row(
+            "select count(*) from sqlite_schema where type = 'table' and name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !exists {
+            continue;
+        }
+        let lines = match check_table(conn, table) {
+            Ok(lines) => lines,
+            Err(e) if is_damage(&e) => {
+                return Err(damaged(format!("integrity_check of {table}: {e}")));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if lines != ["ok"] {
+            return Err(damaged(format!(
+                "integrity_check of {table} and its indexes: {}",
+                lines.join("; ")
+            )));
+        }
+    }
+    let chain = match chain::check_chain(conn, Some(path), chain::Ids::Skip) {
+        Ok(chain) => chain,
+        Err(e) if is_damage(&e) => return Err(damaged(format!("the chain: {e}"))),
+        Err(e) => return Err(e.into()),
+    };
+    if !chain.problems.is_empty() {
+        return Err(damaged(summary(&chain.problems)));
+    }
     Ok(())
+}
+
+/// `PRAGMA integrity_check(table)`: that table's b-tree and every index of it compared with it
+/// (`["ok"]` when sound).
+fn check_table(conn: &Connection, table: &str) -> Result<Vec<String>, rusqlite::Error> {
+    let mut stmt = conn.prepare(&format!("pragma integrity_check({table})"))?;
+    let lines: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .take(CHECK_LINES)
+        .collect::<Result<_, _>>()?;
+    Ok(lines)
+}
+
+/// The ledger's tables, whose indexes resume checks against them.
+const LEDGER_TABLES: [&str; 6] = [
+    "evidence",
+    "evidence_links",
+    "unknowns",
+    "unknown_revisions",
+    "unknown_evidence",
+    "ledger_chain",
+];
+
+/// The first few of `problems` in one line, and how many more there are.
+fn summary(problems: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = problems
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if problems.len() > SHOWN {
+        text.push_str(&format!("; and {} more", problems.len() - SHOWN));
+    }
+    text
 }
 
 /// A read-only connection that reads what it can of a damaged file (see the module
@@ -200,10 +285,12 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
         bad: bad_rows,
         missing: missing_seqs,
         gaps,
+        indexed,
         ..
     } = walk;
     // Annotation rows repeat their Evidence records; an edited one no longer does.
     problems.extend(super::annotations::check_annotation_rows(&conn));
+    let indexed = indexed.unwrap_or_default();
 
     let integrity = match run_check(&conn, "integrity_check") {
         Ok(lines) => lines.join("; "),
@@ -236,6 +323,14 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
     if integrity != "ok" {
         problems.push(format!("integrity_check: {integrity}"));
     }
+    let chain = match chain::check_chain(&conn, Some(path), chain::Ids::Map(&indexed)) {
+        Ok(chain) => chain,
+        Err(e) => ChainCheck {
+            problems: vec![format!("the chain could not be checked: {e}")],
+            ..ChainCheck::default()
+        },
+    };
+    problems.extend(chain.problems.iter().cloned());
     Ok(LedgerCheck {
         records,
         bad_rows,
@@ -243,6 +338,7 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
         missing_seqs,
         counted,
         integrity_check: integrity,
+        chain,
         problems,
     })
 }

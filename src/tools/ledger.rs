@@ -4,13 +4,13 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 
 use super::{ToolError, Tools};
-use crate::evidence::StoredEvidence;
-use crate::investigation::{EvidencePage, ExportArgs, Exported, GetArgs, ListArgs};
+use crate::investigation::{EvidencePage, EvidenceRead, ExportArgs, Exported, GetArgs, ListArgs};
 
 #[tool_router(router = ledger_tools, vis = "pub(crate)")]
 impl Tools {
     /// Read one Evidence record of this session's ledger, whole: subject, provider, operation,
-    /// parameters, result, confidence, authority, limitations, locations and links.
+    /// parameters, result, confidence, authority, limitations, locations and links. `damaged`
+    /// says when the stored record no longer hashes to its id.
     #[tool(
         name = "get_evidence",
         annotations(read_only_hint = true, open_world_hint = false)
@@ -18,7 +18,7 @@ impl Tools {
     pub async fn get_evidence(
         &self,
         Parameters(args): Parameters<GetArgs>,
-    ) -> Result<Json<StoredEvidence>, ToolError> {
+    ) -> Result<Json<EvidenceRead>, ToolError> {
         Ok(Json(self.investigation.get_evidence(args)?))
     }
 

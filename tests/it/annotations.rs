@@ -607,14 +607,32 @@ fn annotations_resume_export_complete_and_an_edited_row_is_reported_regression_2
     );
     let report: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(!o.status.success());
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 3, "{report}");
     assert_eq!(
-        report["problems"],
-        json!([
-            format!(
+        problems[..2],
+        [
+            json!(format!(
                 "annotation {ann} revision 1: the row does not hold what its Evidence {record} records"
-            ),
-            format!("annotation {ann}: its head does not match its revision 1"),
-        ]),
+            )),
+            json!(format!("annotation {ann}: its head does not match its revision 1")),
+        ],
         "{report}"
     );
+    // The ledger's chain covers annotation revisions too (issue 25): the edit is named there, and
+    // resume refuses the session.
+    let chained = problems[2].as_str().unwrap();
+    assert!(
+        chained.starts_with(&format!("annotation {ann} revision 1 hashes to "))
+            && chained.ends_with(": the revision was edited"),
+        "{chained}"
+    );
+    let mut server = StdioServer::start(state.path());
+    let refused = server.request(
+        "tools/call",
+        json!({"name": "resume_session", "arguments": { "session_id": id }}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("annotation {ann} revision 1 hashes to")), "{text}");
 }

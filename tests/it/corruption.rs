@@ -2,6 +2,8 @@
 //! truncated file, deleted rows. `rea evidence verify` names every bad row with its sequence
 //! number and Evidence id and goes on, counts the sequence numbers without a row, and runs
 //! `integrity_check`; resuming refuses a damaged file with the reason and writes nothing to it.
+//! Issue 25, item 3: the hash chain over the ledger and its head file outside the WAL name a lost
+//! tail, an edited unknown, an edited record (also to `get_evidence`) and a damaged index.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -262,11 +264,20 @@ fn deleted_rows_are_counted_as_gaps_and_resume_refuses_regression_16() {
     assert_eq!(report["missing_seqs"], json!([50]));
     assert_eq!(report["counted"], N);
     assert_eq!(report["integrity_check"], "ok");
+    // The chain still covers both rows, so it names each deleted one by its id.
     assert_eq!(
         report["problems"],
         json!([
             "1 sequence numbers have no row (deleted rows): 50",
             format!("{N} rows were stored, {} are present: 2 missing", N - 2),
+            format!(
+                "Evidence seq 50 ({}) is chained (row 50) but not in the ledger",
+                ids[49]
+            ),
+            format!(
+                "Evidence seq {N} ({}) is chained (row {N}) but not in the ledger",
+                ids[N as usize - 1]
+            ),
         ])
     );
     // A JSON-lines export keeps the other rows and says that rows are missing.
@@ -610,4 +621,281 @@ fn jsonl_export_of_a_truncated_file_names_every_row_past_its_end_regression_16()
     for n in &lost {
         assert!(stderr.contains(&format!("  seq {n} ")), "{n}: {stderr}");
     }
+}
+
+/// The files a killed owner leaves of session `id` (database, WAL, chain head; not the
+/// shared-memory index, which the next opener rebuilds from the WAL), copied while it is still
+/// open and idle into a new state directory: with `synchronous = FULL` every committed frame is
+/// on disk, so this is what a SIGKILL at that moment leaves.
+fn crash_image(state: &Path, id: &str) -> tempfile::TempDir {
+    let from = state.join("sessions").join(id);
+    let copy = tempfile::tempdir().unwrap();
+    let to = copy.path().join("sessions").join(id);
+    std::fs::create_dir_all(&to).unwrap();
+    for name in ["session.db", "session.db-wal", "session.chain"] {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+    copy
+}
+
+#[test]
+fn a_flipped_byte_in_the_wal_is_named_as_a_lost_tail_and_resume_refuses_regression_25() {
+    let state = tempfile::tempdir().unwrap();
+    let s = Session::create(state.path()).unwrap();
+    let mut ids = vec![];
+    for n in 1..=N {
+        ids.push(s.store().record_blocking(record(n)).unwrap().id.to_string());
+    }
+    let image = crash_image(state.path(), s.id());
+    let id = s.id().to_owned();
+    drop(s);
+    let db = image.path().join("sessions").join(&id).join("session.db");
+    let wal = db.with_extension("db-wal");
+    let mut bytes = std::fs::read(&wal).unwrap();
+    // One byte inside the page of a frame halfway through: SQLite's replay of the WAL ends at the
+    // frame whose checksum fails, and every commit from there on is gone.
+    let frames = (bytes.len() - 32) / (24 + PAGE);
+    assert!(frames > 200, "{frames} frames");
+    let at = 32 + frames / 2 * (24 + PAGE) + 24 + 100;
+    bytes[at] ^= 0x01;
+    std::fs::write(&wal, &bytes).unwrap();
+
+    let (ok, report) = verify(image.path(), &id);
+    assert!(!ok, "{report}");
+    let kept = report["records"].as_u64().unwrap();
+    assert!(kept > 10 && kept < N - 10, "{report}");
+    // What SQLite still reads is sound: only the chain's head file tells that rows are gone.
+    assert_eq!(report["integrity_check"], "ok");
+    assert_eq!(report["bad_rows"], json!([]));
+    assert_eq!(report["chain"]["rows"], kept);
+    assert_eq!(report["chain"]["head_file"][0], N);
+    assert_eq!(
+        report["problems"],
+        json!([format!(
+            "lost tail: the chain head file records chain row {N} but the database's chain ends at row {kept}: {} committed rows are missing, Evidence seq {} to {N} among them",
+            N - kept,
+            kept + 1
+        )])
+    );
+    resume_refused(
+        image.path(),
+        &id,
+        &db,
+        &format!("lost tail: the chain head file records chain row {N}"),
+    );
+}
+
+/// A closed session of `N` records and one unknown revised once: (state dir, session id,
+/// database path, the unknown's id).
+fn session_with_unknown() -> (tempfile::TempDir, String, PathBuf, String) {
+    use rea::store::{NewRevision, NewUnknown, UnknownStatus};
+    let (state, id, db, ids) = session_of();
+    let s = Session::resume(state.path(), &id).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let unknown = rt.block_on(async {
+        let head = s
+            .store()
+            .record_unknown(NewUnknown {
+                question: "what does sub_401000 check?".into(),
+                supporting: vec![rea::ids::EvidenceId::parse(&ids[0]).unwrap()],
+                note: None,
+            })
+            .await
+            .unwrap();
+        s.store()
+            .append_unknown_revision(
+                head.id.clone(),
+                1,
+                NewRevision {
+                    status: UnknownStatus::Investigating,
+                    question: head.head.question.clone(),
+                    resolution: None,
+                    rationale: None,
+                    note: Some("reading its callers".into()),
+                    supporting: vec![],
+                    contradicting: vec![],
+                },
+            )
+            .await
+            .unwrap();
+        head.id.to_string()
+    });
+    drop(s);
+    (state, id, db, unknown)
+}
+
+#[test]
+fn an_unknown_revision_edited_on_disk_is_named_and_resume_refuses_regression_25() {
+    let (state, id, db, unknown) = session_with_unknown();
+    let (ok, report) = verify(state.path(), &id);
+    assert!(ok, "{report}");
+    // N Evidence rows, then the unknown's two revisions.
+    assert_eq!(report["chain"]["rows"], N + 2);
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "update unknown_revisions set question = 'what does sub_402000 check?' where revision = 1",
+            [],
+        )
+        .unwrap();
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{report}");
+    let problem = problems[0].as_str().unwrap();
+    // The digest the chain recorded for revision 1, read from its row.
+    let chained: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "select lower(hex(digest)) from ledger_chain where seq = ?1",
+            [N as i64 + 1],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let named = format!("unknown {unknown} revision 1 hashes to ");
+    let now = problem
+        .strip_prefix(&named)
+        .and_then(|rest| {
+            rest.strip_suffix(&format!(
+                ", the chain (row {}) recorded {chained}: the revision was edited",
+                N + 1
+            ))
+        })
+        .unwrap_or_else(|| panic!("{problem}"));
+    assert!(now.len() == 64 && now != chained, "{problem}");
+    resume_refused(state.path(), &id, &db, &named);
+}
+
+#[test]
+fn an_unknown_whose_head_row_was_edited_is_named_regression_25() {
+    let (state, id, db, unknown) = session_with_unknown();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("update unknowns set status = 'resolved'", [])
+        .unwrap();
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    let expected = format!(
+        "unknown {unknown}'s head (revision 2, resolved) is not its last revision as recorded: the unknown was edited"
+    );
+    assert_eq!(report["problems"], json!([expected]), "{report}");
+    resume_refused(state.path(), &id, &db, &expected);
+}
+
+#[test]
+fn get_evidence_of_a_row_that_no_longer_hashes_to_its_id_says_damaged_regression_25() {
+    let (state, id, db, ids) = session_of();
+    flip_inside_json(&db, 42);
+    let mut server = StdioServer::start(state.path());
+    server.tool("resume_session", json!({"session_id": id}));
+    let v = server.tool("get_evidence", json!({"evidence_id": ids[41]}));
+    assert_eq!(v["id"], json!(ids[41]), "{v}");
+    assert_eq!(v["seq"], 42);
+    assert_eq!(v["damaged"], true, "{v}");
+    let reason = v["damage"].as_str().unwrap();
+    // The digest of what the row holds now, computed here from the file's bytes.
+    let stored: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("select record from evidence where seq = 42", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let digest = rea::ids::EvidenceId::from_digest_of(stored.as_bytes());
+    assert_eq!(
+        reason,
+        format!("the stored record hashes to {digest}, not its id")
+    );
+    // The record is served as it reads, the edit visible.
+    assert_eq!(
+        v["record"]["result"]["marker"],
+        json!(format!("{}xxxy{}", marker(42), "x".repeat(196))),
+        "{v}"
+    );
+    let sound = server.tool("get_evidence", json!({"evidence_id": ids[40]}));
+    assert_eq!(sound["damaged"], false, "{sound}");
+    assert!(sound.get("damage").is_none(), "{sound}");
+}
+
+#[test]
+fn a_damaged_index_entry_refuses_resume_naming_the_index_regression_25() {
+    let (state, id, db, ids) = session_of();
+    let mut bytes = std::fs::read(&db).unwrap();
+    // The id of record 60 is in its table row and in the entry of the id index; the index
+    // entry is on a page whose header says "index leaf" (0x0a).
+    let needle = ids[59].as_bytes();
+    let places: Vec<usize> = bytes
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(at, _)| at)
+        .collect();
+    let in_index: Vec<usize> = places
+        .iter()
+        .copied()
+        .filter(|at| bytes[at / PAGE * PAGE] == 0x0a)
+        .collect();
+    assert_eq!((places.len(), in_index.len()), (2, 1), "{places:?}");
+    // The entry's last hex digit changed: the page stays well formed and in order.
+    let last = in_index[0] + needle.len() - 1;
+    bytes[last] = if bytes[last] == b'0' { b'1' } else { b'0' };
+    std::fs::write(&db, &bytes).unwrap();
+    resume_refused(
+        state.path(),
+        &id,
+        &db,
+        "integrity_check of evidence and its indexes: ",
+    );
+    let refused = Session::resume(state.path(), &id).unwrap_err().to_string();
+    assert!(refused.contains("sqlite_autoindex_evidence_1"), "{refused}");
+    let (ok, report) = verify(state.path(), &id);
+    assert!(!ok);
+    assert!(
+        report["integrity_check"]
+            .as_str()
+            .unwrap()
+            .contains("sqlite_autoindex_evidence_1"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_ledger_written_before_the_chain_verifies_clean_with_its_rows_unchained_regression_25() {
+    let (state, id, db, _ids) = session_of();
+    // Back to schema version 6: no chain, no annotations, no head file, the migrations not applied.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "drop table ledger_chain; drop table ledger_unchained_revisions;
+             delete from meta where name = 'chain_unchained_evidence';
+             drop table annotation_evidence; drop table annotation_revisions; drop table annotations;
+             delete from refinery_schema_history where version >= 7;",
+        )
+        .unwrap();
+    std::fs::remove_file(db.with_extension("chain")).unwrap();
+    let (ok, report) = verify(state.path(), &id);
+    assert!(ok, "{report}");
+    assert_eq!(report["problems"], json!([]));
+    assert_eq!(report["chain"]["rows"], 0);
+    assert_eq!(report["chain"]["unchained_evidence"], N);
+    assert_eq!(report["chain"]["head_file"], Value::Null);
+
+    // Resuming adds the chain: the old rows stay its unchained prefix, new ones are chained.
+    let s = Session::resume(state.path(), &id).unwrap();
+    assert_eq!(
+        s.store().wait_ledger_check(),
+        rea::store::LedgerStatus::Clean
+    );
+    s.store().record_blocking(record(N + 1)).unwrap();
+    drop(s);
+    let (ok, report) = verify(state.path(), &id);
+    assert!(ok, "{report}");
+    assert_eq!(report["records"], N + 1);
+    assert_eq!(report["chain"]["rows"], 1);
+    assert_eq!(report["chain"]["unchained_evidence"], N);
+    assert_eq!(report["chain"]["head_file"][0], 1);
+    assert_eq!(report["chain"]["head"], report["chain"]["head_file"]);
+    let s = Session::resume(state.path(), &id).unwrap();
+    assert_eq!(s.id(), id);
 }

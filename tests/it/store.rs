@@ -481,10 +481,13 @@ fn a_ledger_from_schema_1_gets_its_prefix_counts_on_open() {
          drop table procedure_completion_prefixes;
          alter table procedures drop column other_keys;
          drop table annotation_evidence; drop table annotation_revisions; drop table annotations;
+         drop table ledger_chain; drop table ledger_unchained_revisions;
+         delete from meta where name = 'chain_unchained_evidence';
          delete from refinery_schema_history where version >= 2;",
     )
     .unwrap();
     drop(conn);
+    std::fs::remove_file(dir.path().join("s.chain")).unwrap();
 
     let s = Store::open(&path).unwrap();
     for prefix in ["", "e", "ev_", "ev_3", "ev_3a", "ev_c"] {
