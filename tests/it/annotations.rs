@@ -615,7 +615,9 @@ fn annotations_resume_export_complete_and_an_edited_row_is_reported_regression_2
             json!(format!(
                 "annotation {ann} revision 1: the row does not hold what its Evidence {record} records"
             )),
-            json!(format!("annotation {ann}: its head does not match its revision 1")),
+            json!(format!(
+                "annotation {ann}: its head does not match its revision 1"
+            )),
         ],
         "{report}"
     );
@@ -634,5 +636,8 @@ fn annotations_resume_export_complete_and_an_edited_row_is_reported_regression_2
     );
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     let text = refused["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains(&format!("annotation {ann} revision 1 hashes to")), "{text}");
+    assert!(
+        text.contains(&format!("annotation {ann} revision 1 hashes to")),
+        "{text}"
+    );
 }
