@@ -35,7 +35,7 @@ const BUILD_DIR: &str = "REA_BENCH_BUILD_DIR";
 
 /// Version of the synthetic ledger layout (v2: with the hash chain of migration V7); a cached
 /// ledger of another version is rebuilt.
-const GENERATOR: &str = "rea-bench-ledger-v2";
+const GENERATOR: &str = "rea-bench-ledger-v3";
 
 /// Rows the ledger builder sorts and inserts together.
 const BUILD_CHUNK: u64 = 50_000;
@@ -475,17 +475,10 @@ fn chain_rows(tx: &rusqlite::Connection) -> rusqlite::Result<(i64, [u8; 32])> {
     Ok((last, prev))
 }
 
-/// Writes the chain head file rea's writer keeps beside the database (`session.chain`, see
-/// `store/chain.rs` for the format).
+/// Writes the chain head file rea's writer keeps beside the database (`session.chain`), in the
+/// store's own format.
 fn write_chain_head(database: &Path, (seq, hash): (i64, [u8; 32])) {
-    std::fs::write(
-        rea::store::chain_head_path(database),
-        format!(
-            "rea ledger chain head 1\nseq {seq}\nhash {}\nevidence {seq}\n",
-            hex::encode(hash)
-        ),
-    )
-    .expect("chain head file");
+    rea::store::write_chain_head(database, seq, hash, seq).expect("chain head file");
 }
 
 /// Peak resident set size of this process so far (`VmHWM`), in bytes.

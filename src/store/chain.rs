@@ -5,16 +5,20 @@
 //! digest its id already carries, so the same observation keeps one id; for a revision, the
 //! digest of its fields in canonical JSON). Its hash is sha256(previous hash ‖ kind ‖ digest),
 //! from 32 zero bytes. The row is appended in the transaction of the row it covers, so the chain
-//! and the ledger commit together; after each group commit the writer rewrites the head file
-//! (`session.chain`: the last chain `seq`, its hash and the highest Evidence seq) atomically, and
-//! only then answers the group. A WAL that loses committed frames (a flipped byte ends SQLite's
+//! and the ledger commit together; after each group commit the writer writes the head (the last
+//! chain `seq`, its hash and the highest Evidence seq) into the head file `session.chain` and
+//! syncs it, and only then answers the group. The file has two fixed slots, each a head with the
+//! sha256 of its text; a head goes into the slot of its seq's parity, in place, with one data
+//! sync, so a crash while one slot is written leaves the other whole, and the newer whole slot
+//! is the head. A WAL that loses committed frames (a flipped byte ends SQLite's
 //! replay at that frame) then leaves a database whose chain ends before the file's head: the lost
 //! tail is named instead of going unseen, as is a chain rewritten to match an edited row.
 //!
 //! Rows written before the ledger had a chain are its unchained prefix: reported, not damage.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Write;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -28,7 +32,10 @@ use crate::ids::EvidenceId;
 const GENESIS: [u8; 32] = [0; 32];
 
 /// First line of a head file; the format's version.
-const HEAD_MAGIC: &str = "rea ledger chain head 1";
+const HEAD_MAGIC: &str = "rea ledger chain head 2";
+
+/// Bytes of one of the head file's two slots; the file is two slots long.
+const SLOT: usize = 256;
 
 /// Problems listed one by one by a chain check (all are counted).
 const LISTED: usize = 100;
@@ -356,6 +363,29 @@ impl Head {
         )
     }
 
+    /// The slot holding this head: its text, a line with the text's sha256, and newlines to
+    /// fill the slot, so a slot cut short by a crash is told from a whole one.
+    fn slot(&self) -> [u8; SLOT] {
+        let text = self.text();
+        let whole = format!(
+            "{text}check {}\n",
+            hex::encode(Sha256::digest(text.as_bytes()))
+        );
+        let mut slot = [b'\n'; SLOT];
+        slot[..whole.len()].copy_from_slice(whole.as_bytes());
+        slot
+    }
+
+    /// The head a slot holds, when it is whole.
+    fn from_slot(slot: &[u8]) -> Option<Head> {
+        let text = std::str::from_utf8(slot).ok()?.trim_end_matches('\n');
+        let (text, check) = text.rsplit_once("check ")?;
+        if hex::encode(Sha256::digest(text.as_bytes())) != check {
+            return None;
+        }
+        Head::parse(text)
+    }
+
     fn parse(text: &str) -> Option<Head> {
         let mut lines = text.lines();
         if lines.next()? != HEAD_MAGIC {
@@ -378,9 +408,12 @@ impl Head {
 /// it does not read as one.
 fn read_head_file(path: &Path) -> Result<Option<Head>, String> {
     match std::fs::read(path) {
-        Ok(bytes) => std::str::from_utf8(&bytes)
-            .ok()
-            .and_then(Head::parse)
+        // The newer of the two whole slots: a crash while one was written leaves the other.
+        Ok(bytes) => bytes
+            .chunks(SLOT)
+            .take(2)
+            .filter_map(Head::from_slot)
+            .max_by_key(|h| h.seq)
             .map(Some)
             .ok_or_else(|| format!("the chain head file {} does not read", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -391,27 +424,51 @@ fn read_head_file(path: &Path) -> Result<Option<Head>, String> {
     }
 }
 
-/// Replaces the head file at `path` with `head`: written to a temporary file, synced, renamed
-/// over it and the directory synced, so the file on disk is always one whole head, never older
-/// than the last answer given.
-fn write_head_file(path: &Path, head: &Head) -> std::io::Result<()> {
+/// Creates the head file at `path` holding `head` in both slots: written to a temporary file,
+/// synced, renamed over any file there and the directory synced. Later heads are written in place
+/// ([`write_slot`]), one slot at a time.
+fn create_head_file(path: &Path, head: &Head) -> std::io::Result<File> {
     let mut temp = path.as_os_str().to_owned();
     temp.push(".tmp");
     let temp = PathBuf::from(temp);
-    let mut file = std::fs::File::create(&temp)?;
-    file.write_all(head.text().as_bytes())?;
+    let file = File::create(&temp)?;
+    let slot = head.slot();
+    file.write_all_at(&slot, 0)?;
+    file.write_all_at(&slot, SLOT as u64)?;
     file.sync_all()?;
     drop(file);
     std::fs::rename(&temp, path)?;
     if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
+        File::open(dir)?.sync_all()?;
     }
-    Ok(())
+    File::options().read(true).write(true).open(path)
+}
+
+/// Writes a head file for the database at `db` whose chain ends at row `seq` with `hash`, after
+/// Evidence seq `evidence`: for tools that build ledgers outside rea's writer (the benches).
+pub fn write_head(db: &Path, seq: i64, hash: [u8; 32], evidence: i64) -> std::io::Result<()> {
+    let head = Head {
+        seq,
+        hash,
+        evidence,
+    };
+    create_head_file(&head_path(db), &head).map(drop)
+}
+
+/// Writes `head` into its slot of the open head file (the slot of its seq's parity, so the other
+/// slot keeps the previous head whole while this one is written) and syncs its data: one sync a
+/// commit, and no metadata, since the file's size never changes.
+fn write_slot(file: &File, head: &Head) -> std::io::Result<()> {
+    let at = (head.seq.rem_euclid(2) as u64) * SLOT as u64;
+    file.write_all_at(&head.slot(), at)?;
+    file.sync_data()
 }
 
 /// The writer's side of the head file: rewrites it after each commit that moved the chain.
 pub(super) struct HeadPublisher {
     path: PathBuf,
+    /// The head file, open for writing in place; `None` until it is first written.
+    file: Option<File>,
     published: Head,
 }
 
@@ -425,18 +482,26 @@ impl HeadPublisher {
         let on_disk = read_head_file(&path).ok().flatten();
         let mut publisher = HeadPublisher {
             path,
+            file: None,
             published: on_disk.unwrap_or(Head {
                 seq: -1,
                 hash: GENESIS,
                 evidence: 0,
             }),
         };
-        if on_disk.is_none_or(|h| h.seq < head.seq) {
-            publisher.publish(head).map_err(|source| StoreError::Io {
-                path: publisher.path.clone(),
-                source,
-            })?;
-        }
+        let io = |source| StoreError::Io {
+            path: publisher.path.clone(),
+            source,
+        };
+        // A file at or ahead of the database is kept as it is (ahead, it names a lost tail), and
+        // written in place from now on.
+        let file = if on_disk.is_none_or(|h| h.seq < head.seq) {
+            publisher.published = head;
+            create_head_file(&publisher.path, &head)
+        } else {
+            File::options().read(true).write(true).open(&publisher.path)
+        };
+        publisher.file = Some(file.map_err(io)?);
         Ok(publisher)
     }
 
@@ -461,7 +526,10 @@ impl HeadPublisher {
     }
 
     fn publish(&mut self, head: Head) -> std::io::Result<()> {
-        write_head_file(&self.path, &head)?;
+        match &self.file {
+            Some(file) => write_slot(file, &head)?,
+            None => self.file = Some(create_head_file(&self.path, &head)?),
+        }
         self.published = head;
         Ok(())
     }
@@ -925,16 +993,29 @@ mod tests {
             hash: [0xab; 32],
             evidence: 5,
         };
-        write_head_file(&path, &head).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            format!(
-                "rea ledger chain head 1\nseq 7\nhash {}\nevidence 5\n",
-                "ab".repeat(32)
-            )
+        let file = create_head_file(&path, &head).unwrap();
+        let text = format!(
+            "rea ledger chain head 2\nseq 7\nhash {}\nevidence 5\n",
+            "ab".repeat(32)
         );
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 2 * SLOT);
+        assert!(bytes.starts_with(text.as_bytes()));
         assert_eq!(read_head_file(&path).unwrap(), Some(head));
-        std::fs::write(&path, "rea ledger chain head 1\nseq x\n").unwrap();
+        // The next head goes into the other slot; the newer whole slot is the head.
+        let next = Head {
+            seq: 8,
+            hash: [0xcd; 32],
+            evidence: 6,
+        };
+        write_slot(&file, &next).unwrap();
+        assert_eq!(read_head_file(&path).unwrap(), Some(next));
+        // A slot cut short by a crash (seq 8's, slot 0) is not read: the other, whole one is.
+        let mut cut = std::fs::read(&path).unwrap();
+        cut[40..SLOT].fill(0);
+        std::fs::write(&path, &cut).unwrap();
+        assert_eq!(read_head_file(&path).unwrap(), Some(head));
+        std::fs::write(&path, "rea ledger chain head 2\nseq x\n").unwrap();
         assert_eq!(
             read_head_file(&path).unwrap_err(),
             format!("the chain head file {} does not read", path.display())

@@ -46,7 +46,7 @@ pub use annotations::{
     AnnotationRevision, AnnotationScope, LiveAnnotation, NewAnnotation,
 };
 pub use artifacts::OccurrenceRow;
-pub use chain::{ChainCheck, head_path as chain_head_path};
+pub use chain::{ChainCheck, head_path as chain_head_path, write_head as write_chain_head};
 pub use checkpoint::CheckpointStats;
 pub use completion::{CompletionPage, ProcedureScope};
 pub use evidence::{EvidenceFilter, EvidenceSummary, PreparedEvidence, RecordOutcome};
