@@ -452,10 +452,21 @@ fn bounded(
     if size <= bound {
         return response;
     }
+    // The bounded form still names what the call recorded, so the row is never out of reach.
+    let recorded = result
+        .structured_content
+        .as_ref()
+        .and_then(|c| c.get("evidence"))
+        .and_then(|e| e.get("id"))
+        .and_then(|id| id.as_str())
+        .map_or_else(
+            || "What was recorded stays in the ledger.".to_owned(),
+            |id| format!("It was recorded as {id}, which stays in the ledger."),
+        );
     CallToolResult::error(vec![ContentBlock::text(format!(
         "{tool}: the result takes {size} bytes, more than the message bound of {bound} bytes \
          ([messages] max_result_bytes in rea.toml), so it was not sent; ask for a smaller page \
-         (a lower limit or a narrower range). What was recorded stays in the ledger."
+         (a lower limit or a narrower range). {recorded}"
     ))])
     .into()
 }
@@ -886,6 +897,24 @@ mod bound_tests {
             .filter_map(|c| c.as_text().map(|t| t.text.clone()))
             .collect();
         (r.is_error, text)
+    }
+
+    /// A result refused for its size names the Evidence id it was recorded as (issue 25), so the
+    /// row the call committed is never out of reach.
+    #[test]
+    fn a_refused_result_names_the_evidence_it_recorded_regression_25() {
+        let id = format!("ev_{}", "ab".repeat(32));
+        let big = CallToolResult::structured(
+            serde_json::json!({ "data": "x".repeat(70_000), "evidence": { "id": id } }),
+        );
+        let (error, message) = text(&bounded("record_unknown", big.into(), Ok(65_536)));
+        assert_eq!(error, Some(true));
+        assert!(
+            message.ends_with(&format!(
+                "It was recorded as {id}, which stays in the ledger."
+            )),
+            "{message}"
+        );
     }
 
     /// The last guard: a result over the bound is replaced by an error naming its size and the
