@@ -257,6 +257,22 @@ export async function investigate(session, t, { stateDir, root }) {
     procedureDiff.entries.map((e) => [e.status, e.right.name, e.right.address]),
     [['added', 'extra', nmSymbol(t.prog2, 'extra').address]],
   );
+  // Annotations: a name kept beside the file's, listed, and carried to prog2's `answer`
+  // (annotations.test.mjs goes further).
+  const named = await session.tool('annotate', {
+    procedure: 'answer', kind: 'name', text: 'the_answer', rationale: 'returns 42', cites: [opened.evidence.id],
+  });
+  assert.deepEqual([named.annotation.address, named.annotation.head.revision], [t.answer.address, 1]);
+  const annotations = await session.tool('list_annotations', { procedure: 'answer' });
+  assert.deepEqual(annotations.annotations.map((a) => a.id), [named.annotation.id]);
+  const carried = await session.tool('carry_annotations', {
+    from_manifest_id: inventory.manifest.id,
+    to_manifest_id: inventory2.manifest.id,
+  });
+  assert.deepEqual(
+    carried.carried.map((c) => [c.from, c.text, c.to_address]),
+    [[named.annotation.id, 'the_answer', nmSymbol(t.prog2, 'answer').address]],
+  );
   const paths = await session.tool('call_paths', { from: 'main', to: 'answer' });
   assert.deepEqual(
     paths.paths.map((p) => p.steps.map((s) => [s.node.name, s.node.address, s.site])),
