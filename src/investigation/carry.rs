@@ -170,10 +170,10 @@ struct CarriedFrom<'a> {
 }
 
 /// Where one annotation of the left side goes, or why it goes nowhere.
-enum Fate {
+enum Fate<'a> {
     Carried {
         to: Option<Address>,
-        entry: Option<ProcedureEntry>,
+        entry: Option<&'a ProcedureEntry>,
     },
     Not(NotCarriedReason, String),
 }
@@ -188,7 +188,11 @@ fn holding(entries: &[ProcedureEntry], address: u64) -> Option<&ProcedureEntry> 
 }
 
 /// Where `head` lands on the right side under `min`.
-fn fate(head: &AnnotationHead, entries: &[ProcedureEntry], min: MatchConfidence) -> Fate {
+fn fate<'a>(
+    head: &AnnotationHead,
+    entries: &'a [ProcedureEntry],
+    min: MatchConfidence,
+) -> Fate<'a> {
     let Some(address) = head.place.address else {
         // A document's C types say nothing about addresses.
         return Fate::Carried {
@@ -250,12 +254,12 @@ fn fate(head: &AnnotationHead, entries: &[ProcedureEntry], min: MatchConfidence)
         }
         return Fate::Carried {
             to: Some(Address(right.address + (at - left.address))),
-            entry: Some(entry.clone()),
+            entry: Some(entry),
         };
     }
     Fate::Carried {
         to: Some(Address(right.address)),
-        entry: Some(entry.clone()),
+        entry: Some(entry),
     }
 }
 

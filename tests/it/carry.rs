@@ -66,7 +66,7 @@ async fn annotations_of_stripped_v1_land_on_the_twins_procedures_of_v2_regressio
     let mut annotated = BTreeMap::new();
     for (name, address) in &truth1 {
         let at = hex(*address);
-        if !listed.contains(&at) || truth2.get(name).is_none() {
+        if !listed.contains(&at) || !truth2.contains_key(name) {
             continue;
         }
         let text = format!("an_{}", name.replace('.', "_"));
