@@ -736,17 +736,24 @@ fn check_snapshot(
                         ),
                     }
                 }
-                ChainKind::UnknownRevision => {
+                ChainKind::UnknownRevision | ChainKind::AnnotationRevision => {
                     let item: String = r.get::<_, Option<String>>(3)?.unwrap_or_default();
                     let revision: i64 = r.get::<_, Option<i64>>(4)?.unwrap_or(0);
+                    let (what, stored, seen) = if kind == ChainKind::UnknownRevision {
+                        let stored = stored_revision_digest(conn, &item, revision)?;
+                        ("unknown", stored, &mut chained)
+                    } else {
+                        let stored = stored_annotation_digest(conn, &item, revision)?;
+                        ("annotation", stored, &mut annotated)
+                    };
                     let name = format!("{item} revision {revision}");
-                    match stored_revision_digest(conn, &item, revision)? {
+                    match stored {
                         Some(d) if d == digest => {}
                         Some(d) => check.problem(
                             seq,
                             Some(name.clone()),
                             format!(
-                                "unknown {name} hashes to {}, the chain (row {seq}) recorded {}: the revision was edited",
+                                "{what} {name} hashes to {}, the chain (row {seq}) recorded {}: the revision was edited",
                                 hex::encode(d),
                                 hex::encode(digest)
                             ),
@@ -754,37 +761,10 @@ fn check_snapshot(
                         None => check.problem(
                             seq,
                             Some(name.clone()),
-                            format!(
-                                "unknown {name} is chained (row {seq}) but not in the ledger"
-                            ),
+                            format!("{what} {name} is chained (row {seq}) but not in the ledger"),
                         ),
                     }
-                    chained.insert((item, revision));
-                }
-                ChainKind::AnnotationRevision => {
-                    let item: String = r.get::<_, Option<String>>(3)?.unwrap_or_default();
-                    let revision: i64 = r.get::<_, Option<i64>>(4)?.unwrap_or(0);
-                    let name = format!("{item} revision {revision}");
-                    match stored_annotation_digest(conn, &item, revision)? {
-                        Some(d) if d == digest => {}
-                        Some(d) => check.problem(
-                            seq,
-                            Some(name.clone()),
-                            format!(
-                                "annotation {name} hashes to {}, the chain (row {seq}) recorded {}: the revision was edited",
-                                hex::encode(d),
-                                hex::encode(digest)
-                            ),
-                        ),
-                        None => check.problem(
-                            seq,
-                            Some(name.clone()),
-                            format!(
-                                "annotation {name} is chained (row {seq}) but not in the ledger"
-                            ),
-                        ),
-                    }
-                    annotated.insert((item, revision));
+                    seen.insert((item, revision));
                 }
             }
         }
