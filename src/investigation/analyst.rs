@@ -89,27 +89,23 @@ impl AnalystView {
 
     /// Procedures (document, start) whose analyst name is exactly `name`.
     pub(crate) fn named_exactly(&self, name: &str) -> Vec<(String, u64)> {
-        let mut found: Vec<(String, u64)> = self
-            .names
-            .iter()
-            .filter(|((_, scope, _), (text, _, _))| {
-                *scope == AnnotationScope::Procedure && text == name
-            })
-            .map(|((doc, _, address), _)| (doc.clone(), *address))
-            .collect();
-        found.sort();
-        found
+        self.procedures_named(|text| text == name)
     }
 
     /// Procedures (document, start) whose analyst name matches `query` as `search_procedures`
     /// compares (match keys; a substring, or a prefix), by document and address.
     pub(crate) fn search(&self, query: &str, prefix: bool) -> Vec<(String, u64)> {
         let key = match_key(query);
+        self.procedures_named(|text| key_matches(&match_key(text), &key, prefix))
+    }
+
+    /// Procedures (document, start) whose analyst name `matches`, by document and address.
+    fn procedures_named(&self, matches: impl Fn(&str) -> bool) -> Vec<(String, u64)> {
         let mut found: Vec<(String, u64)> = self
             .names
             .iter()
             .filter(|((_, scope, _), (text, _, _))| {
-                *scope == AnnotationScope::Procedure && key_matches(&match_key(text), &key, prefix)
+                *scope == AnnotationScope::Procedure && matches(text)
             })
             .map(|((doc, _, address), _)| (doc.clone(), *address))
             .collect();
