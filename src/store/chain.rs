@@ -427,7 +427,7 @@ fn read_head_file(path: &Path) -> Result<Option<Head>, String> {
 /// Creates the head file at `path` holding `head` in both slots: written to a temporary file,
 /// synced, renamed over any file there and the directory synced. Later heads are written in place
 /// ([`write_slot`]), one slot at a time.
-fn create_head_file(path: &Path, head: &Head) -> std::io::Result<File> {
+fn create_head_file(path: &Path, head: &Head) -> std::io::Result<()> {
     let mut temp = path.as_os_str().to_owned();
     temp.push(".tmp");
     let temp = PathBuf::from(temp);
@@ -441,7 +441,7 @@ fn create_head_file(path: &Path, head: &Head) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
         File::open(dir)?.sync_all()?;
     }
-    File::options().read(true).write(true).open(path)
+    Ok(())
 }
 
 /// Writes a head file for the database at `db` whose chain ends at row `seq` with `hash`, after
@@ -452,13 +452,15 @@ pub fn write_head(db: &Path, seq: i64, hash: [u8; 32], evidence: i64) -> std::io
         hash,
         evidence,
     };
-    create_head_file(&head_path(db), &head).map(drop)
+    create_head_file(&head_path(db), &head)
 }
 
-/// Writes `head` into its slot of the open head file (the slot of its seq's parity, so the other
-/// slot keeps the previous head whole while this one is written) and syncs its data: one sync a
-/// commit, and no metadata, since the file's size never changes.
-fn write_slot(file: &File, head: &Head) -> std::io::Result<()> {
+/// Writes `head` into its slot of the head file at `path` (the slot of its seq's parity, so the
+/// other slot keeps the previous head whole while this one is written) and syncs its data: one
+/// sync a commit, and no metadata, since the file's size never changes. The file is opened for
+/// the write only, so a store holds no descriptor for it between commits.
+fn write_slot(path: &Path, head: &Head) -> std::io::Result<()> {
+    let file = File::options().write(true).open(path)?;
     let at = (head.seq.rem_euclid(2) as u64) * SLOT as u64;
     file.write_all_at(&head.slot(), at)?;
     file.sync_data()
@@ -467,8 +469,6 @@ fn write_slot(file: &File, head: &Head) -> std::io::Result<()> {
 /// The writer's side of the head file: rewrites it after each commit that moved the chain.
 pub(super) struct HeadPublisher {
     path: PathBuf,
-    /// The head file, open for writing in place; `None` until it is first written.
-    file: Option<File>,
     published: Head,
 }
 
@@ -482,26 +482,21 @@ impl HeadPublisher {
         let on_disk = read_head_file(&path).ok().flatten();
         let mut publisher = HeadPublisher {
             path,
-            file: None,
             published: on_disk.unwrap_or(Head {
                 seq: -1,
                 hash: GENESIS,
                 evidence: 0,
             }),
         };
-        let io = |source| StoreError::Io {
-            path: publisher.path.clone(),
-            source,
-        };
         // A file at or ahead of the database is kept as it is (ahead, it names a lost tail), and
         // written in place from now on.
-        let file = if on_disk.is_none_or(|h| h.seq < head.seq) {
+        if on_disk.is_none_or(|h| h.seq < head.seq) {
+            create_head_file(&publisher.path, &head).map_err(|source| StoreError::Io {
+                path: publisher.path.clone(),
+                source,
+            })?;
             publisher.published = head;
-            create_head_file(&publisher.path, &head)
-        } else {
-            File::options().read(true).write(true).open(&publisher.path)
-        };
-        publisher.file = Some(file.map_err(io)?);
+        }
         Ok(publisher)
     }
 
@@ -526,9 +521,12 @@ impl HeadPublisher {
     }
 
     fn publish(&mut self, head: Head) -> std::io::Result<()> {
-        match &self.file {
-            Some(file) => write_slot(file, &head)?,
-            None => self.file = Some(create_head_file(&self.path, &head)?),
+        match write_slot(&self.path, &head) {
+            // Removed since (by hand): made whole again.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create_head_file(&self.path, &head)?
+            }
+            other => other?,
         }
         self.published = head;
         Ok(())
@@ -973,7 +971,7 @@ mod tests {
             hash: [0xab; 32],
             evidence: 5,
         };
-        let file = create_head_file(&path, &head).unwrap();
+        create_head_file(&path, &head).unwrap();
         let text = format!(
             "rea ledger chain head 2\nseq 7\nhash {}\nevidence 5\n",
             "ab".repeat(32)
@@ -988,7 +986,7 @@ mod tests {
             hash: [0xcd; 32],
             evidence: 6,
         };
-        write_slot(&file, &next).unwrap();
+        write_slot(&path, &next).unwrap();
         assert_eq!(read_head_file(&path).unwrap(), Some(next));
         // A slot cut short by a crash (seq 8's, slot 0) is not read: the other, whole one is.
         let mut cut = std::fs::read(&path).unwrap();
