@@ -71,7 +71,13 @@ enum Job {
     /// A procedure's pseudo-code with the analyst's hints applied.
     Decompile(Arc<Image>, u64, AnalystHints, Reply<Arc<PseudoCode>>),
     /// A C declaration parsed as the decompiler parses it: kind, text, the document's types.
-    Check(Arc<Image>, &'static str, String, Vec<String>, Reply<DeclarationCheck>),
+    Check(
+        Arc<Image>,
+        &'static str,
+        String,
+        Vec<String>,
+        Reply<DeclarationCheck>,
+    ),
 }
 
 /// The decompiler of one binary session: a thread of its own that owns the angr session and its
@@ -161,13 +167,11 @@ impl DecompilerThread {
                 for job in queue {
                     match job {
                         Job::Decompile(image, start, hints, reply) => {
-                            let _ = reply.send(
-                                angr.decompile_with(&image, start, &hints).map(|d| d.code),
-                            );
+                            let _ = reply
+                                .send(angr.decompile_with(&image, start, &hints).map(|d| d.code));
                         }
                         Job::Check(image, kind, text, types, reply) => {
-                            let _ =
-                                reply.send(angr.check_declaration(&image, kind, &text, &types));
+                            let _ = reply.send(angr.check_declaration(&image, kind, &text, &types));
                         }
                     }
                 }

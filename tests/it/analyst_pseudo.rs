@@ -126,7 +126,7 @@ async fn parameters(h: &Harness, result: &Value) -> Value {
         "get_evidence",
         json!({"evidence_id": result["evidence"]["id"]}),
     )
-        .await["record"]["parameters"]
+    .await["record"]["parameters"]
         .clone()
 }
 
@@ -171,7 +171,10 @@ async fn analyst_names_and_prototypes_reach_the_pseudo_code_and_its_record_regre
     assert!(text.contains("dispatch("), "{text}");
     assert!(!text.contains(&format!("sub_{dispatch:x}")), "{text}");
     assert_ne!(after["evidence"]["id"], before["evidence"]["id"]);
-    assert_eq!(parameters(&h, &after).await["annotations"], json!([name_ev]));
+    assert_eq!(
+        parameters(&h, &after).await["annotations"],
+        json!([name_ev])
+    );
     assert!(
         after["evidence"]["links"]
             .as_array()
@@ -227,7 +230,10 @@ async fn analyst_names_and_prototypes_reach_the_pseudo_code_and_its_record_regre
             .any(|l| l.trim() == format!("int sub_{classify:x}(int x)")),
         "{signed}"
     );
-    assert!(signed.contains("= -1;") || signed.contains("return -1;"), "{signed}");
+    assert!(
+        signed.contains("= -1;") || signed.contains("return -1;"),
+        "{signed}"
+    );
     assert!(!signed.contains("4294967295"), "{signed}");
 }
 
@@ -293,7 +299,9 @@ async fn a_declaration_angr_s_parser_refuses_is_a_tool_error_at_its_position_reg
         )
         .await;
     assert!(
-        e.starts_with("type is not a C declaration rea accepts: angr's C parser (pycparser) refused it:"),
+        e.starts_with(
+            "type is not a C declaration rea accepts: angr's C parser (pycparser) refused it:"
+        ),
         "{e}"
     );
     assert_eq!(annotate_records(&h).await, 2);
