@@ -335,19 +335,56 @@ fn without_angr_the_evidence_says_no_c_parser_read_the_declaration_regression_26
     assert_eq!(v["evidence"]["limitations"], json!([said]));
 }
 
+/// The pseudo-code of `verify` (at `at`) in `path`: its `__cxa_throw` call's arguments.
+async fn throw_arguments(path: &Path, at: u64, callee: &str) -> (Vec<String>, String) {
+    let h = common::start().await;
+    h.call("open_binary", json!({ "path": path })).await;
+    let text = text_of(&pseudo(&h, at).await);
+    (call_arguments(&text, callee), text)
+}
+
 #[tokio::test]
 async fn a_call_of_cxa_throw_gets_its_three_library_arguments_regression_27() {
     let dir = tempfile::tempdir().unwrap();
     let (plain, stripped) = build(dir.path());
     let verify = nm(&plain)["verify"];
-    let h = common::start().await;
-    h.call("open_binary", json!({ "path": stripped })).await;
-    let text = text_of(&pseudo(&h, verify).await);
-    let args = call_arguments(&text, "__cxa_throw@plt");
+    let (args, text) = throw_arguments(&stripped, verify, "__cxa_throw@plt").await;
     // The string in the fourth register is no argument of `__cxa_throw`.
     assert_eq!(args.len(), 3, "{text}");
     assert_eq!(args[2], "NULL", "{text}");
     assert!(!text.contains("password verification failed"), "{text}");
-    let allocated = call_arguments(&text, "__cxa_allocate_exception@plt");
-    assert_eq!(allocated, ["8"], "{text}");
+    assert_eq!(
+        call_arguments(&text, "__cxa_allocate_exception@plt"),
+        ["8"],
+        "{text}"
+    );
+
+    // On Mach-O the import is `___cxa_throw`: one more leading underscore, the same prototype.
+    let src = dir.path().join("secret.c");
+    let dylib = dir.path().join("secret.dylib");
+    crate::corpus::run(
+        "clang-14",
+        &[
+            "-O1",
+            "-target",
+            "x86_64-apple-macos11",
+            "-fuse-ld=lld",
+            "-nostdlib",
+            "-dynamiclib",
+            "-Wl,-undefined,dynamic_lookup",
+            "-o",
+            dylib.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ],
+    );
+    let verify = crate::corpus::run("llvm-nm-14", &["--defined-only", dylib.to_str().unwrap()])
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[2] == "_verify").then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+        .expect("llvm-nm lists _verify");
+    let (args, text) = throw_arguments(&dylib, verify, "___cxa_throw").await;
+    assert_eq!(args.len(), 3, "{text}");
+    assert!(!text.contains("password verification failed"), "{text}");
 }
