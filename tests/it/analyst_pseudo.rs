@@ -68,7 +68,7 @@ fn nm(path: &Path) -> BTreeMap<String, u64> {
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && matches!(f[1], "T" | "t"))
+            (f.len() == 3 && matches!(f[1], "T" | "t" | "D" | "R"))
                 .then(|| (f[2].to_owned(), u64::from_str_radix(f[0], 16).unwrap()))
         })
         .collect()
@@ -213,6 +213,23 @@ async fn analyst_names_and_prototypes_reach_the_pseudo_code_and_its_record_regre
         parameters(&h, &caller_again).await["annotations"],
         json!(both)
     );
+
+    // A data name: the table the procedure indexes reads by it.
+    let table = annotate(
+        &h,
+        json!({"address": format!("{:#x}", symbols["OPS"]), "kind": "name", "text": "OPERATIONS",
+               "rationale": "two pointers to the leaf operations", "cites": [ev]}),
+    )
+    .await;
+    let own = pseudo(&h, dispatch).await;
+    assert!(text_of(&own).contains("OPERATIONS"), "{}", text_of(&own));
+    let mut three = vec![
+        name_ev.clone(),
+        typed_ev.clone(),
+        table["evidence"]["id"].as_str().unwrap().to_owned(),
+    ];
+    three.sort();
+    assert_eq!(parameters(&h, &own).await["annotations"], json!(three));
 
     // A signed return: with `int classify(int x)`, the -1 reads as -1.
     annotate(

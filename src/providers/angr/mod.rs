@@ -419,8 +419,15 @@ impl Angr {
             "check a declaration",
             limits.reply_cap,
         )?;
-        let checked: protocol::Checked =
-            protocol::reply(&line).map_err(|e| protocol_error(e, 0))?;
+        // A worker answers every check it understands, so a refusal means it speaks another
+        // protocol than rea's, not that the declaration is bad.
+        let checked: protocol::Checked = protocol::reply(&line).map_err(|e| match e {
+            protocol::ReplyError::Failed { kind, message } => DecompileError::Protocol {
+                provider: PROVIDER_ID,
+                reason: format!("it refused to check a declaration ({kind}): {message}"),
+            },
+            other => protocol_error(other, 0),
+        })?;
         Ok(if checked.valid {
             DeclarationCheck::Valid { name: checked.name }
         } else {
