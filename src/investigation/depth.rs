@@ -489,3 +489,83 @@ impl Investigation {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::AnnotationId;
+
+    fn head(
+        scope: AnnotationScope,
+        address: Option<u64>,
+        kind: AnnotationKind,
+        text: &str,
+        n: u8,
+    ) -> LiveAnnotation {
+        LiveAnnotation {
+            document: "d".into(),
+            scope,
+            address,
+            kind,
+            text: text.into(),
+            id: AnnotationId::derive(&[n]),
+            evidence_id: EvidenceId::parse(&format!("ev_{}", format!("{n:02x}").repeat(32)))
+                .unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_decompilation_applies_its_own_and_its_callees_annotations_and_cites_them_regression_26() {
+        use AnnotationKind as K;
+        use AnnotationScope as S;
+        let heads = vec![
+            head(S::Procedure, Some(0x10), K::Name, "check", 1),
+            head(S::Procedure, Some(0x10), K::Comment, "not applied", 2),
+            head(
+                S::Procedure,
+                Some(0x20),
+                K::Prototype,
+                "int f(secret_t x)",
+                3,
+            ),
+            head(S::Procedure, Some(0x30), K::Name, "unrelated", 4),
+            head(S::Data, Some(0x40), K::Name, "TABLE", 5),
+            head(S::Document, None, K::Type, "typedef int secret_t;", 6),
+            head(S::Address, Some(0x11), K::Comment, "not applied", 7),
+        ];
+        let (hints, used) = analyst_hints(&heads, 0x10, &[0x20]);
+        assert_eq!(
+            hints,
+            AnalystHints {
+                procedures: vec![
+                    ProcedureHint {
+                        address: 0x10,
+                        name: Some("check".into()),
+                        prototype: None
+                    },
+                    ProcedureHint {
+                        address: 0x20,
+                        name: None,
+                        prototype: Some("int f(secret_t x)".into())
+                    },
+                ],
+                data: vec![DataHint {
+                    address: 0x40,
+                    name: Some("TABLE".into()),
+                    ty: None
+                }],
+                types: vec!["typedef int secret_t;".into()],
+            }
+        );
+        let ids: Vec<EvidenceId> = [1u8, 3, 5, 6]
+            .iter()
+            .map(|n| EvidenceId::parse(&format!("ev_{}", format!("{n:02x}").repeat(32))).unwrap())
+            .collect();
+        assert_eq!(used, ids);
+        // Without a prototype or data type, the document's types change nothing and are left out.
+        let (hints, used) = analyst_hints(&heads, 0x30, &[]);
+        assert!(hints.types.is_empty());
+        assert_eq!(hints.procedures.len(), 1);
+        assert_eq!(used.len(), 2);
+    }
+}
