@@ -480,10 +480,21 @@ pub(crate) fn check_type(
                 }
             }
             Some(Token::Ident("typedef", _)) => {
-                let named = toks
-                    .iter()
-                    .rev()
-                    .find(|t| !matches!(t, Token::Punct(b';' | b')' | b']', _) | Token::Number(_)));
+                // A typedef of a function pointer names its type inside the grouping
+                // declarator (`typedef int (*op_fn)(int, int);`), any other at its end.
+                let grouped = toks.windows(3).find_map(|w| match w {
+                    [
+                        Token::Punct(b'(', _),
+                        Token::Punct(b'*', _),
+                        named @ Token::Ident(..),
+                    ] => Some(named),
+                    _ => None,
+                });
+                let named = grouped.or_else(|| {
+                    toks.iter().rev().find(|t| {
+                        !matches!(t, Token::Punct(b';' | b')' | b']', _) | Token::Number(_))
+                    })
+                });
                 if !matches!(named, Some(Token::Ident(id, _)) if !C_WORDS.contains(id)) {
                     return Err(AnnotationError::Declaration {
                         kind: KIND,
@@ -1032,6 +1043,7 @@ mod tests {
     fn types_are_checked_by_place() {
         assert!(check_type("struct node { int v; struct node *next; };", true).is_ok());
         assert!(check_type("typedef unsigned int u32;", true).is_ok());
+        assert!(check_type("typedef int (*op_fn)(int, int);", true).is_ok());
         assert!(matches!(
             check_type("int x", true),
             Err(AnnotationError::Declaration { position: 0, .. })

@@ -231,6 +231,23 @@ async fn analyst_names_and_prototypes_reach_the_pseudo_code_and_its_record_regre
     three.sort();
     assert_eq!(parameters(&h, &own).await["annotations"], json!(three));
 
+    // The table's type, a document typedef of its elements: the call through it gets the
+    // element's two arguments.
+    annotate(
+        &h,
+        json!({"kind": "type", "text": "typedef int (*op_fn)(int, int);",
+               "rationale": "the leaves take two ints", "cites": [ev]}),
+    )
+    .await;
+    annotate(
+        &h,
+        json!({"address": format!("{:#x}", symbols["OPS"]), "kind": "type", "text": "op_fn[2]",
+               "rationale": "two pointers to the leaf operations", "cites": [ev]}),
+    )
+    .await;
+    let own = text_of(&pseudo(&h, dispatch).await);
+    assert!(own.contains("[i & 1](a, b)"), "{own}");
+
     // A signed return: with `int classify(int x)`, the -1 reads as -1.
     annotate(
         &h,

@@ -326,10 +326,7 @@ class Worker:
             if entry.get("name"):
                 labels[address] = entry["name"]
             if entry.get("type"):
-                limitations.append(
-                    f"the analyst's type of the data at {entry['address']:#x} is not given to angr "
-                    "(rea passes data names, not data types, to its decompiler)"
-                )
+                self.data_type(kb, entry, types, limitations)
         for entry in hints.get("procedures", []):
             address = entry["address"] + self.bias
             function = kb.functions.function(addr=address)
@@ -348,6 +345,61 @@ class Worker:
                 self.set_prototype(function, prototype, PrototypeSource.USER)
         self.relabel(kb, labels)
         return labels
+
+    def data_type(self, kb, entry, types, limitations):
+        """Applies the analyst's type of a data location where angr takes one: a table of
+        function pointers (`op_fn[4]`) gives its element's prototype to every indirect call of
+        the procedure in a block that reads the table, so the call shows its arguments. Other
+        data types are said not to be applied."""
+        from angr.calling_conventions import default_cc
+        from angr.knowledge_plugins.callsite_prototypes import CallsitePrototypeKind
+
+        sim_type = self.angr.sim_type
+        arch = self.project.arch
+        address = entry["address"] + self.bias
+        try:
+            kind = sim_type.parse_type(entry["type"], predefined_types=types, arch=arch)
+        except Exception as error:
+            limitations.append(f"the analyst's type of the data at {entry['address']:#x} was not used: {error}")
+            return
+
+        def resolved(t):
+            while isinstance(t, sim_type.TypeRef):
+                t = t.type
+            return t
+
+        element = resolved(kind)
+        if isinstance(element, sim_type.SimTypeArray):
+            element = resolved(element.elem_type)
+        target = resolved(element.pts_to) if isinstance(element, sim_type.SimTypePointer) else None
+        if not isinstance(target, sim_type.SimTypeFunction):
+            limitations.append(
+                f"the analyst's type of the data at {entry['address']:#x} is not given to angr "
+                "(rea gives angr the types of tables of function pointers only)"
+            )
+            return
+        size = kind.with_arch(arch).size
+        end = address + (size // arch.byte_width if size else arch.bytes)
+        cc_class = default_cc(arch.name, platform=None)
+        if cc_class is None:
+            return
+        prototype = target.with_arch(arch)
+        for function in list(kb.functions.values()):
+            for block in function.blocks:
+                try:
+                    vex = block.vex
+                except Exception:
+                    continue
+                # An indirect call: a call whose target is computed, not a constant.
+                if vex.jumpkind != "Ijk_Call" or vex.next.tag == "Iex_Const":
+                    continue
+                constants = {c.value for c in vex.all_constants}
+                if any(address <= c < end for c in constants):
+                    # angr reads a manual prototype through the inferred kind: set both.
+                    for manual in (True, False):
+                        kb.callsite_prototypes.set_prototype(
+                            block.addr, cc_class(arch), prototype, manual=manual, kind=CallsitePrototypeKind.INFERRED
+                        )
 
     def parse_types(self, texts, limitations):
         """The document's C types as angr types. A type may name one given after it, so the
