@@ -42,6 +42,7 @@ mod objc_names;
 mod parity;
 mod prompts;
 mod readonly;
+mod reexec_27;
 mod regression_15;
 mod roots;
 mod schema;

@@ -74,6 +74,439 @@ def watch_parent():
             os._exit(3)
 
 
+def correct_signedness(angr):
+    """Make angr's C say the signedness its own IR has (the re-execution benchmark's failures).
+
+    angr 9.2's code generator prints a signed comparison, division or arithmetic shift of a
+    variable it typed unsigned without a cast (`if (v0 < 0)` that is never true), drops casts
+    that change signedness before a widening (`(long long)(int)a0` becomes `a0`), and one of its
+    peephole passes turns a signed 32-bit division into an unsigned one. These patches are
+    rea's, applied in the worker only: where the IR's operation is signed and the operand's
+    type is not (or the reverse), the operand gets a cast that later passes keep.
+    """
+    from angr.ailment.expression import BinaryOp, Convert
+    from angr.analyses.decompiler.peephole_optimizations import remove_redundant_conversions
+    from angr.analyses.decompiler.structured_codegen import c as cgen
+    from angr.sim_type import SimTypeChar, SimTypeInt
+
+    ordered = {"CmpLT", "CmpLE", "CmpGT", "CmpGE", "Div", "Mod"}
+
+    def integral(ty):
+        return isinstance(ty, (SimTypeInt, SimTypeChar)) and getattr(ty, "signed", None) is not None
+
+    class SignCast(cgen.CTypeCast):
+        """A cast rea added (for signedness, or for a byte difference); `MakeTypecastsImplicit`
+        keeps it."""
+
+        __slots__ = ()
+
+    def with_signedness(codegen, operand, signed):
+        ty = operand.type
+        if not integral(ty) or bool(ty.signed) == signed:
+            return operand
+        new_ty = codegen.default_simtype_from_bits(ty.size, signed)
+        if isinstance(operand, cgen.CConstant) and isinstance(operand.value, int):
+            bits = ty.size
+            value = operand.value & ((1 << bits) - 1)
+            if signed and value >> (bits - 1):
+                value -= 1 << bits
+            return cgen.CConstant(value, new_ty, codegen=codegen, tags=operand.tags)
+        return SignCast(None, new_ty, operand, codegen=codegen)
+
+    binary = cgen.CStructuredCodeGenerator._handle_Expr_BinaryOp
+
+    def handle_binary(self, expr, **kwargs):
+        node = binary(self, expr, **kwargs)
+        if not isinstance(node, cgen.CBinaryOp):
+            return node
+        if expr.op == "Sub":
+            return byte_difference(self, node)
+        if expr.op in ordered:
+            signed, sides = bool(expr.signed), ("lhs", "rhs")
+        elif expr.op == "Sar":
+            signed, sides = True, ("lhs",)
+        elif expr.op == "Shr":
+            signed, sides = False, ("lhs",)
+        else:
+            return node
+        changed = False
+        for side in sides:
+            operand = getattr(node, side)
+            fixed = with_signedness(self, operand, signed)
+            if fixed is not operand:
+                setattr(node, side, fixed)
+                changed = True
+        if changed:
+            node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
+            if not node.op.startswith("Cmp"):
+                node._type = node.common_type
+        return node
+
+    # The IR subtracts addresses in bytes (the machine code scales the difference itself), but
+    # C subtracts pointers in elements: `(i - a0) >> 2` of two `int *` divides twice. The
+    # difference of two pointers to wider elements is taken between `char *` casts.
+    from angr.sim_type import SimTypePointer as Pointer
+
+    def byte_difference(codegen, node):
+        lhs, rhs = node.lhs.type, node.rhs.type
+        if not (isinstance(lhs, Pointer) and isinstance(rhs, Pointer)):
+            return node
+        sizes = [getattr(t.pts_to, "size", None) for t in (lhs, rhs)]
+        if all(size == 8 for size in sizes):
+            return node
+        byte = Pointer(SimTypeChar()).with_arch(codegen.project.arch)
+        node.lhs = SignCast(None, byte, node.lhs, codegen=codegen)
+        node.rhs = SignCast(None, byte, node.rhs, codegen=codegen)
+        node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
+        node._type = node.common_type
+        return node
+
+    cgen.CStructuredCodeGenerator._handle_Expr_BinaryOp = handle_binary
+
+    implicit = cgen.MakeTypecastsImplicit
+    collapse = implicit.collapse.__func__
+    handle_cast = implicit.handle_CTypeCast
+
+    def keep_collapse(cls, dst_ty, child):
+        if isinstance(child, SignCast):
+            return child
+        return collapse(cls, dst_ty, child)
+
+    def keep_cast(self, obj):
+        if isinstance(obj, SignCast):
+            obj.expr = self.handle(obj.expr)
+            return obj
+        result = handle_cast(self, obj)
+        src, dst = obj.src_type, obj.dst_type
+        # A widening, or a change of signedness at one size, changes the value: not implicit.
+        if (
+            result is not obj
+            and integral(src)
+            and integral(dst)
+            and (src.size < dst.size or (src.size == dst.size and bool(src.signed) != bool(dst.signed)))
+        ):
+            return obj
+        return result
+
+    implicit.collapse = classmethod(keep_collapse)
+    implicit.handle_CTypeCast = keep_cast
+
+    # `Conv(64->32, Div(Conv(32->64, a), Conv(32->64, b)))` becomes `Div(a, b)` with the outer
+    # conversion's signedness; the division's own (and its operands' extension) is what counts.
+    peephole = remove_redundant_conversions.RemoveRedundantConversions
+    convert = peephole._optimize_Convert
+
+    def optimize_convert(self, expr):
+        out = convert(self, expr)
+        inner = expr.operand
+        if (
+            isinstance(out, BinaryOp)
+            and out.op in ("Div", "Mod")
+            and isinstance(inner, BinaryOp)
+            and inner.op in ("Div", "Mod", "DivMod")
+        ):
+            first = inner.operands[0]
+            signed = bool(inner.signed) and isinstance(first, Convert) and bool(first.is_signed)
+            if bool(out.signed) != signed:
+                out = BinaryOp(out.idx, out.op, list(out.operands), signed, bits=out.bits, **out.tags)
+        return out
+
+    peephole._optimize_Convert = optimize_convert
+
+    # `a - (a / N) * N` becomes `a % N`, always unsigned; the remainder of a signed division is
+    # signed (`-3 % 7` is -3, not 1).
+    from angr.analyses.decompiler.peephole_optimizations import modulo_simplifier
+
+    def signed_division(expr, depth=0):
+        if depth > 4:
+            return None
+        if isinstance(expr, BinaryOp):
+            if expr.op == "Div":
+                return bool(expr.signed)
+            operands = expr.operands
+        elif isinstance(expr, Convert):
+            operands = [expr.operand]
+        else:
+            return None
+        for operand in operands:
+            found = signed_division(operand, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def signed_mod(node, signed):
+        if isinstance(node, BinaryOp) and node.op == "Mod" and bool(node.signed) != signed:
+            return BinaryOp(node.idx, "Mod", list(node.operands), signed, bits=node.bits, **node.tags)
+        if isinstance(node, Convert):
+            inner = signed_mod(node.operand, signed)
+            if inner is not node.operand:
+                return Convert(node.idx, node.from_bits, node.to_bits, node.is_signed, inner, **node.tags)
+        return node
+
+    modulo = modulo_simplifier.ModuloSimplifier
+    modulo_optimize = modulo.optimize
+
+    def optimize_modulo(self, expr, **kwargs):
+        out = modulo_optimize(self, expr, **kwargs)
+        if out is None or out is expr:
+            return out
+        signed = signed_division(expr)
+        if signed:
+            out = signed_mod(out, True)
+        return out
+
+    modulo.optimize = optimize_modulo
+
+    # `unsigned char` printed as `char`.
+    char_repr = SimTypeChar.c_repr
+
+    def c_repr_char(self, name=None, full=0, memo=None, indent=0, name_parens=True):
+        text = char_repr(self, name, full, memo, indent, name_parens)
+        if type(self) is SimTypeChar and self.label is None and text.startswith("char"):
+            arm = self._arch is not None and self._arch.name.startswith(("ARM", "AARCH"))
+            if not self.signed:
+                text = "unsigned " + text
+            elif arm:
+                # `char` is unsigned on ARM: say signed where angr means it.
+                text = "signed " + text
+        return text
+
+    SimTypeChar.c_repr = c_repr_char
+
+    # angr's type inference sometimes gives a register variable (or the return value) the type
+    # pointer-to-array, and prints it as an array (`char ptr[2]`, `unsigned int [2] f(...)`):
+    # not C that can be assigned or returned, and the code indexes it by element. A pointer to
+    # the element is what the code does.
+    from angr.sim_type import SimTypeArray, SimTypePointer
+    from angr.sim_variable import SimRegisterVariable
+
+    def pointer_for(ty, arch):
+        if isinstance(ty, SimTypePointer) and isinstance(ty.pts_to, SimTypeArray):
+            return SimTypePointer(ty.pts_to.elem_type).with_arch(arch)
+        if isinstance(ty, SimTypeArray):
+            return SimTypePointer(ty.elem_type).with_arch(arch)
+        return ty
+
+    variable_type = cgen.CStructuredCodeGenerator._get_variable_type
+
+    def get_variable_type(self, var, is_global=False):
+        ty = variable_type(self, var, is_global=is_global)
+        if isinstance(var, SimRegisterVariable):
+            return pointer_for(ty, self.project.arch)
+        return ty
+
+    cgen.CStructuredCodeGenerator._get_variable_type = get_variable_type
+
+    function_init = cgen.CFunction.__init__
+
+    def init_function(self, *args, **kwargs):
+        function_init(self, *args, **kwargs)
+        functy = getattr(self, "functy", None)
+        if functy is not None and pointer_for(functy.returnty, self.codegen.project.arch) is not functy.returnty:
+            functy.returnty = pointer_for(functy.returnty, self.codegen.project.arch)
+
+    cgen.CFunction.__init__ = init_function
+
+    local_vars = cgen.CFunction.get_unified_local_vars
+
+    def get_unified_local_vars(self):
+        arch = self.codegen.project.arch
+        return {
+            key: {
+                (cvar, pointer_for(ty, arch) if isinstance(cvar.variable, SimRegisterVariable) else ty)
+                for cvar, ty in pairs
+            }
+            for key, pairs in local_vars(self).items()
+        }
+
+    cgen.CFunction.get_unified_local_vars = get_unified_local_vars
+
+    # Rotations and concatenations in C, not angr's `__ROL__(x, n)` and `a CONCAT b`, which
+    # are neither C nor defined anywhere a reader (or a compiler) can look.
+    def unsigned_of(bits):
+        if bits == 128:
+            return "unsigned __int128"
+        return {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}.get(bits)
+
+    def width(node):
+        ty = node.type
+        return getattr(ty, "size", None)
+
+    rol_chunks = cgen.CBinaryOp._c_repr_chunks_rol
+    ror_chunks = cgen.CBinaryOp._c_repr_chunks_ror
+    concat_chunks = cgen.CBinaryOp._c_repr_chunks_concat
+
+    def rotation(self, left, fallback):
+        bits = width(self.lhs)
+        ty = unsigned_of(bits) if bits else None
+        if ty is None:
+            yield from fallback(self)
+            return
+        first, second = ("<<", ">>") if left else (">>", "<<")
+        paren = cgen.CClosingObject("(")
+        yield "(", paren
+        yield f"({ty})", None
+        yield from self._try_c_repr_chunks(self.lhs)
+        yield f" {first} ", self
+        yield from self._try_c_repr_chunks(self.rhs)
+        yield " | ", None
+        yield f"({ty})", None
+        yield from self._try_c_repr_chunks(self.lhs)
+        yield f" {second} ({bits} - ", self
+        yield from self._try_c_repr_chunks(self.rhs)
+        yield "))", paren
+
+    def concat(self):
+        high, low = width(self.lhs), width(self.rhs)
+        whole = unsigned_of(high + low) if high and low else None
+        part = unsigned_of(low) if low else None
+        if whole is None or part is None:
+            yield from concat_chunks(self)
+            return
+        paren = cgen.CClosingObject("(")
+        yield "(", paren
+        yield f"({whole})", None
+        yield from self._try_c_repr_chunks(self.lhs)
+        yield f" << {low} | ({whole})({part})", self
+        yield from self._try_c_repr_chunks(self.rhs)
+        yield ")", paren
+
+    cgen.CBinaryOp._c_repr_chunks_rol = lambda self: rotation(self, True, rol_chunks)
+    cgen.CBinaryOp._c_repr_chunks_ror = lambda self: rotation(self, False, ror_chunks)
+    cgen.CBinaryOp._c_repr_chunks_concat = concat
+
+
+def rewrite_arm64_conditions(angr):
+    """Give angr a rewriter of AArch64's condition helper, as it has for x86, AMD64 and ARM.
+
+    Without one, every AArch64 conditional select or branch on flags angr could not fold stays
+    `arm64g_calculate_condition(163, v0, 0, 0)` in the pseudo-code: VEX's internal helper, which
+    says nothing to a reader and does not compile. The helper's first operand packs the
+    condition (upper bits) and the operation that set the flags (lower 4 bits); for a compare
+    (SUB), an add (CMN/ADDS) and a logical operation (TST/ANDS) the conditions are comparisons
+    of its operands, exactly (overflow conditions stay as they were).
+    """
+    from angr.ailment import Expr
+    from angr.analyses.decompiler.ccall_rewriters import CCALL_REWRITERS
+    from angr.analyses.decompiler.ccall_rewriters.rewriter_base import CCallRewriterBase
+
+    # VEX's ARM64G_CC_OP_* and ARM64Cond* numbering.
+    add, sub, logic = {1: 32, 2: 64}, {3: 32, 4: 64}, {9: 32, 10: 64}
+
+    class Arm64CCallRewriter(CCallRewriterBase):
+        __slots__ = ()
+
+        def _rewrite(self, ccall):
+            # `_ccall` is the helper renamed by an earlier pass, before its operands were known.
+            if ccall.callee not in ("arm64g_calculate_condition", "_ccall") or len(ccall.operands) != 4:
+                return None
+            packed = ccall.operands[0]
+            if not isinstance(packed, Expr.Const):
+                return None
+            cond, op = packed.value_int >> 4, packed.value_int & 0xF
+            if cond == 14:
+                return Expr.Const(ccall.idx, None, 1, ccall.bits, **ccall.tags)
+            if cond == 15:
+                return Expr.Const(ccall.idx, None, 0, ccall.bits, **ccall.tags)
+            a, b = ccall.operands[1], ccall.operands[2]
+            tags = ccall.tags
+            if op in sub:
+                bits = sub[op]
+                a, b = narrow(a, bits, tags), narrow(b, bits, tags)
+                zero = Expr.Const(None, None, 0, bits, **tags)
+                difference = Expr.BinaryOp(None, "Sub", (a, b), False, bits=bits, **tags)
+                table = {
+                    0: ("CmpEQ", a, b, False), 1: ("CmpNE", a, b, False),
+                    2: ("CmpGE", a, b, False), 3: ("CmpLT", a, b, False),
+                    4: ("CmpLT", difference, zero, True), 5: ("CmpGE", difference, zero, True),
+                    8: ("CmpGT", a, b, False), 9: ("CmpLE", a, b, False),
+                    10: ("CmpGE", a, b, True), 11: ("CmpLT", a, b, True),
+                    12: ("CmpGT", a, b, True), 13: ("CmpLE", a, b, True),
+                }
+            elif op in add:
+                bits = add[op]
+                a, b = narrow(a, bits, tags), narrow(b, bits, tags)
+                zero = Expr.Const(None, None, 0, bits, **tags)
+                total = Expr.BinaryOp(None, "Add", (a, b), False, bits=bits, **tags)
+                table = {
+                    0: ("CmpEQ", total, zero, False), 1: ("CmpNE", total, zero, False),
+                    2: ("CmpLT", total, a, False), 3: ("CmpGE", total, a, False),
+                    4: ("CmpLT", total, zero, True), 5: ("CmpGE", total, zero, True),
+                }
+            elif op in logic:
+                bits = logic[op]
+                a = narrow(a, bits, tags)
+                zero = Expr.Const(None, None, 0, bits, **tags)
+                # C and V are clear after a logical operation.
+                table = {
+                    0: ("CmpEQ", a, zero, False), 1: ("CmpNE", a, zero, False),
+                    4: ("CmpLT", a, zero, True), 5: ("CmpGE", a, zero, True),
+                    10: ("CmpGE", a, zero, True), 11: ("CmpLT", a, zero, True),
+                    12: ("CmpGT", a, zero, True), 13: ("CmpLE", a, zero, True),
+                }
+            else:
+                return None
+            if cond not in table:
+                return None
+            name, lhs, rhs, signed = table[cond]
+            r = Expr.BinaryOp(ccall.idx, name, (lhs, rhs), signed, **tags)
+            if r.bits == ccall.bits:
+                return r
+            return Expr.Convert(None, r.bits, ccall.bits, False, r, **tags)
+
+    def narrow(expr, bits, tags):
+        if expr.bits == bits:
+            return expr
+        if isinstance(expr, Expr.Const):
+            return Expr.Const(None, None, expr.value_int & ((1 << bits) - 1), bits, **tags)
+        return Expr.Convert(None, expr.bits, bits, False, expr, **tags)
+
+    CCALL_REWRITERS.setdefault("AARCH64", Arm64CCallRewriter)
+
+
+
+# A local the pseudo-code declares and reads but never assigns: angr lost the value it holds
+# (a loop's last value, a register merged at a join), so the code is wrong where it is read.
+DECLARATION = None
+
+
+def unassigned_reads(text):
+    """Limitations naming the register variables the text reads but never assigns."""
+    import re
+
+    global DECLARATION
+    if DECLARATION is None:
+        DECLARATION = re.compile(r"^\s+[A-Za-z_][\w \*]*?[\s\*]([A-Za-z_]\w*)(?:\[\d+\])?;\s+//\s+(\S+)")
+    lines = text.splitlines()
+    declared = {}
+    body_from = 0
+    for number, line in enumerate(lines):
+        m = DECLARATION.match(line)
+        if m:
+            # Stack variables (`[bp-0x1c]`) can be written through a pointer; only registers.
+            if not m.group(2).startswith("["):
+                declared[m.group(1)] = number
+            body_from = number + 1
+        elif line.strip() == "{" and not declared:
+            body_from = number + 1
+    found = []
+    for name in declared:
+        assigned = re.compile(
+            r"(\b%s\s*(=(?!=)|\+=|-=|\*=|/=|%%=|&=|\|=|\^=|<<=|>>=|\+\+|--))|((\+\+|--|&)\s*%s\b)" % (name, name)
+        )
+        used = re.compile(r"\b%s\b" % name)
+        body = lines[body_from:]
+        if any(assigned.search(line) for line in body):
+            continue
+        reads = [body_from + i + 1 for i, line in enumerate(body) if used.search(line)]
+        if reads:
+            found.append(
+                f"{name} is read (line {reads[0]}) but never assigned: angr lost the value it "
+                "holds there, so the pseudo-code is wrong at that line"
+            )
+    return found
+
+
 class Worker:
     def __init__(self, angr, archinfo):
         self.angr = angr
@@ -246,6 +679,7 @@ class Worker:
         if self.bias:
             text = self.unbias_labels(text)
         limitations.extend(self.dirty_lines(text))
+        limitations.extend(unassigned_reads(text))
         limitations.extend(self.jumps_out(text))
         cap = request.get("max_text_bytes")
         encoded = text.encode("utf-8")
@@ -714,6 +1148,8 @@ def main():
     if not isinstance(version, str):
         version = ".".join(str(part) for part in version)
     send({"event": "ready", "protocol": PROTOCOL, "angr": version, "python": platform.python_version()})
+    correct_signedness(angr)
+    rewrite_arm64_conditions(angr)
     worker = Worker(angr, archinfo)
     for raw in sys.stdin.buffer:
         line = raw.decode("utf-8", "replace").strip()
