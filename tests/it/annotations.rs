@@ -488,17 +488,14 @@ async fn a_bad_citation_or_declaration_records_nothing_regression_26() {
             }),
         )
         .await;
+    // angr's C parser read it (the suite runs with angr): nothing is left unchecked.
     let checked = v["checked"].as_array().unwrap();
-    assert!(
-        checked
-            .iter()
-            .any(|c| c.as_str().unwrap().starts_with("not checked:")),
+    assert_eq!(
+        checked.last().unwrap(),
+        "parsed by angr's C parser (pycparser), as the decompiler reads it, with the document's types",
         "{v}"
     );
-    assert_eq!(
-        v["evidence"]["limitations"],
-        json!([checked.last().unwrap()])
-    );
+    assert_eq!(v["evidence"].get("limitations"), None);
     h.call(
         "annotate",
         json!({

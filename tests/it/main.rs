@@ -2,6 +2,7 @@
 //! `tokio::io::duplex`, the store through its public API, and the built binary over stdio.
 
 mod analysis;
+mod analyst_pseudo;
 mod angr;
 mod annotations;
 mod architecture;

@@ -10,8 +10,10 @@ that procedure's region only (a whole-binary CFG takes minutes on a real program
 Requests and replies (every address in rea's numbering):
   {"op": "load", "arch": ..., "entry": ..., "segments": [...], "zero": [...],
    "names": [...], "imports": [...], "slots": [...]}     ->  {"ok": true}
-  {"op": "decompile", "start": ..., "end": ..., "max_text_bytes": ...}
+  {"op": "decompile", "start": ..., "end": ..., "max_text_bytes": ..., "hints": {...}}
                                                           ->  {"ok": true, "text": ..., ...}
+  {"op": "check", "kind": ..., "text": ..., "types": [...]}
+                                                          ->  {"ok": true, "valid": ..., ...}
 A failure is {"ok": false, "error": {"kind": ..., "message": ...}}; the worker goes on serving.
 End of stdin ends the worker. Anything angr prints goes to stderr: stdout carries only replies.
 """
@@ -39,6 +41,19 @@ BIAS = 0x400000
 # named import.
 EXTERN_ALIGN = 0x10000
 EXTERN_CELL = 16
+
+
+# Prototypes of C++ runtime functions angr's libraries lack; calls of them otherwise get the
+# argument count angr guesses from the registers set before the call.
+RUNTIME_PROTOTYPES = {
+    "__cxa_throw": "void __cxa_throw(void *thrown_exception, void *tinfo, void (*dest)(void *));",
+    "__cxa_allocate_exception": "void *__cxa_allocate_exception(unsigned long thrown_size);",
+    "__cxa_free_exception": "void __cxa_free_exception(void *thrown_exception);",
+    "__cxa_begin_catch": "void *__cxa_begin_catch(void *exception_object);",
+    "__cxa_end_catch": "void __cxa_end_catch(void);",
+    "__cxa_rethrow": "void __cxa_rethrow(void);",
+    "_Unwind_Resume": "void _Unwind_Resume(void *exception_object);",
+}
 
 
 class Refusal(Exception):
@@ -631,14 +646,8 @@ class Worker:
         for callee in list(kb.functions.values()):
             if callee.addr == start:
                 continue
-            imported = self.imports.get(callee.addr)
-            if imported is not None:
-                # angr looks prototypes up by the import's own name (`strlen`, `_getpass`).
-                callee.name = imported
-                try:
-                    callee.find_declaration(ignore_binary_name=True)
-                except Exception:
-                    pass
+            if callee.addr in self.imports:
+                self.library_prototype(callee)
             if callee.addr in self.names:
                 callee.name = self.names[callee.addr]
             elif callee.is_default_name:
@@ -647,6 +656,7 @@ class Worker:
             function.name = self.names[start]
         elif function.is_default_name:
             function.name = f"sub_{self.rea_address(start):x}"
+        labels = self.apply_hints(kb, request.get("hints") or {}, limitations)
         for jump in sorted(cfg.indirect_jumps.values(), key=lambda j: j.addr):
             if jump.func_addr == start and not jump.resolved_targets:
                 limitations.append(
@@ -667,7 +677,7 @@ class Worker:
                 "was not followed"
             )
         began = time.monotonic()
-        decompiler = self.decompile_checked(function, cfg, kb)
+        decompiler = self.decompile_checked(function, cfg, kb, labels)
         decompile_seconds = time.monotonic() - began
         for error in decompiler.errors:
             text = error.format() if hasattr(error, "format") else str(error)
@@ -676,6 +686,7 @@ class Worker:
         codegen = decompiler.codegen
         if codegen is None or codegen.text is None:
             raise Refusal("decompile", "; ".join(limitations) or "angr produced no code")
+        self.signed_constants(codegen, function)
         if self.bias:
             self.unbias(codegen)
         text = codegen.text
@@ -706,7 +717,7 @@ class Worker:
             "decompile_seconds": round(decompile_seconds, 4),
         }
 
-    def decompile_checked(self, function, cfg, kb):
+    def decompile_checked(self, function, cfg, kb, labels):
         """angr's decompilation of `function`; again without expression folding when the first
         reads a variable it never assigns, if that one does not."""
         project = self.project
@@ -716,6 +727,7 @@ class Worker:
             # names from its labels, so it gets rea's names too.
             variables = self.angr.KnowledgeBase(project, name="rea_variables")
             self._label(variables)
+            self.relabel(variables, labels)
             return project.analyses.Decompiler(
                 function, cfg=cfg.model, kb=kb, variable_kb=variables, **options
             )
@@ -735,6 +747,292 @@ class Worker:
         if text and not unassigned_reads(text):
             return again
         return first
+
+    def library_prototype(self, callee):
+        """Gives an import its library prototype, so its calls get the right arguments: angr's
+        SimLibraries first (libc, Win32; angr strips the leading `_` of Mach-O names itself),
+        then the few C++ runtime functions angr has none for. A prototype found is certain, not
+        guessed: the decompiler then keeps its argument count instead of guessing one."""
+        from angr.knowledge_plugins.functions.function import PrototypeSource
+
+        # angr looks prototypes up by the import's own name (`strlen`, `_getpass`); the caller
+        # names the callee as rea does afterwards.
+        name = self.imports[callee.addr]
+        if name.endswith("@plt"):
+            name = name[: -len("@plt")]
+        callee.name = name
+        try:
+            found = callee.find_declaration(ignore_binary_name=True)
+        except Exception:
+            found = False
+        if not found:
+            bare = name[1:] if name.startswith("__") and name[1:] in RUNTIME_PROTOTYPES else name
+            declaration = RUNTIME_PROTOTYPES.get(bare)
+            if declaration is None:
+                return
+            try:
+                self.set_prototype(callee, self.angr.sim_type.parse_signature(declaration), PrototypeSource.SIMPROC)
+            except Exception:
+                return
+            found = True
+        if found:
+            callee.prototype_source = PrototypeSource.SIMPROC
+
+    def set_prototype(self, function, prototype, source):
+        """Makes `prototype` the function's, with the architecture's calling convention."""
+        from angr.calling_conventions import default_cc
+
+        arch = self.project.arch
+        function.prototype = prototype.with_arch(arch)
+        function.prototype_source = source
+        if function.calling_convention is None:
+            cc = default_cc(arch.name, platform=None)
+            if cc is not None:
+                function.calling_convention = cc(arch)
+
+    def apply_hints(self, kb, hints, limitations):
+        """The analyst's annotations for this procedure, as rea sends them: names of procedures
+        (callees print by them) and data, C types of the document, prototypes of the procedure
+        and its callees. Returns the labels to give the variable knowledge base too. A
+        declaration angr cannot use is a limitation, not a failure: the rest still applies."""
+        from angr.knowledge_plugins.functions.function import PrototypeSource
+
+        sim_type = self.angr.sim_type
+        arch = self.project.arch
+        types = self.parse_types(hints.get("types", []), limitations)
+        labels = {}
+        for entry in hints.get("data", []):
+            address = entry["address"] + self.bias
+            if entry.get("name"):
+                labels[address] = entry["name"]
+            if entry.get("type"):
+                self.data_type(kb, entry, types, limitations)
+        for entry in hints.get("procedures", []):
+            address = entry["address"] + self.bias
+            function = kb.functions.function(addr=address)
+            if entry.get("name"):
+                labels[address] = entry["name"]
+                if function is not None:
+                    function.name = entry["name"]
+            if entry.get("prototype") and function is not None:
+                try:
+                    prototype = sim_type.parse_signature(entry["prototype"], predefined_types=types, arch=arch)
+                except Exception as error:
+                    limitations.append(
+                        f"the analyst's prototype of {entry['address']:#x} was not used: {error}"
+                    )
+                    continue
+                self.set_prototype(function, prototype, PrototypeSource.USER)
+        self.relabel(kb, labels)
+        return labels
+
+    def data_type(self, kb, entry, types, limitations):
+        """Applies the analyst's type of a data location where angr takes one: a table of
+        function pointers (`op_fn[4]`) gives its element's prototype to every indirect call of
+        the procedure in a block that reads the table, so the call shows its arguments. Other
+        data types are said not to be applied."""
+        from angr.calling_conventions import default_cc
+        from angr.knowledge_plugins.callsite_prototypes import CallsitePrototypeKind
+
+        sim_type = self.angr.sim_type
+        arch = self.project.arch
+        address = entry["address"] + self.bias
+        try:
+            kind = sim_type.parse_type(entry["type"], predefined_types=types, arch=arch)
+        except Exception as error:
+            limitations.append(f"the analyst's type of the data at {entry['address']:#x} was not used: {error}")
+            return
+
+        def resolved(t):
+            while isinstance(t, sim_type.TypeRef):
+                t = t.type
+            return t
+
+        element = resolved(kind)
+        if isinstance(element, sim_type.SimTypeArray):
+            element = resolved(element.elem_type)
+        target = resolved(element.pts_to) if isinstance(element, sim_type.SimTypePointer) else None
+        if not isinstance(target, sim_type.SimTypeFunction):
+            limitations.append(
+                f"the analyst's type of the data at {entry['address']:#x} is not given to angr "
+                "(rea gives angr the types of tables of function pointers only)"
+            )
+            return
+        size = kind.with_arch(arch).size
+        end = address + (size // arch.byte_width if size else arch.bytes)
+        cc_class = default_cc(arch.name, platform=None)
+        if cc_class is None:
+            return
+        prototype = target.with_arch(arch)
+        for function in list(kb.functions.values()):
+            for block in function.blocks:
+                try:
+                    vex = block.vex
+                except Exception:
+                    continue
+                # An indirect call: a call whose target is computed, not a constant.
+                if vex.jumpkind != "Ijk_Call" or vex.next.tag == "Iex_Const":
+                    continue
+                constants = {c.value for c in vex.all_constants}
+                if any(address <= c < end for c in constants):
+                    # angr reads a manual prototype through the inferred kind: set both.
+                    for manual in (True, False):
+                        kb.callsite_prototypes.set_prototype(
+                            block.addr, cc_class(arch), prototype, manual=manual, kind=CallsitePrototypeKind.INFERRED
+                        )
+
+    def parse_types(self, texts, limitations):
+        """The document's C types as angr types. A type may name one given after it, so the
+        texts are parsed in rounds until a round adds nothing; what never parses is said."""
+        sim_type = self.angr.sim_type
+        types = {}
+        pending = list(texts)
+        errors = {}
+        while pending:
+            left = []
+            for text in pending:
+                try:
+                    types.update(sim_type.parse_file(text, predefined_types=dict(types), arch=self.project.arch)[1])
+                except Exception as error:
+                    errors[text] = error
+                    left.append(text)
+            if len(left) == len(pending):
+                break
+            pending = left
+        for text in pending:
+            limitations.append(f"the analyst's type {text.strip()[:80]!r} was not used: {errors[text]}")
+        return types
+
+    @staticmethod
+    def relabel(kb, labels):
+        """Puts `labels` (address -> name) over rea's own names in a knowledge base."""
+        for address, name in labels.items():
+            old = kb.labels._labels.get(address)
+            if old is not None and kb.labels._reverse_labels.get(old) == address:
+                del kb.labels._reverse_labels[old]
+            kb.labels._labels[address] = name
+            kb.labels._reverse_labels[name] = address
+
+    @staticmethod
+    def signed_constants(codegen, function):
+        """Shows constants in the signedness of their type: angr prints an `int` -1 as
+        4294967295 unless told the constant is negative. A constant is signed when its own type
+        is, or when it is what a function of signed return type returns (directly, or through
+        the variable it returns: angr types `classify`'s result register `unsigned int` even
+        when the prototype says `int`)."""
+        from angr.analyses.decompiler.structured_codegen.c import (
+            CAssignment,
+            CConstant,
+            CConstruct,
+            CReturn,
+            CVariable,
+        )
+        from angr.sim_type import SimTypeInt
+
+        nodes = []
+        seen = set()
+        stack = [codegen.cfunc]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            nodes.append(node)
+            for cls in type(node).__mro__:
+                for slot in getattr(cls, "__slots__", ()):
+                    value = getattr(node, slot, None)
+                    items = value if isinstance(value, (list, tuple)) else [value]
+                    for item in items:
+                        parts = item if isinstance(item, tuple) else (item,)
+                        stack.extend(p for p in parts if isinstance(p, CConstruct))
+        returned = getattr(function.prototype, "returnty", None)
+        signed_return = isinstance(returned, SimTypeInt) and returned.signed and returned.size
+        returns = set()
+        returned_constants = []
+        if signed_return:
+            for node in nodes:
+                if isinstance(node, CReturn):
+                    if isinstance(node.retval, CVariable):
+                        returns.add(id(node.retval.variable))
+                    elif isinstance(node.retval, CConstant):
+                        returned_constants.append(node.retval)
+            for node in nodes:
+                if (
+                    isinstance(node, CAssignment)
+                    and isinstance(node.lhs, CVariable)
+                    and id(node.lhs.variable) in returns
+                    and isinstance(node.rhs, CConstant)
+                ):
+                    returned_constants.append(node.rhs)
+
+        def negative(constant, size):
+            value = constant.value
+            return (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and size
+                and 1 << (size - 1) <= value < 1 << size
+                and not constant.fmt_neg
+            )
+
+        changed = False
+        for node in nodes:
+            if isinstance(node, CConstant):
+                kind = node._type
+                if isinstance(kind, SimTypeInt) and kind.signed and negative(node, kind.size):
+                    node.fmt_neg = True
+                    changed = True
+        for constant in returned_constants:
+            size = getattr(constant._type, "size", None) or returned.size
+            if isinstance(constant._type, SimTypeInt) and size == returned.size and negative(constant, size):
+                constant.fmt_neg = True
+                changed = True
+        if changed:
+            codegen.regenerate_text()
+
+    def check(self, request):
+        """Parses an analyst's C declaration as angr would when decompiling (pycparser through
+        angr's parse functions), the document's types given as typedefs first. A declaration
+        that does not parse is answered, not refused: where it failed, as a byte offset."""
+        import re
+
+        sim_type = self.angr.sim_type
+        kind = request["kind"]
+        text = request["text"]
+        types = {}
+        for other in request.get("types", []):
+            try:
+                types.update(sim_type.parse_file(other, predefined_types=dict(types))[1])
+            except Exception:
+                continue
+        body = text.rstrip()
+        if kind == "data-type":
+            source = body
+        else:
+            source = body if body.endswith(";") or body.endswith("}") else body + ";"
+        try:
+            if kind == "prototype":
+                parsed, _ = sim_type.parse_file(source, predefined_types=types)
+                functions = [t for t in parsed.values() if isinstance(t, sim_type.SimTypeFunction)]
+                if len(parsed) != 1 or not functions:
+                    return {"ok": True, "valid": False, "position": 0, "problem": "not one function declaration"}
+                return {"ok": True, "valid": True, "name": next(iter(parsed))}
+            if kind == "data-type":
+                sim_type.parse_type(source, predefined_types=types)
+            else:
+                sim_type.parse_file(source, predefined_types=types)
+            return {"ok": True, "valid": True}
+        except Exception as error:
+            message = str(error)
+            position = 0
+            found = re.search(r":(\d+):(\d+):", message)
+            if found:
+                line, column = int(found.group(1)), int(found.group(2))
+                lines = source.split("\n")
+                position = sum(len(l.encode("utf-8")) + 1 for l in lines[: line - 1]) + max(column - 1, 0)
+                position = min(position, len(text.encode("utf-8")))
+                message = message[found.end():].strip()
+            return {"ok": True, "valid": False, "position": position, "problem": message or type(error).__name__}
 
     def dirty_lines(self, text):
         """The statements angr could not put in C (it prints them as `[D] ...`)."""
@@ -911,6 +1209,8 @@ def main():
                 reply = worker.load(request)
             elif op == "decompile":
                 reply = worker.decompile(request)
+            elif op == "check":
+                reply = worker.check(request)
             else:
                 raise Refusal("bad-request", f"unknown op {op!r}")
         except Refusal as refusal:
