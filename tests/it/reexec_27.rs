@@ -3,7 +3,7 @@
 //! angr's C was wrong before rea corrected it in its worker: each is compiled at the level and
 //! for the architecture named, rea's pseudo-code of it is compiled again and run against the
 //! original on 1,000 inputs, and must agree on every one. And one function angr still gets wrong
-//! at x86-64 -O2 (it loses a loop's last value): rea must say so in `limitations`.
+//! at x86-64 -O2 (it loses a value): rea must say so in `limitations`.
 //!
 //! Needs the angr venv (`REA_ANGR_PYTHON`), gcc, aarch64-linux-gnu-gcc and qemu-aarch64; without
 //! them it fails and says so.
@@ -85,11 +85,21 @@ fn arm64_conditions_re_execute_at_aarch64_o2_regression_27() {
     );
 }
 
-/// angr loses the value `sum_to`'s loop leaves in a register (`return v4 + v3` with `v4` never
-/// assigned): the pseudo-code is wrong, and rea says where.
+/// angr loses the value a loop leaves in a register (`return v4 + v3` with `v4` never assigned)
+/// when it folds expressions; rea decompiles those again without folding, which gets these
+/// right.
+#[test]
+fn values_angr_lost_in_loops_are_recovered_by_decompiling_again_regression_27() {
+    assert_correct(
+        "x86_64-O2",
+        &["sum_to", "sum_squares", "count_down", "digits"],
+    );
+}
+
+/// Where decompiling again loses a value too, the pseudo-code is wrong and rea says where.
 #[test]
 fn a_value_angr_lost_is_named_in_limitations_regression_27() {
-    let got = outcomes("x86_64-O2", &["sum_to"]);
+    let got = outcomes("x86_64-O2", &["twice_classify"]);
     let (_, outcome, limitations) = &got[0];
     assert!(
         matches!(outcome, Outcome::Differs(_)),
