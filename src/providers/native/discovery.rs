@@ -105,16 +105,38 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Vec<Found> {
     queue.dedup();
     queue.reverse();
     walk.drain(&mut queue);
-    // Code pointers in data, once every start code reaches is known: a pointer into a
-    // procedure's own table of labels (a computed `goto`) is not a start.
-    let labels = walk.label_tables(&inputs.pointers);
-    for &(value, place) in &inputs.pointers {
-        if labels.contains(&place) || !walk.plausible_start(value) {
-            continue;
+    // Code pointers (in data, and computed by code: `lea rsi, [rip+f_parser]`), once every
+    // start direct flow reaches is known, lowest first so that a procedure is walked before
+    // the pointers into it are judged: a pointer into a procedure's extent, or into its own
+    // table of labels (a computed `goto`), is not a start; the labels are walked as its code.
+    let mut judged: HashSet<u64> = HashSet::new();
+    loop {
+        let mut progress = false;
+        for (value, owner) in walk.label_tables(&inputs.pointers, &mut judged) {
+            progress |= walk.walk_blocks(owner, value, &mut queue);
         }
-        if walk.add(value, FoundBy::Pointer) {
-            queue.push(value);
-            walk.drain(&mut queue);
+        let mut candidates: Vec<u64> = std::mem::take(&mut walk.code_refs);
+        candidates.extend(
+            inputs
+                .pointers
+                .iter()
+                .filter(|&&(_, place)| judged.insert(place))
+                .map(|&(value, _)| value),
+        );
+        candidates.sort_unstable();
+        candidates.dedup();
+        for value in candidates {
+            if walk.interior(value) || !walk.plausible_start(value) {
+                continue;
+            }
+            if walk.add(value, FoundBy::Pointer) {
+                queue.push(value);
+                walk.drain(&mut queue);
+                progress = true;
+            }
+        }
+        if !progress || walk.decoded >= MAX_INSTRUCTIONS {
+            break;
         }
     }
     walk.finish()
@@ -130,6 +152,11 @@ struct Walk<'a> {
     data_refs: HashMap<u64, u64>,
     /// For each start walked, the end of the furthest instruction its walk decoded.
     extent: HashMap<u64, u64>,
+    /// Instructions decoded by the current procedure's walk: each walk decodes its own code
+    /// whole, even where another walk ran into it first.
+    visited: HashSet<u64>,
+    /// Addresses of code that code computes, judged as pointers once the queue is empty.
+    code_refs: Vec<u64>,
     /// Targets of jumps that leave their procedure, judged when the queue is empty.
     pending: Vec<u64>,
     sections: &'a [SectionInfo],
@@ -164,6 +191,8 @@ impl<'a> Walk<'a> {
             data_refs: HashMap::new(),
             extent: HashMap::new(),
             pending: Vec::new(),
+            code_refs: Vec::new(),
+            visited: HashSet::new(),
             sections: inputs.sections,
             bytes: inputs.bytes,
             decoded: 0,
@@ -224,17 +253,20 @@ impl<'a> Walk<'a> {
         (i > 0).then(|| starts[i - 1])
     }
 
-    /// Places of pointers that belong to a table of labels: a run of pointers that code of one
-    /// procedure refers to, whose values point back into that same procedure.
-    fn label_tables(&self, pointers: &[(u64, u64)]) -> HashSet<u64> {
+    /// Pointers that belong to a table of labels, as `(value, owner)`: a run of pointers that
+    /// code of one procedure refers to, whose values point back into that same procedure.
+    /// Each place is judged once (`judged`).
+    fn label_tables(&self, pointers: &[(u64, u64)], judged: &mut HashSet<u64>) -> Vec<(u64, u64)> {
         let mut starts: Vec<u64> = self.known.iter().map(|k| k.0).collect();
         starts.extend(self.found.keys().copied());
         starts.sort_unstable();
         starts.dedup();
         let mut by_place: Vec<(u64, u64)> = pointers.iter().map(|&(v, p)| (p, v)).collect();
         by_place.sort_unstable();
-        let mut labels = HashSet::new();
-        for (&table, &owner) in &self.data_refs {
+        let mut labels = Vec::new();
+        let mut tables: Vec<(u64, u64)> = self.data_refs.iter().map(|(&t, &o)| (t, o)).collect();
+        tables.sort_unstable();
+        for (table, owner) in tables {
             let mut i = by_place.partition_point(|&(p, _)| p < table);
             let mut expect = table;
             // A run of consecutive words from the referenced address on.
@@ -242,14 +274,36 @@ impl<'a> Walk<'a> {
                 if place != expect {
                     break;
                 }
-                if self.enclosing(value, &starts) == Some(owner) && value != owner {
-                    labels.insert(place);
+                if value != owner
+                    && self.enclosing(value, &starts) == Some(owner)
+                    && !judged.contains(&place)
+                {
+                    judged.insert(place);
+                    labels.push((value, owner));
                 }
                 expect = place + 8;
                 i += 1;
             }
         }
         labels
+    }
+
+    /// Walks code at `block` as part of the procedure at `start`; whether anything new was
+    /// decoded.
+    fn walk_blocks(&mut self, start: u64, block: u64, queue: &mut Vec<u64>) -> bool {
+        if self.seen(block) || self.range(block).is_none() {
+            return false;
+        }
+        let mut blocks = vec![block];
+        self.visited.clear();
+        while let Some(b) = blocks.pop() {
+            if self.decoded >= MAX_INSTRUCTIONS {
+                return true;
+            }
+            self.block(start, b, &mut blocks, queue);
+        }
+        self.drain(queue);
+        true
     }
 
     /// Whether code may start at `address`: inside code, not decoded already as part of
@@ -284,6 +338,7 @@ impl<'a> Walk<'a> {
             while let Some(start) = queue.pop() {
                 blocks.clear();
                 blocks.push(start);
+                self.visited.clear();
                 while let Some(block) = blocks.pop() {
                     if self.decoded >= MAX_INSTRUCTIONS {
                         return;
@@ -343,11 +398,15 @@ impl<'a> Walk<'a> {
         let mut table: Option<u64> = None;
         let mut end = block;
         while let Some(i) = d.next(None) {
-            let at = (i.address - lo) as usize;
-            let seen = &mut self.code[r].seen;
-            if seen[at / 64] & (1 << (at % 64)) != 0 {
+            // A procedure's code does not run on into another start (it called something
+            // that does not return, or ends where the next begins).
+            if !self.visited.insert(i.address)
+                || (i.address != start && self.is_known_start(i.address))
+            {
                 break;
             }
+            let at = (i.address - lo) as usize;
+            let seen = &mut self.code[r].seen;
             seen[at / 64] |= 1 << (at % 64);
             self.decoded += 1;
             if i.invalid {
@@ -362,6 +421,11 @@ impl<'a> Walk<'a> {
                 if use_ == MemoryUse::Address {
                     table = Some(address);
                 }
+            } else if let Some((address, MemoryUse::Address)) = i.memory
+                && !self.is_known_start(address)
+            {
+                // Code computing the address of code: a function pointer, or a label.
+                self.code_refs.push(address);
             }
             let in_code = |t: u64| t >= lo && t < hi;
             // Where a jump to `t` goes: on in this procedure, or out of it (judged later).
