@@ -327,6 +327,8 @@ struct Reference {
     starts: BTreeSet<u64>,
     /// Displayed name of each raw symbol name.
     display: BTreeMap<String, String>,
+    /// PE import thunks by address, with the import each jumps to.
+    thunks: BTreeMap<u64, String>,
 }
 
 /// The name rea is expected to show for a reference symbol: demangled, without Mach-O's
@@ -442,12 +444,28 @@ impl Reference {
                 starts.insert(first_of(&listing, f));
             }
         }
+        // A PE import thunk (`jmp [__imp_puts]`) is a procedure whether or not a function
+        // symbol names it (issue 27); without one rea names it `puts@thunk`.
+        let mut thunks = BTreeMap::new();
+        if v.toolchain == Toolchain::PeX64 {
+            for (i, insn) in listing.iter().enumerate() {
+                let first = i == 0 || listing[i - 1].function != insn.function;
+                if let (true, true, Some(comment)) = (first, insn.is_jump(), &insn.comment)
+                    && let Some(rest) = comment.split("<__imp_").nth(1)
+                    && let Some(name) = rest.strip_suffix('>')
+                {
+                    starts.insert(insn.address);
+                    thunks.insert(insn.address, name.to_string());
+                }
+            }
+        }
         Reference {
             symbols,
             own_symbols,
             listing,
             starts,
             display,
+            thunks,
         }
     }
 
@@ -695,6 +713,11 @@ fn check_procedures(v: Variant, image: &Image, r: &Reference, e: &Expectation, f
         let mut expected = r.names_at(p.address, true);
         if let Some(plt) = plt_label(r, p.address) {
             expected.insert(plt);
+        }
+        if let Some(import) = r.thunks.get(&p.address)
+            && expected.is_empty()
+        {
+            expected.insert(format!("{import}@thunk"));
         }
         // A stripped ELF executable still states its `main`: `_start` passes it to
         // `__libc_start_main`, and rea names it from that (issue 20).

@@ -86,8 +86,9 @@ pub(crate) struct Inputs<'a> {
     pub(crate) follow: bool,
 }
 
-/// A start the walk found, with how.
-pub(crate) type Found = (u64, FoundBy);
+/// A start the walk found: its address, how, and the extent its walk decoded (from the start
+/// to the end of the furthest instruction reached) when the walk ran.
+pub(crate) type Found = (u64, FoundBy, Option<u64>);
 
 /// The new starts (not among `known`), sorted by address.
 pub(crate) fn discover(inputs: Inputs<'_>) -> Vec<Found> {
@@ -397,6 +398,11 @@ impl<'a> Walk<'a> {
         // The last data address this run computed (`lea rdx, [rip+table]`), for a jump table.
         let mut table: Option<u64> = None;
         let mut end = block;
+        // Addresses of code this run computes; kept as pointers unless the run ends in an
+        // indirect jump, whose base they are (AArch64's `adr x1, base; add x0, x1, w0, sxtb
+        // #2; br x0`).
+        let mut run_code_refs: Vec<u64> = Vec::new();
+        let mut indirect = false;
         while let Some(i) = d.next(None) {
             // A procedure's code does not run on into another start (it called something
             // that does not return, or ends where the next begins).
@@ -425,7 +431,7 @@ impl<'a> Walk<'a> {
                 && !self.is_known_start(address)
             {
                 // Code computing the address of code: a function pointer, or a label.
-                self.code_refs.push(address);
+                run_code_refs.push(address);
             }
             let in_code = |t: u64| t >= lo && t < hi;
             // Where a jump to `t` goes: on in this procedure, or out of it (judged later).
@@ -463,6 +469,7 @@ impl<'a> Walk<'a> {
                     break;
                 }
                 Flow::IndirectJump => {
+                    indirect = true;
                     if let Some(table) = table {
                         for t in self.jump_table(block, i.address, table, start, hi) {
                             jump(self, t);
@@ -472,6 +479,9 @@ impl<'a> Walk<'a> {
                 }
                 Flow::Return => break,
             }
+        }
+        if !indirect {
+            self.code_refs.append(&mut run_code_refs);
         }
         let e = self.extent.entry(start).or_insert(end);
         *e = (*e).max(end);
@@ -542,9 +552,13 @@ impl<'a> Walk<'a> {
     }
 
     fn finish(self) -> Vec<Found> {
-        let mut out: Vec<Found> = self.found.into_iter().collect();
-        out.sort_unstable_by_key(|f| f.0);
-        out
+        self.found
+            .iter()
+            .map(|(&a, &how)| {
+                let size = self.extent.get(&a).map(|&end| end - a).filter(|&s| s > 0);
+                (a, how, size)
+            })
+            .collect()
     }
 }
 
@@ -590,7 +604,10 @@ mod tests {
         });
         assert_eq!(
             found,
-            [(0x1008, FoundBy::TailJump), (0x1010, FoundBy::Call)]
+            [
+                (0x1008, FoundBy::TailJump, Some(1)),
+                (0x1010, FoundBy::Call, Some(2))
+            ]
         );
     }
 

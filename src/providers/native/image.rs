@@ -91,7 +91,7 @@ pub(crate) fn read_document(doc: &DocumentSpec) -> Result<Vec<u8>, ProviderError
     Ok(map_document(doc)?.to_vec())
 }
 
-pub(crate) fn isa_of(arch: object::Architecture) -> Isa {
+fn isa_of(arch: object::Architecture) -> Isa {
     match arch {
         object::Architecture::I386 => Isa::X86,
         object::Architecture::X86_64 | object::Architecture::X86_64_X32 => Isa::X86_64,

@@ -18,7 +18,7 @@ use super::leb128::uleb;
 use super::objc;
 use super::pclntab;
 use super::symbols::{self, NameCandidate, NameSource};
-use super::types::{ImportEntry, Procedure, SectionInfo};
+use super::types::{ImportEntry, Isa, Procedure, SectionInfo};
 use crate::vocabulary::{FoundBy, ImportKind, NameOrigin};
 
 /// Upper bound on starts read from one source, against crafted tables that claim billions.
@@ -185,6 +185,11 @@ pub(crate) fn collect(
                 &slot_value,
             )
             .map(|a| (a, NameOrigin::LibcStartMain));
+        } else if matches!(file, object::File::Pe64(_))
+            && file.architecture() == object::Architecture::X86_64
+        {
+            stated_main = entry_main::mingw_main(bytes, sections, e)
+                .map(|a| (a, NameOrigin::MingwCrtStartup));
         }
     }
     let stated_main = stated_main.filter(|&(a, _)| in_code(a));
@@ -205,7 +210,12 @@ pub(crate) fn collect(
     let mut procedures = merge(starts);
     add_thunks(&mut procedures, imports);
     let found = super::discovery::discover(super::discovery::Inputs {
-        isa: super::image::isa_of(file.architecture()),
+        // Only the two 64-bit instruction sets the walk decodes; `image` maps the rest.
+        isa: match file.architecture() {
+            object::Architecture::X86_64 => Isa::X86_64,
+            object::Architecture::Aarch64 => Isa::Arm64,
+            _ => Isa::Other,
+        },
         bytes,
         sections,
         known: procedures.iter().map(|p| (p.address, p.size)).collect(),
@@ -219,13 +229,13 @@ pub(crate) fn collect(
         follow: !listed,
     });
     if !found.is_empty() {
-        procedures.extend(found.into_iter().map(|(address, how)| Procedure {
+        procedures.extend(found.into_iter().map(|(address, how, size)| Procedure {
             address,
             name: None,
             raw_name: None,
             name_source: None,
             found_by: Some(how),
-            size: None,
+            size,
             aliases: Vec::new(),
         }));
         procedures.sort_unstable_by_key(|p| p.address);
@@ -275,7 +285,12 @@ fn elf_slot_value(
 /// `puts@thunk`: code calls it as it calls a function, and a stripped file lists it nowhere.
 fn add_thunks(procedures: &mut Vec<Procedure>, imports: &[ImportEntry]) {
     let before = procedures.len();
-    for thunk in imports.iter().filter(|i| i.kind == ImportKind::Thunk) {
+    // mingw-w64 lays its thunks out 8 bytes apart; `ff 25` met elsewhere inside code is
+    // part of another instruction.
+    for thunk in imports
+        .iter()
+        .filter(|i| i.kind == ImportKind::Thunk && i.address % 8 == 0)
+    {
         if procedures
             .binary_search_by_key(&thunk.address, |p| p.address)
             .is_ok()

@@ -168,7 +168,7 @@ pub struct Procedure {
     /// `@VERSION` in `name` too).
     pub raw_name: Option<String>,
     /// Where `name` comes from when no symbol gives it: `main` of a stripped executable
-    /// (`LC_MAIN`, `entry:__libc_start_main`) or an Objective-C method (`objc_classlist`,
+    /// (`LC_MAIN`, `entry:__libc_start_main`, `entry:__tmainCRTStartup`) or an Objective-C method (`objc_classlist`,
     /// `objc_catlist`); absent for a symbol's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_source: Option<NameOrigin>,
@@ -180,7 +180,8 @@ pub struct Procedure {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found_by: Option<FoundBy>,
     /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range, a PLT
-    /// entry's spacing), or for Mach-O the extent to the next function start or the section's
+    /// entry's spacing, a thunk's jump, for a procedure found by following code the extent
+    /// that code decoded), or for Mach-O the extent to the next function start or the section's
     /// end (`LC_FUNCTION_STARTS` lists every function the linker laid out).
     pub size: Option<u64>,
     /// Other names of the same address (aliases such as `__libc_malloc` beside `malloc`, the
