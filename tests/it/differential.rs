@@ -448,9 +448,10 @@ impl Reference {
         // symbol names it (issue 27); without one rea names it `puts@thunk`.
         let mut thunks = BTreeMap::new();
         if v.toolchain == Toolchain::PeX64 {
-            for (i, insn) in listing.iter().enumerate() {
-                let first = i == 0 || listing[i - 1].function != insn.function;
-                if let (true, true, Some(comment)) = (first, insn.is_jump(), &insn.comment)
+            // mingw-w64 lays its thunks out 8 bytes apart, each one `jmp [rip+slot]`.
+            for insn in &listing {
+                let thunk = insn.address % 8 == 0 && insn.bytes.starts_with(&[0xff, 0x25]);
+                if let (true, true, Some(comment)) = (thunk, insn.is_jump(), &insn.comment)
                     && let Some(rest) = comment.split("<__imp_").nth(1)
                     && let Some(name) = rest.strip_suffix('>')
                 {
@@ -700,6 +701,19 @@ fn check_procedures(v: Variant, image: &Image, r: &Reference, e: &Expectation, f
         });
     }
     for &start in ours.difference(&r.starts) {
+        // A stripped PE's code calls functions written in assembly (`___chkstk_ms`), which
+        // have a symbol but no function type in the unstripped build: rea follows the call.
+        if v.stripped
+            && v.toolchain == Toolchain::PeX64
+            && r.listing
+                .iter()
+                .any(|i| i.is_call() && i.direct_target() == Some(start))
+        {
+            f.explained.push(format!(
+                "{start:#x} is called, with no function symbol: found by following the call"
+            ));
+            continue;
+        }
         f.kind("procedure starts").expect(false, || {
             format!("{start:#x} listed but no reference function starts there")
         });
@@ -722,7 +736,7 @@ fn check_procedures(v: Variant, image: &Image, r: &Reference, e: &Expectation, f
         // A stripped ELF executable still states its `main`: `_start` passes it to
         // `__libc_start_main`, and rea names it from that (issue 20).
         if v.stripped
-            && v.toolchain.is_elf()
+            && (v.toolchain.is_elf() || v.toolchain == Toolchain::PeX64)
             && v.source != Source::Ifunc
             && p.address == r.start_of("main")
         {

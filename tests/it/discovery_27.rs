@@ -179,7 +179,16 @@ async fn check_discovery(toolchain: Toolchain) {
         .map(|(_, n)| n)
         .collect();
     assert_eq!(missing, Vec::<&String>::new(), "{toolchain:?}");
-    let twin = addresses_of(&unstripped).await;
+    // The twin's listing, and for PE the functions written in assembly it calls, which have
+    // a symbol but no function type (`___chkstk_ms`): objdump labels them.
+    let (functions, edges) = call_graph(toolchain, &unstripped);
+    let mut twin = addresses_of(&unstripped).await;
+    twin.extend(
+        edges
+            .iter()
+            .map(|e| e.1)
+            .filter(|t| functions.contains_key(t)),
+    );
     let invented: Vec<String> = listed
         .difference(&twin)
         .map(|a| format!("{a:#x}"))
@@ -274,4 +283,65 @@ async fn stripped_pe_main_and_thunks_regression_27() {
         .await;
     assert_eq!(thunk["procedure"]["address"], nm("puts"), "{thunk}");
     assert_eq!(thunk["size"], 6, "{thunk}");
+}
+
+/// Issue 27, item 5: a string only a pointer in data refers to (`puts(MSG_PW)` with
+/// `const char *MSG_PW = "Enter secret password: "`) has the procedure that loads the pointer
+/// among its `search_strings` users, with the pointer as `via`; `xrefs` of the string lists
+/// the same instruction with the same `via`.
+#[tokio::test]
+async fn strings_reached_through_pointers_have_their_users_regression_27() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("msg.c");
+    std::fs::write(
+        &source,
+        "extern int puts(const char *);\n\
+         const char *MSG_PW = \"Enter secret password: \";\n\
+         __attribute__((noinline)) void prompt(void) { puts(MSG_PW); }\n\
+         int main(void) { prompt(); return 0; }\n",
+    )
+    .unwrap();
+    let program = dir.path().join("msg");
+    run(
+        "gcc",
+        &[
+            "-O2",
+            "-o",
+            program.to_str().unwrap(),
+            source.to_str().unwrap(),
+        ],
+    );
+    let symbols = run("nm", &[program.to_str().unwrap()]);
+    let nm = |name: &str| -> String {
+        let line = symbols
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name}: {symbols}"));
+        format!(
+            "{:#x}",
+            u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+        )
+    };
+    let h = start().await;
+    h.call("open_binary", json!({ "path": &program })).await;
+    let found = h
+        .call(
+            "search_strings",
+            json!({ "pattern": "Enter secret password" }),
+        )
+        .await;
+    let m = &found["matches"][0];
+    assert_eq!(m["users_total"], 1, "{found}");
+    assert_eq!(m["users"][0]["procedure"], nm("prompt"), "{found}");
+    assert_eq!(m["users"][0]["via"], nm("MSG_PW"), "{found}");
+    let refs = h.call("xrefs", json!({ "address": m["address"] })).await;
+    let via: Vec<&Value> = refs["code"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["via"] == nm("MSG_PW"))
+        .collect();
+    assert_eq!(via.len(), 1, "{refs}");
+    assert_eq!(via[0]["procedure"], nm("prompt"), "{refs}");
+    assert_eq!(via[0]["kind"], "access", "{refs}");
 }
