@@ -451,12 +451,19 @@ impl Reference {
             // mingw-w64 lays its thunks out 8 bytes apart, each one `jmp [rip+slot]`.
             for insn in &listing {
                 let thunk = insn.address % 8 == 0 && insn.bytes.starts_with(&[0xff, 0x25]);
-                if let (true, true, Some(comment)) = (thunk, insn.is_jump(), &insn.comment)
-                    && let Some(rest) = comment.split("<__imp_").nth(1)
-                    && let Some(name) = rest.strip_suffix('>')
-                {
+                let Some(comment) = insn.comment.as_deref().filter(|_| thunk && insn.is_jump())
+                else {
+                    continue;
+                };
+                // objdump names the first slot after the table's start symbol instead.
+                let name = match comment.split("<__imp_").nth(1) {
+                    Some(rest) => rest.strip_suffix('>').map(str::to_string),
+                    None if comment.ends_with("<__IAT_start__>") => insn.function.clone(),
+                    None => None,
+                };
+                if let Some(name) = name {
                     starts.insert(insn.address);
-                    thunks.insert(insn.address, name.to_string());
+                    thunks.insert(insn.address, name);
                 }
             }
         }
@@ -785,10 +792,13 @@ fn check_procedures(v: Variant, image: &Image, r: &Reference, e: &Expectation, f
 /// Whether the function at `start` is a PE import thunk: its first instruction jumps through an
 /// import address table slot (`jmp QWORD PTR [rip+0x573a] # 140008200 <__imp___setusermatherr>`).
 fn is_thunk(r: &Reference, start: u64) -> bool {
-    r.listing
-        .iter()
-        .find(|i| i.address == start)
-        .is_some_and(|i| i.is_jump() && i.comment.as_deref().is_some_and(|c| c.contains("<__imp_")))
+    r.thunks.contains_key(&start)
+        || r.listing
+            .iter()
+            .find(|i| i.address == start)
+            .is_some_and(|i| {
+                i.is_jump() && i.comment.as_deref().is_some_and(|c| c.contains("<__imp_"))
+            })
 }
 
 /// The `@plt` label GNU objdump gives a PLT entry (demangled by c++filt: objdump's `-C` leaves
