@@ -450,7 +450,7 @@ impl Reference {
         if v.toolchain == Toolchain::PeX64 {
             // mingw-w64 lays its thunks out 8 bytes apart, each one `jmp [rip+slot]`.
             for insn in &listing {
-                let thunk = insn.address % 8 == 0 && insn.bytes.starts_with(&[0xff, 0x25]);
+                let thunk = insn.address.is_multiple_of(8) && insn.bytes.starts_with(&[0xff, 0x25]);
                 let Some(comment) = insn.comment.as_deref().filter(|_| thunk && insn.is_jump())
                 else {
                     continue;

@@ -238,7 +238,7 @@ impl<'a> Walk<'a> {
     fn add(&mut self, address: u64, how: FoundBy) -> bool {
         if self.found.len() >= MAX_NEW_STARTS
             || self.range(address).is_none()
-            || (self.isa == Isa::Arm64 && address % 4 != 0)
+            || (self.isa == Isa::Arm64 && !address.is_multiple_of(4))
             || self.is_known_start(address)
             || self.inside_listed(address)
         {

@@ -289,7 +289,7 @@ fn add_thunks(procedures: &mut Vec<Procedure>, imports: &[ImportEntry]) {
     // part of another instruction.
     for thunk in imports
         .iter()
-        .filter(|i| i.kind == ImportKind::Thunk && i.address % 8 == 0)
+        .filter(|i| i.kind == ImportKind::Thunk && i.address.is_multiple_of(8))
     {
         if procedures
             .binary_search_by_key(&thunk.address, |p| p.address)
