@@ -252,15 +252,42 @@ vocabulary!(
 
 vocabulary!(
     /// Where a procedure's name comes from when no symbol gives it.
-    NameOrigin, "a name source (LC_MAIN, entry:__libc_start_main, objc_classlist, objc_catlist)", {
+    NameOrigin, "a name source (LC_MAIN, entry:__libc_start_main, entry:__tmainCRTStartup, objc_classlist, objc_catlist)", {
         /// `main` at the Mach-O `LC_MAIN` entry.
         LcMain => "LC_MAIN",
         /// `main` as the first argument the ELF entry code passes to `__libc_start_main`.
         LibcStartMain => "entry:__libc_start_main",
+        /// `main` as mingw-w64's `__tmainCRTStartup`, called by the PE entry, calls it.
+        MingwCrtStartup => "entry:__tmainCRTStartup",
         /// An Objective-C method of a class in `__objc_classlist`.
         ObjcClasslist => "objc_classlist",
         /// An Objective-C method of a category in `__objc_catlist`.
         ObjcCatlist => "objc_catlist",
+    }
+);
+
+vocabulary!(
+    /// How a procedure no table of the file lists was found: by following code from a root, or
+    /// at a root the file points at without listing it as a function.
+    FoundBy, "a discovery source (call, tail-jump, pointer, init_array, fini_array, preinit_array, DT_INIT, DT_FINI, tls_callback)", {
+        /// The target of a direct call in code followed from a known start.
+        Call => "call",
+        /// The target of a direct jump that leaves the procedure it is in.
+        TailJump => "tail-jump",
+        /// A code pointer stored in data (a relocation's value or a base-relocated word).
+        Pointer => "pointer",
+        /// An entry of the ELF `.init_array`.
+        InitArray => "init_array",
+        /// An entry of the ELF `.fini_array`.
+        FiniArray => "fini_array",
+        /// An entry of the ELF `.preinit_array`.
+        PreinitArray => "preinit_array",
+        /// The ELF dynamic tag `DT_INIT`.
+        DtInit => "DT_INIT",
+        /// The ELF dynamic tag `DT_FINI`.
+        DtFini => "DT_FINI",
+        /// A PE TLS callback.
+        TlsCallback => "tls_callback",
     }
 );
 
@@ -290,6 +317,9 @@ mod tests {
         }
         for o in NameOrigin::ALL {
             assert_eq!(NameOrigin::parse(o.as_str()), Ok(*o));
+        }
+        for o in FoundBy::ALL {
+            assert_eq!(FoundBy::parse(o.as_str()), Ok(*o));
         }
         assert!(Format::parse("ELF").is_err());
         assert!(serde_json::from_str::<Architecture>("\"aarch64\"").is_err());

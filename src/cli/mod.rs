@@ -599,6 +599,10 @@ struct ProcedureLine<'a> {
     document: &'a str,
     name: Option<&'a str>,
     size: Option<u64>,
+    /// How a procedure no table lists was found; absent for a listed one, so lines of listed
+    /// procedures read as they always did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    found_by: Option<&'static str>,
 }
 
 fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
@@ -625,6 +629,7 @@ fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Resu
                         name: p.name.as_deref(),
                         size: p.size,
                         document: &doc.name,
+                        found_by: p.found_by.map(|f| f.as_str()),
                     },
                 )?;
                 writeln!(out)?;

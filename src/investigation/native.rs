@@ -23,7 +23,7 @@ use crate::providers::native::{
     StringQuery, Target, Xrefs,
 };
 use crate::store::{DocumentRow, ProcedureRow, Recording};
-use crate::vocabulary::{Architecture, NameOrigin};
+use crate::vocabulary::{Architecture, FoundBy, NameOrigin};
 
 /// Arguments of `list_documents`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -233,6 +233,9 @@ pub struct ProcedureDetails {
     /// Where a name no symbol gives comes from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_source: Option<NameOrigin>,
+    /// How a procedure no table lists was found (`call`, `tail-jump`, `pointer`, `init_array`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<FoundBy>,
     /// Size in bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
@@ -759,6 +762,7 @@ impl Investigation {
             analyst_prototype: view.prototype(&r.doc.name, r.procedure.address.0),
             raw_name: stored.and_then(|p| p.raw_name.clone()),
             name_source: stored.and_then(|p| p.name_source),
+            found_by: stored.and_then(|p| p.found_by),
             size: stored.and_then(|p| p.size),
             section: image
                 .section_at(r.procedure.address.0)

@@ -544,6 +544,7 @@ pub(crate) fn parse_syms(text: &str, macho: bool, coff_sections: &[u64]) -> Vec<
                     raw_name: (shown != name).then(|| name.to_string()),
                     name: Some(shown),
                     name_source: None,
+                    found_by: None,
                     size: None,
                     aliases: Vec::new(),
                 });
@@ -592,6 +593,7 @@ pub(crate) fn parse_syms(text: &str, macho: bool, coff_sections: &[u64]) -> Vec<
             name: Some(shown),
             raw_name: raw,
             name_source: None,
+            found_by: None,
             size: size.filter(|&s| s > 0),
             aliases: Vec::new(),
         });

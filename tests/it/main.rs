@@ -24,6 +24,7 @@ mod datanames;
 mod depth;
 mod differential;
 mod disconnect;
+mod discovery_27;
 mod export_safety;
 mod frames;
 mod fulldisk;

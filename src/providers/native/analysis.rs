@@ -208,6 +208,11 @@ pub struct CodeXref {
     /// `access` (a load or store), `immediate`, or `slot` (an indirect call or jump through a
     /// pointer slot at the address).
     pub kind: String,
+    /// The pointer in data the instruction refers to, when it reaches the address through
+    /// one (`mov rdi, [rip+MSG_PW]` for the string `MSG_PW` points at).
+    #[serde(default, with = "hex_opt", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub via: Option<u64>,
 }
 
 /// A pointer-sized value in data equal to the address.
@@ -688,11 +693,26 @@ impl Image {
     /// Code and data references to `address`.
     pub fn xrefs(&self, address: u64) -> Result<Xrefs, ProviderError> {
         self.require_decoder("xrefs")?;
-        let refs = self.code_index().to(address);
+        // One parse of the file serves the data symbols and the ELF relocations.
+        let file = object::File::parse(&self.bytes[..]).ok();
+        let names = DataNames::of_file(self, file.as_ref());
+        let (data, total_data) = self.data_pointers_to(address, file.as_ref(), &names);
+        // Code that refers to the address, then code that reaches it through a pointer in
+        // data (a string only a `const char *` variable points at).
+        let mut refs: Vec<(&CodeRef, Option<u64>)> = self
+            .code_index()
+            .to(address)
+            .iter()
+            .map(|r| (r, None))
+            .collect();
+        let relocated = file.as_ref().map(relocated_pointers).unwrap_or_default();
+        for place in self.pointer_places(address, &relocated) {
+            refs.extend(self.code_index().to(place).iter().map(|r| (r, Some(place))));
+        }
         let code = refs
             .iter()
             .take(MAX_XREFS)
-            .map(|r| {
+            .map(|&(r, via)| {
                 let p = &self.procedures[r.procedure as usize];
                 CodeXref {
                     analyst: None,
@@ -700,13 +720,10 @@ impl Image {
                     procedure: p.address,
                     procedure_name: p.name.clone(),
                     kind: r.kind.name().to_string(),
+                    via,
                 }
             })
             .collect();
-        // One parse of the file serves the data symbols and the ELF relocations.
-        let file = object::File::parse(&self.bytes[..]).ok();
-        let names = DataNames::of_file(self, file.as_ref());
-        let (data, total_data) = self.data_pointers_to(address, file.as_ref(), &names);
         // What code names exactly (a procedure, import or symbol start) first; else what an
         // operand landing here would be called (a string, `OPS+0x8`).
         let name = self
@@ -732,20 +749,38 @@ impl Image {
         let mut targets = targets.to_vec();
         targets.sort_unstable();
         targets.dedup();
-        let mut by_procedure: BTreeMap<u64, (Option<String>, Vec<u64>)> = BTreeMap::new();
+        type User = (Option<String>, Vec<u64>, Option<u64>);
+        let mut by_procedure: BTreeMap<u64, User> = BTreeMap::new();
         for &target in &targets {
             for r in self.code_index().to(target) {
                 let p = &self.procedures[r.procedure as usize];
                 let entry = by_procedure
                     .entry(p.address)
-                    .or_insert_with(|| (p.name.clone(), Vec::new()));
+                    .or_insert_with(|| (p.name.clone(), Vec::new(), None));
                 entry.1.push(r.site);
+            }
+        }
+        // Procedures that reach a target only through a pointer in data, with the pointer.
+        let file = object::File::parse(&self.bytes[..]).ok();
+        let relocated = file.as_ref().map(relocated_pointers).unwrap_or_default();
+        for &target in &targets {
+            for place in self.pointer_places(target, &relocated) {
+                for r in self.code_index().to(place) {
+                    let p = &self.procedures[r.procedure as usize];
+                    if by_procedure.get(&p.address).is_some_and(|u| u.2.is_none()) {
+                        continue;
+                    }
+                    let entry = by_procedure
+                        .entry(p.address)
+                        .or_insert_with(|| (p.name.clone(), Vec::new(), Some(place)));
+                    entry.1.push(r.site);
+                }
             }
         }
         Some(
             by_procedure
                 .into_iter()
-                .map(|(procedure, (name, mut sites))| {
+                .map(|(procedure, (name, mut sites, via))| {
                     sites.sort_unstable();
                     sites.dedup();
                     super::strings::StringUser {
@@ -753,6 +788,7 @@ impl Image {
                         procedure,
                         name,
                         sites,
+                        via,
                     }
                 })
                 .collect(),
@@ -769,38 +805,8 @@ impl Image {
         file: Option<&object::File<'_>>,
         names: &DataNames<'_>,
     ) -> (Vec<DataXref>, usize) {
-        let size = usize::from(self.pointer_size);
-        if size == 4 && address > u64::from(u32::MAX) {
-            return (Vec::new(), 0);
-        }
-        let needle: Vec<u8> = match (size, self.big_endian) {
-            (4, false) => (address as u32).to_le_bytes().to_vec(),
-            (4, true) => (address as u32).to_be_bytes().to_vec(),
-            (_, false) => address.to_le_bytes().to_vec(),
-            (_, true) => address.to_be_bytes().to_vec(),
-        };
-        let mut places: Vec<u64> = Vec::new();
-        for section in self.sections.iter().filter(|s| self.holds_data(s)) {
-            let data = self.section_bytes(section);
-            for at in memchr::memmem::find_iter(data, &needle) {
-                let va = section.address.wrapping_add(at as u64);
-                if va % size as u64 == 0 {
-                    places.push(va);
-                }
-            }
-        }
-        if let Some(file) = file.filter(|_| self.doc.format == "elf") {
-            places.extend(
-                relocated_pointers(file)
-                    .into_iter()
-                    .filter(|&(value, at)| {
-                        value == address && self.section_at(at).is_some_and(|s| self.holds_data(s))
-                    })
-                    .map(|(_, at)| at),
-            );
-        }
-        places.sort_unstable();
-        places.dedup();
+        let relocated = file.map(relocated_pointers).unwrap_or_default();
+        let places = self.pointer_places(address, &relocated);
         let total = places.len();
         let out = places
             .into_iter()
@@ -819,6 +825,46 @@ impl Image {
             })
             .collect();
         (out, total)
+    }
+
+    /// Places in data that hold a pointer to `address`: pointer-sized, pointer-aligned values
+    /// equal to it in sections that hold program data, and the places ELF dynamic relocations
+    /// set to it; sorted, distinct.
+    fn pointer_places(&self, address: u64, relocated: &[(u64, u64)]) -> Vec<u64> {
+        let size = usize::from(self.pointer_size);
+        if size == 4 && address > u64::from(u32::MAX) {
+            return Vec::new();
+        }
+        let needle: Vec<u8> = match (size, self.big_endian) {
+            (4, false) => (address as u32).to_le_bytes().to_vec(),
+            (4, true) => (address as u32).to_be_bytes().to_vec(),
+            (_, false) => address.to_le_bytes().to_vec(),
+            (_, true) => address.to_be_bytes().to_vec(),
+        };
+        let mut places: Vec<u64> = Vec::new();
+        for section in self.sections.iter().filter(|s| self.holds_data(s)) {
+            let data = self.section_bytes(section);
+            for at in memchr::memmem::find_iter(data, &needle) {
+                let va = section.address.wrapping_add(at as u64);
+                if va % size as u64 == 0 {
+                    places.push(va);
+                }
+            }
+        }
+        if self.doc.format == "elf" {
+            places.extend(
+                relocated
+                    .iter()
+                    .copied()
+                    .filter(|&(value, at)| {
+                        value == address && self.section_at(at).is_some_and(|s| self.holds_data(s))
+                    })
+                    .map(|(_, at)| at),
+            );
+        }
+        places.sort_unstable();
+        places.dedup();
+        places
     }
 
     /// Whether a non-executable section holds program data that may contain pointers, rather

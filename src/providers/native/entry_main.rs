@@ -188,6 +188,81 @@ fn aarch64_argument(
     None
 }
 
+/// Instructions of mingw-w64's `__tmainCRTStartup` read while looking for its call of `main`
+/// (about 200 in the builds of the corpus).
+const MAX_CRT_INSTRUCTIONS: usize = 1024;
+
+/// `main` of an x86-64 PE built by mingw-w64, as its C runtime start states it: the entry
+/// (`mainCRTStartup`) calls `__tmainCRTStartup`, which loads `argc` into `ecx`, `argv` into
+/// `rdx` and `envp` into `r8` from its globals, calls `main` and stores the result
+/// (`mainret`). The first direct call of the entry (or of the procedure it calls first) made
+/// so is `main`; `None` when the code is not that pattern.
+pub(crate) fn mingw_main(bytes: &[u8], sections: &[SectionInfo], entry: u64) -> Option<u64> {
+    let first_call = |address: u64| -> Option<u64> {
+        let code = code_at(bytes, sections, address)?;
+        let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+        for instruction in decoder.iter().take(MAX_ENTRY_INSTRUCTIONS) {
+            if instruction.flow_control() == FlowControl::Call
+                && instruction.op0_kind() == OpKind::NearBranch64
+            {
+                return Some(instruction.near_branch_target());
+            }
+            if instruction.flow_control() == FlowControl::Return {
+                return None;
+            }
+        }
+        None
+    };
+    let crt = first_call(entry)?;
+    let code = code_at(bytes, sections, crt)?;
+    let mut decoder = Decoder::with_ip(64, code, crt, DecoderOptions::NONE);
+    // Which argument registers were last loaded from a global, by instruction count.
+    let mut loaded: [Option<usize>; 3] = [None; 3];
+    let mut candidate: Option<(u64, usize)> = None;
+    for (n, instruction) in decoder.iter().take(MAX_CRT_INSTRUCTIONS).enumerate() {
+        if let Some((target, at)) = candidate {
+            // `mov [rip+mainret], eax` within two instructions of the call.
+            if n - at <= 2
+                && instruction.code() == Code::Mov_rm32_r32
+                && instruction.op0_kind() == OpKind::Memory
+                && instruction.memory_base() == Register::RIP
+                && instruction.op1_register() == Register::EAX
+            {
+                return Some(target);
+            }
+            if n - at > 2 {
+                candidate = None;
+            }
+        }
+        if instruction.flow_control() == FlowControl::Return {
+            return None;
+        }
+        let slot = match instruction.op0_register() {
+            Register::ECX => Some(0),
+            Register::RDX => Some(1),
+            Register::R8 => Some(2),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            let from_global = instruction.mnemonic() == iced_x86::Mnemonic::Mov
+                && instruction.op_count() == 2
+                && instruction.op1_kind() == OpKind::Memory
+                && instruction.memory_base() == Register::RIP;
+            loaded[slot] = from_global.then_some(n);
+        }
+        if instruction.flow_control() == FlowControl::Call
+            && instruction.op0_kind() == OpKind::NearBranch64
+        {
+            let recent = loaded.iter().all(|l| l.is_some_and(|l| n - l <= 8));
+            if recent {
+                candidate = Some((instruction.near_branch_target(), n));
+            }
+            loaded = [None; 3];
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! - `procedures`: the union of every source of function starts for one document.
 //! - `ehframe`, `pclntab`: the parsers behind the less common sources of function starts.
 //! - `objc`: Objective-C method names from the class and category lists of a Mach-O.
+//! - `discovery`: procedures found by following calls and tail jumps from every known start.
 //! - `imports`: PLT stubs, Mach-O stubs and pointer slots, PE import address table slots.
 //! - `image`: a loaded document (bytes, sections, imports, procedures) for the analysis operations.
 //! - `disasm`: x86 and arm64 decoding behind one instruction model.
@@ -27,6 +28,7 @@ mod bytes;
 mod code_index;
 mod datarefs;
 mod disasm;
+mod discovery;
 mod ehframe;
 mod entry_main;
 mod format;
@@ -96,6 +98,7 @@ mod tests {
             name: Some("main".into()),
             raw_name: None,
             name_source: None,
+            found_by: None,
             size: Some(16),
             aliases: Vec::new(),
         };

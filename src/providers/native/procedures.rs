@@ -18,8 +18,8 @@ use super::leb128::uleb;
 use super::objc;
 use super::pclntab;
 use super::symbols::{self, NameCandidate, NameSource};
-use super::types::{ImportEntry, Procedure, SectionInfo};
-use crate::vocabulary::NameOrigin;
+use super::types::{ImportEntry, Isa, Procedure, SectionInfo};
+use crate::vocabulary::{FoundBy, ImportKind, NameOrigin};
 
 /// Upper bound on starts read from one source, against crafted tables that claim billions.
 const MAX_STARTS: usize = 8_000_000;
@@ -185,6 +185,11 @@ pub(crate) fn collect(
                 &slot_value,
             )
             .map(|a| (a, NameOrigin::LibcStartMain));
+        } else if matches!(file, object::File::Pe64(_))
+            && file.architecture() == object::Architecture::X86_64
+        {
+            stated_main = entry_main::mingw_main(bytes, sections, e)
+                .map(|a| (a, NameOrigin::MingwCrtStartup));
         }
     }
     let stated_main = stated_main.filter(|&(a, _)| in_code(a));
@@ -194,7 +199,47 @@ pub(crate) fn collect(
     // A method's implementation starts a procedure even where no other source lists it.
     starts.extend(objc_methods.iter().map(|m| Start::bare(m.imp)));
     starts.retain(|s| in_code(s.address));
+    // Whether a symbol table lists the functions: then the walk below only adds the roots
+    // the file points at; without one, it follows code to find them.
+    let listed = complete_starts
+        || starts.iter().any(|s| {
+            s.name
+                .as_ref()
+                .is_some_and(|n| n.source == NameSource::Local)
+        });
     let mut procedures = merge(starts);
+    add_thunks(&mut procedures, imports);
+    let found = super::discovery::discover(super::discovery::Inputs {
+        // Only the two 64-bit instruction sets the walk decodes; `image` maps the rest.
+        isa: match file.architecture() {
+            object::Architecture::X86_64 => Isa::X86_64,
+            object::Architecture::Aarch64 => Isa::Arm64,
+            _ => Isa::Other,
+        },
+        bytes,
+        sections,
+        known: procedures.iter().map(|p| (p.address, p.size)).collect(),
+        roots: roots(file, bytes, sections),
+        pointers: if listed {
+            Vec::new()
+        } else {
+            code_pointers(file, bytes, sections)
+        },
+        noreturn: noreturn_stubs(imports),
+        follow: !listed,
+    });
+    if !found.is_empty() {
+        procedures.extend(found.into_iter().map(|(address, how, size)| Procedure {
+            address,
+            name: None,
+            raw_name: None,
+            name_source: None,
+            found_by: Some(how),
+            size,
+            aliases: Vec::new(),
+        }));
+        procedures.sort_unstable_by_key(|p| p.address);
+    }
     let stated = stated_main
         .map(|(address, source)| (address, "main".to_string(), source))
         .into_iter()
@@ -234,6 +279,207 @@ fn elf_slot_value(
     let at = usize::try_from(s.file_offset?.checked_add(slot - s.address)?).ok()?;
     let word: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
     Some(u64::from_le_bytes(word)).filter(|&v| v != 0)
+}
+
+/// Adds each PE import thunk (`jmp [__imp_puts]`) no symbol names as a procedure
+/// `puts@thunk`: code calls it as it calls a function, and a stripped file lists it nowhere.
+fn add_thunks(procedures: &mut Vec<Procedure>, imports: &[ImportEntry]) {
+    let before = procedures.len();
+    // mingw-w64 lays its thunks out 8 bytes apart; `ff 25` met elsewhere inside code is
+    // part of another instruction.
+    for thunk in imports
+        .iter()
+        .filter(|i| i.kind == ImportKind::Thunk && i.address.is_multiple_of(8))
+    {
+        if procedures
+            .binary_search_by_key(&thunk.address, |p| p.address)
+            .is_ok()
+        {
+            continue;
+        }
+        let name = format!("{}@thunk", symbols::escape_controls(&thunk.name));
+        procedures.push(Procedure {
+            address: thunk.address,
+            name: Some(name),
+            raw_name: None,
+            name_source: None,
+            found_by: None,
+            // The thunk is one `jmp [rip+slot]`.
+            size: Some(6),
+            aliases: Vec::new(),
+        });
+    }
+    if procedures.len() != before {
+        procedures.sort_unstable_by_key(|p| p.address);
+    }
+}
+
+/// Stubs and thunks of imports that never return, sorted.
+fn noreturn_stubs(imports: &[ImportEntry]) -> Vec<u64> {
+    let mut out: Vec<u64> = imports
+        .iter()
+        .filter(|i| {
+            matches!(
+                i.kind,
+                ImportKind::Plt | ImportKind::Thunk | ImportKind::Stub
+            )
+        })
+        .filter(|i| super::discovery::is_noreturn(&i.name))
+        .map(|i| i.address)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Starts the file points at without listing them as functions: the ELF init/fini arrays and
+/// `DT_INIT`/`DT_FINI`, PE TLS callbacks.
+fn roots(file: &object::File<'_>, bytes: &[u8], sections: &[SectionInfo]) -> Vec<(u64, FoundBy)> {
+    let mut out = Vec::new();
+    match file {
+        object::File::Elf64(f) => {
+            let arrays = [
+                (".preinit_array", FoundBy::PreinitArray),
+                (".init_array", FoundBy::InitArray),
+                (".fini_array", FoundBy::FiniArray),
+            ];
+            for (name, how) in arrays {
+                let Some(section) = sections.iter().find(|s| s.name == name) else {
+                    continue;
+                };
+                for slot in (0..section.size / 8).take(MAX_STARTS) {
+                    let place = section.address + slot * 8;
+                    // A -1 or 0 entry is a terminator some linkers leave.
+                    if let Some(value) = elf_slot_value(file, bytes, sections, place)
+                        && value != u64::MAX
+                    {
+                        out.push((value, how));
+                    }
+                }
+            }
+            let endian = f.endian();
+            if let Ok(Some((dynamic, _))) = f.elf_section_table().dynamic(endian, f.data()) {
+                use object::read::elf::Dyn as _;
+                for d in dynamic.iter().take(MAX_STARTS) {
+                    let how = match d.tag(endian) {
+                        elf::DT_INIT => FoundBy::DtInit,
+                        elf::DT_FINI => FoundBy::DtFini,
+                        _ => continue,
+                    };
+                    out.push((d.val(endian), how));
+                }
+            }
+        }
+        object::File::Pe32(f) => pe_tls_callbacks(f, bytes, sections, 4, &mut out),
+        object::File::Pe64(f) => pe_tls_callbacks(f, bytes, sections, 8, &mut out),
+        _ => {}
+    }
+    out
+}
+
+/// The callbacks of a PE TLS directory: `AddressOfCallBacks` is the address of a zero-ended
+/// array of addresses.
+fn pe_tls_callbacks<Pe: ImageNtHeaders>(
+    file: &PeFile<'_, Pe>,
+    bytes: &[u8],
+    sections: &[SectionInfo],
+    word: usize,
+    out: &mut Vec<(u64, FoundBy)>,
+) {
+    let Some(directory) = file.data_directory(object::pe::IMAGE_DIRECTORY_ENTRY_TLS) else {
+        return;
+    };
+    let Ok(data) = directory.data(file.data(), &file.section_table()) else {
+        return;
+    };
+    // `AddressOfCallBacks` is the fourth field, after three addresses.
+    let read = |data: &[u8], at: usize| -> Option<u64> {
+        let b = data.get(at..at.checked_add(word)?)?;
+        Some(if word == 8 {
+            u64::from_le_bytes(b.try_into().ok()?)
+        } else {
+            u64::from(u32::from_le_bytes(b.try_into().ok()?))
+        })
+    };
+    let Some(mut array) = read(data, 3 * word) else {
+        return;
+    };
+    for _ in 0..1024 {
+        let Some(value) = pe_word_at(bytes, sections, array, word).filter(|&v| v != 0) else {
+            break;
+        };
+        out.push((value, FoundBy::TlsCallback));
+        array += word as u64;
+    }
+}
+
+/// The little-endian word of `word` bytes at a virtual address, from the file's bytes.
+fn pe_word_at(bytes: &[u8], sections: &[SectionInfo], address: u64, word: usize) -> Option<u64> {
+    let s = sections
+        .iter()
+        .find(|s| address >= s.address && address - s.address < s.file_size)?;
+    let at = usize::try_from(s.file_offset?.checked_add(address - s.address)?).ok()?;
+    let b = bytes.get(at..at.checked_add(word)?)?;
+    Some(if word == 8 {
+        u64::from_le_bytes(b.try_into().ok()?)
+    } else {
+        u64::from(u32::from_le_bytes(b.try_into().ok()?))
+    })
+}
+
+/// Code pointers in data: ELF dynamic relocations' values, PE base-relocated words, each
+/// `(value, place)`, only where the value lands in code and the place does not.
+fn code_pointers(
+    file: &object::File<'_>,
+    bytes: &[u8],
+    sections: &[SectionInfo],
+) -> Vec<(u64, u64)> {
+    let in_code = |a: u64| {
+        sections
+            .iter()
+            .any(|s| s.executable && a >= s.address && a - s.address < s.size)
+    };
+    let mut out = match file {
+        object::File::Elf32(_) | object::File::Elf64(_) => {
+            super::relocations::relocated_pointers(file)
+        }
+        object::File::Pe64(f) => pe_base_relocated(f, bytes, sections),
+        _ => Vec::new(),
+    };
+    out.retain(|&(value, place)| in_code(value) && !in_code(place));
+    out.sort_unstable_by_key(|&(_, place)| place);
+    out
+}
+
+/// The 64-bit words PE base relocations name, with their values.
+fn pe_base_relocated<Pe: ImageNtHeaders>(
+    file: &PeFile<'_, Pe>,
+    bytes: &[u8],
+    sections: &[SectionInfo],
+) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let base = file.relative_address_base();
+    let Ok(Some(mut blocks)) = file
+        .data_directories()
+        .relocation_blocks(file.data(), &file.section_table())
+    else {
+        return out;
+    };
+    while let Ok(Some(block)) = blocks.next() {
+        for relocation in block {
+            if relocation.typ != object::pe::IMAGE_REL_BASED_DIR64 {
+                continue;
+            }
+            let place = base.wrapping_add(u64::from(relocation.virtual_address));
+            if let Some(value) = pe_word_at(bytes, sections, place, 8) {
+                out.push((value, place));
+            }
+            if out.len() >= super::relocations::MAX_RELOCATIONS {
+                return out;
+            }
+        }
+    }
+    out
 }
 
 /// Gives every procedure without a stated size the extent up to the next procedure start or
@@ -378,6 +624,7 @@ fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
             name: names.name,
             raw_name: names.raw_name,
             name_source: None,
+            found_by: None,
             size: size.map(|(_, s)| s),
             aliases: names.aliases,
         });

@@ -43,6 +43,15 @@ pub struct StringUser {
     #[schemars(with = "Vec<String>")]
     #[serde(with = "hex_list")]
     pub sites: Vec<u64>,
+    /// The pointer in data through which the procedure reaches the string, when its code
+    /// refers to no address of the string itself (`MSG_PW` for `puts(MSG_PW)`).
+    #[serde(
+        default,
+        with = "super::address::hex_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub via: Option<u64>,
 }
 
 /// `0x…` strings for a list of addresses.

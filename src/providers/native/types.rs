@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::address::{format_address, hex};
 use crate::fsroot::{DeadlineExceeded, Directory, FileId, FsError, Opened, RegularFile};
-use crate::vocabulary::{Architecture, DocumentRole, Format, ImportKind, NameOrigin};
+use crate::vocabulary::{Architecture, DocumentRole, Format, FoundBy, ImportKind, NameOrigin};
 
 /// The provider id under which the native reader records its observations.
 pub const PROVIDER_ID: &str = "auto";
@@ -168,12 +168,20 @@ pub struct Procedure {
     /// `@VERSION` in `name` too).
     pub raw_name: Option<String>,
     /// Where `name` comes from when no symbol gives it: `main` of a stripped executable
-    /// (`LC_MAIN`, `entry:__libc_start_main`) or an Objective-C method (`objc_classlist`,
+    /// (`LC_MAIN`, `entry:__libc_start_main`, `entry:__tmainCRTStartup`) or an Objective-C method (`objc_classlist`,
     /// `objc_catlist`); absent for a symbol's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_source: Option<NameOrigin>,
+    /// How the procedure was found when no table of the file (symbols, exports, unwind
+    /// entries, function starts, PLT or import thunks, Go's pclntab) lists it: `call` or
+    /// `tail-jump` when code followed from a known start reaches it, `pointer` for a code
+    /// pointer in data, else the root the file points at (`init_array`, `DT_INIT`,
+    /// `tls_callback`, ...); absent for a listed procedure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<FoundBy>,
     /// Size in bytes when a source states it (symbol size, FDE length, `.pdata` range, a PLT
-    /// entry's spacing), or for Mach-O the extent to the next function start or the section's
+    /// entry's spacing, a thunk's jump, for a procedure found by following code the extent
+    /// that code decoded), or for Mach-O the extent to the next function start or the section's
     /// end (`LC_FUNCTION_STARTS` lists every function the linker laid out).
     pub size: Option<u64>,
     /// Other names of the same address (aliases such as `__libc_malloc` beside `malloc`, the

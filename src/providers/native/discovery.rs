@@ -1,0 +1,642 @@
+//! Procedures found by following code: from every start the file gives (its tables, its entry,
+//! the init/fini arrays and tags, TLS callbacks, code pointers in data), direct calls and tail
+//! jumps are decoded and followed to new starts, iteratively, within a fixed work budget.
+//!
+//! Where a table lists functions the walk adds only starts that lie outside every listed
+//! procedure's stated extent, so a file with symbols or unwind entries keeps the inventory its
+//! tables give; where no table does, the walk is what finds the functions.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::disasm::{self, Disassembler, Flow, MemoryUse};
+use super::types::{Isa, SectionInfo};
+use crate::vocabulary::FoundBy;
+
+/// Most instructions decoded by one walk, whatever the file's size: a walk costs at most this
+/// much, and the same file always gives the same procedures (no clock decides).
+const MAX_INSTRUCTIONS: usize = 64_000_000;
+
+/// Most procedure starts one walk adds, against code decoded from data.
+const MAX_NEW_STARTS: usize = 4_000_000;
+
+/// Imports that never return: code after a call to one is not the caller's.
+const NORETURN: &[&str] = &[
+    "exit",
+    "_exit",
+    "_Exit",
+    "abort",
+    "__stack_chk_fail",
+    "__assert_fail",
+    "__assert_rtn",
+    "__cxa_throw",
+    "__cxa_rethrow",
+    "_Unwind_Resume",
+    "__cxa_bad_cast",
+    "__cxa_bad_typeid",
+    "__cxa_throw_bad_array_new_length",
+    "longjmp",
+    "_longjmp",
+    "siglongjmp",
+    "__longjmp_chk",
+    "pthread_exit",
+    "err",
+    "errx",
+    "verr",
+    "verrx",
+    "__fortify_fail",
+    "__chk_fail",
+    "quick_exit",
+    "ExitProcess",
+    "ExitThread",
+    "RaiseException",
+    "_invalid_parameter_noinfo_noreturn",
+    "__libc_start_main",
+];
+
+/// Whether a call to the import named `name` does not come back.
+pub(crate) fn is_noreturn(name: &str) -> bool {
+    let plain = name.split('@').next().unwrap_or(name);
+    let plain = plain.strip_prefix("__imp_").unwrap_or(plain);
+    NORETURN.contains(&plain) || NORETURN.contains(&plain.trim_start_matches('_'))
+}
+
+/// One executable range with the bytes the file holds for it.
+struct CodeRange<'a> {
+    lo: u64,
+    hi: u64,
+    bytes: &'a [u8],
+    /// One bit per byte: whether an instruction was decoded starting there.
+    seen: Vec<u64>,
+}
+
+/// What the walk is given.
+pub(crate) struct Inputs<'a> {
+    pub(crate) isa: Isa,
+    pub(crate) bytes: &'a [u8],
+    pub(crate) sections: &'a [SectionInfo],
+    /// Starts the tables list, sorted, with the extent each states (`None` when unstated).
+    pub(crate) known: Vec<(u64, Option<u64>)>,
+    /// Starts the file points at without listing them as functions, with how.
+    pub(crate) roots: Vec<(u64, FoundBy)>,
+    /// Code pointers held in data: `(value, place)`.
+    pub(crate) pointers: Vec<(u64, u64)>,
+    /// Stubs and thunks of imports that never return.
+    pub(crate) noreturn: Vec<u64>,
+    /// Whether to decode at all (a file whose tables list every function needs no walk).
+    pub(crate) follow: bool,
+}
+
+/// A start the walk found: its address, how, and the extent its walk decoded (from the start
+/// to the end of the furthest instruction reached) when the walk ran.
+pub(crate) type Found = (u64, FoundBy, Option<u64>);
+
+/// The new starts (not among `known`), sorted by address.
+pub(crate) fn discover(inputs: Inputs<'_>) -> Vec<Found> {
+    let mut walk = Walk::new(&inputs);
+    for &(address, how) in &inputs.roots {
+        walk.add(address, how);
+    }
+    if !inputs.follow || !disasm::supported(inputs.isa) {
+        return walk.finish();
+    }
+    // Listed starts first, then the roots, then what their calls reach.
+    let mut queue: Vec<u64> = inputs.known.iter().map(|&(a, _)| a).collect();
+    queue.extend(walk.found.keys().copied());
+    queue.sort_unstable();
+    queue.dedup();
+    queue.reverse();
+    walk.drain(&mut queue);
+    // Code pointers (in data, and computed by code: `lea rsi, [rip+f_parser]`), once every
+    // start direct flow reaches is known, lowest first so that a procedure is walked before
+    // the pointers into it are judged: a pointer into a procedure's extent, or into its own
+    // table of labels (a computed `goto`), is not a start; the labels are walked as its code.
+    let mut judged: HashSet<u64> = HashSet::new();
+    loop {
+        let mut progress = false;
+        for (value, owner) in walk.label_tables(&inputs.pointers, &mut judged) {
+            progress |= walk.walk_blocks(owner, value, &mut queue);
+        }
+        let mut candidates: Vec<u64> = std::mem::take(&mut walk.code_refs);
+        candidates.extend(
+            inputs
+                .pointers
+                .iter()
+                .filter(|&&(_, place)| judged.insert(place))
+                .map(|&(value, _)| value),
+        );
+        candidates.sort_unstable();
+        candidates.dedup();
+        for value in candidates {
+            if walk.interior(value) || !walk.plausible_start(value) {
+                continue;
+            }
+            if walk.add(value, FoundBy::Pointer) {
+                queue.push(value);
+                walk.drain(&mut queue);
+                progress = true;
+            }
+        }
+        if !progress || walk.decoded >= MAX_INSTRUCTIONS {
+            break;
+        }
+    }
+    walk.finish()
+}
+
+struct Walk<'a> {
+    isa: Isa,
+    code: Vec<CodeRange<'a>>,
+    known: &'a [(u64, Option<u64>)],
+    noreturn: &'a [u64],
+    found: BTreeMap<u64, FoundBy>,
+    /// Data addresses code refers to, with the start of the procedure whose walk saw it.
+    data_refs: HashMap<u64, u64>,
+    /// For each start walked, the end of the furthest instruction its walk decoded.
+    extent: HashMap<u64, u64>,
+    /// Instructions decoded by the current procedure's walk: each walk decodes its own code
+    /// whole, even where another walk ran into it first.
+    visited: HashSet<u64>,
+    /// Addresses of code that code computes, judged as pointers once the queue is empty.
+    code_refs: Vec<u64>,
+    /// Targets of jumps that leave their procedure, judged when the queue is empty.
+    pending: Vec<u64>,
+    sections: &'a [SectionInfo],
+    bytes: &'a [u8],
+    decoded: usize,
+}
+
+impl<'a> Walk<'a> {
+    fn new(inputs: &'a Inputs<'a>) -> Walk<'a> {
+        let code = inputs
+            .sections
+            .iter()
+            .filter(|s| s.executable && s.file_size > 0)
+            .filter_map(|s| {
+                let at = usize::try_from(s.file_offset?).ok()?;
+                let len = usize::try_from(s.file_size.min(s.size)).ok()?;
+                let bytes = inputs.bytes.get(at..at.checked_add(len)?)?;
+                Some(CodeRange {
+                    lo: s.address,
+                    hi: s.address.saturating_add(len as u64),
+                    bytes,
+                    seen: vec![0; len.div_ceil(64)],
+                })
+            })
+            .collect();
+        Walk {
+            isa: inputs.isa,
+            code,
+            known: &inputs.known,
+            noreturn: &inputs.noreturn,
+            found: BTreeMap::new(),
+            data_refs: HashMap::new(),
+            extent: HashMap::new(),
+            pending: Vec::new(),
+            code_refs: Vec::new(),
+            visited: HashSet::new(),
+            sections: inputs.sections,
+            bytes: inputs.bytes,
+            decoded: 0,
+        }
+    }
+
+    fn range(&self, address: u64) -> Option<usize> {
+        self.code
+            .iter()
+            .position(|r| address >= r.lo && address < r.hi)
+    }
+
+    fn is_known_start(&self, address: u64) -> bool {
+        self.known.binary_search_by_key(&address, |k| k.0).is_ok()
+            || self.found.contains_key(&address)
+    }
+
+    /// Whether `address` lies inside a listed procedure's stated extent (not at its start).
+    fn inside_listed(&self, address: u64) -> bool {
+        let i = self.known.partition_point(|k| k.0 <= address);
+        i > 0 && {
+            let (start, size) = self.known[i - 1];
+            start < address && size.is_some_and(|s| address - start < s)
+        }
+    }
+
+    /// Whether an instruction was decoded at `address` already.
+    fn seen(&self, address: u64) -> bool {
+        self.range(address).is_some_and(|r| {
+            let at = (address - self.code[r].lo) as usize;
+            self.code[r].seen[at / 64] & (1 << (at % 64)) != 0
+        })
+    }
+
+    /// Whether a listed start lies in `(start, target]`: a jump there leaves the procedure.
+    fn listed_between(&self, start: u64, target: u64) -> bool {
+        let i = self.known.partition_point(|k| k.0 <= start);
+        self.known.get(i).is_some_and(|k| k.0 <= target)
+    }
+
+    /// Records a new start; whether it was new.
+    fn add(&mut self, address: u64, how: FoundBy) -> bool {
+        if self.found.len() >= MAX_NEW_STARTS
+            || self.range(address).is_none()
+            || (self.isa == Isa::Arm64 && !address.is_multiple_of(4))
+            || self.is_known_start(address)
+            || self.inside_listed(address)
+        {
+            return false;
+        }
+        self.found.insert(address, how);
+        true
+    }
+
+    /// The start of the procedure `address` belongs to, among every start known so far.
+    fn enclosing(&self, address: u64, starts: &[u64]) -> Option<u64> {
+        let i = starts.partition_point(|&s| s <= address);
+        (i > 0).then(|| starts[i - 1])
+    }
+
+    /// Pointers that belong to a table of labels, as `(value, owner)`: a run of pointers that
+    /// code of one procedure refers to, whose values point back into that same procedure.
+    /// Each place is judged once (`judged`).
+    fn label_tables(&self, pointers: &[(u64, u64)], judged: &mut HashSet<u64>) -> Vec<(u64, u64)> {
+        let mut starts: Vec<u64> = self.known.iter().map(|k| k.0).collect();
+        starts.extend(self.found.keys().copied());
+        starts.sort_unstable();
+        starts.dedup();
+        let mut by_place: Vec<(u64, u64)> = pointers.iter().map(|&(v, p)| (p, v)).collect();
+        by_place.sort_unstable();
+        let mut labels = Vec::new();
+        let mut tables: Vec<(u64, u64)> = self.data_refs.iter().map(|(&t, &o)| (t, o)).collect();
+        tables.sort_unstable();
+        for (table, owner) in tables {
+            let mut i = by_place.partition_point(|&(p, _)| p < table);
+            let mut expect = table;
+            // A run of consecutive words from the referenced address on.
+            while let Some(&(place, value)) = by_place.get(i) {
+                if place != expect {
+                    break;
+                }
+                if value != owner
+                    && self.enclosing(value, &starts) == Some(owner)
+                    && !judged.contains(&place)
+                {
+                    judged.insert(place);
+                    labels.push((value, owner));
+                }
+                expect = place + 8;
+                i += 1;
+            }
+        }
+        labels
+    }
+
+    /// Walks code at `block` as part of the procedure at `start`; whether anything new was
+    /// decoded.
+    fn walk_blocks(&mut self, start: u64, block: u64, queue: &mut Vec<u64>) -> bool {
+        if self.seen(block) || self.range(block).is_none() {
+            return false;
+        }
+        let mut blocks = vec![block];
+        self.visited.clear();
+        while let Some(b) = blocks.pop() {
+            if self.decoded >= MAX_INSTRUCTIONS {
+                return true;
+            }
+            self.block(start, b, &mut blocks, queue);
+        }
+        self.drain(queue);
+        true
+    }
+
+    /// Whether code may start at `address`: inside code, not decoded already as part of
+    /// another procedure, and decoding to a control transfer without an invalid instruction.
+    fn plausible_start(&self, address: u64) -> bool {
+        let Some(r) = self.range(address) else {
+            return false;
+        };
+        let range = &self.code[r];
+        let offset = (address - range.lo) as usize;
+        if range.seen[offset / 64] & (1 << (offset % 64)) != 0 {
+            return false;
+        }
+        let mut d = Disassembler::new(self.isa, &range.bytes[offset..], address, false);
+        for _ in 0..64 {
+            let Some(i) = d.next(None) else { return false };
+            if i.invalid {
+                return false;
+            }
+            if i.flow != Flow::Next {
+                return true;
+            }
+        }
+        true
+    }
+
+    /// Walks every start on `queue` (and what they reach) until none is left or the budget
+    /// is spent.
+    fn drain(&mut self, queue: &mut Vec<u64>) {
+        let mut blocks: Vec<u64> = Vec::new();
+        loop {
+            while let Some(start) = queue.pop() {
+                blocks.clear();
+                blocks.push(start);
+                self.visited.clear();
+                while let Some(block) = blocks.pop() {
+                    if self.decoded >= MAX_INSTRUCTIONS {
+                        return;
+                    }
+                    self.block(start, block, &mut blocks, queue);
+                }
+            }
+            // Jumps out of their procedure are judged once every walk so far is done, when
+            // the extents they may land in are known.
+            let mut pending = std::mem::take(&mut self.pending);
+            pending.sort_unstable();
+            pending.dedup();
+            for t in pending {
+                if !self.seen(t) && !self.interior(t) && self.add(t, FoundBy::TailJump) {
+                    queue.push(t);
+                }
+            }
+            if queue.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// Whether `address` lies inside the extent of the start nearest below it: the extent a
+    /// table states, else the end of the code its walk decoded.
+    fn interior(&self, address: u64) -> bool {
+        let i = self.known.partition_point(|k| k.0 <= address);
+        let listed = i.checked_sub(1).map(|i| self.known[i]);
+        let found = self.found.range(..=address).next_back().map(|(&a, _)| a);
+        let end = match (listed, found) {
+            (Some((l, size)), f) if f.is_none_or(|f| f < l) => size
+                .map(|s| l.saturating_add(s))
+                .or(self.extent.get(&l).copied()),
+            (_, Some(f)) => self.extent.get(&f).copied(),
+            _ => None,
+        };
+        end.is_some_and(|end| address < end)
+    }
+
+    /// Whether a start (listed or found) lies in `(start, target]`.
+    fn start_between(&self, start: u64, target: u64) -> bool {
+        self.listed_between(start, target)
+            || self
+                .found
+                .range(start.saturating_add(1)..=target)
+                .next()
+                .is_some()
+    }
+
+    /// Decodes one run of straight-line code of the procedure at `start` from `block`.
+    fn block(&mut self, start: u64, block: u64, blocks: &mut Vec<u64>, queue: &mut Vec<u64>) {
+        let Some(r) = self.range(block) else { return };
+        let (lo, hi) = (self.code[r].lo, self.code[r].hi);
+        let offset = (block - lo) as usize;
+        let mut d = Disassembler::new(self.isa, &self.code[r].bytes[offset..], block, false);
+        // The last data address this run computed (`lea rdx, [rip+table]`), for a jump table.
+        let mut table: Option<u64> = None;
+        let mut end = block;
+        // Addresses of code this run computes; kept as pointers unless the run ends in an
+        // indirect jump, whose base they are (AArch64's `adr x1, base; add x0, x1, w0, sxtb
+        // #2; br x0`).
+        let mut run_code_refs: Vec<u64> = Vec::new();
+        let mut indirect = false;
+        while let Some(i) = d.next(None) {
+            // A procedure's code does not run on into another start (it called something
+            // that does not return, or ends where the next begins).
+            if !self.visited.insert(i.address)
+                || (i.address != start && self.is_known_start(i.address))
+            {
+                break;
+            }
+            let at = (i.address - lo) as usize;
+            let seen = &mut self.code[r].seen;
+            seen[at / 64] |= 1 << (at % 64);
+            self.decoded += 1;
+            if i.invalid {
+                break;
+            }
+            end = i.address + i.len as u64;
+            if let Some((address, use_)) = i.memory
+                && matches!(use_, MemoryUse::Address | MemoryUse::Access)
+                && self.range(address).is_none()
+            {
+                self.data_refs.entry(address).or_insert(start);
+                if use_ == MemoryUse::Address {
+                    table = Some(address);
+                }
+            } else if let Some((address, MemoryUse::Address)) = i.memory
+                && !self.is_known_start(address)
+            {
+                // Code computing the address of code: a function pointer, or a label.
+                run_code_refs.push(address);
+            }
+            let in_code = |t: u64| t >= lo && t < hi;
+            // Where a jump to `t` goes: on in this procedure, or out of it (judged later).
+            let mut jump = |walk: &mut Walk<'_>, t: u64| {
+                if walk.is_known_start(t) || walk.noreturn.binary_search(&t).is_ok() {
+                    return;
+                }
+                if t < start || !in_code(t) || walk.start_between(start, t) {
+                    walk.pending.push(t);
+                } else {
+                    blocks.push(t);
+                }
+            };
+            match i.flow {
+                Flow::Next | Flow::IndirectCall => {}
+                Flow::Call => {
+                    if let Some(t) = i.target {
+                        if self.noreturn.binary_search(&t).is_ok() {
+                            break;
+                        }
+                        if t != end && self.add(t, FoundBy::Call) {
+                            queue.push(t);
+                        }
+                    }
+                }
+                Flow::CondJump => {
+                    if let Some(t) = i.target {
+                        jump(self, t);
+                    }
+                }
+                Flow::Jump => {
+                    if let Some(t) = i.target {
+                        jump(self, t);
+                    }
+                    break;
+                }
+                Flow::IndirectJump => {
+                    indirect = true;
+                    if let Some(table) = table {
+                        for t in self.jump_table(block, i.address, table, start, hi) {
+                            jump(self, t);
+                        }
+                    }
+                    break;
+                }
+                Flow::Return => break,
+            }
+        }
+        if !indirect {
+            self.code_refs.append(&mut run_code_refs);
+        }
+        let e = self.extent.entry(start).or_insert(end);
+        *e = (*e).max(end);
+    }
+
+    /// The targets of an x86-64 jump table of 32-bit offsets from its own start (gcc and
+    /// clang: `cmp eax, N; ja default; lea rdx, [rip+table]; movsxd rax, [rdx+rax*4]; add
+    /// rax, rdx; jmp rax`), bounded by the `cmp` of the run that ends in the jump, and kept
+    /// only while every target lies in this procedure's section after its start.
+    fn jump_table(&self, block: u64, jump: u64, table: u64, start: u64, hi: u64) -> Vec<u64> {
+        if self.isa != Isa::X86_64 {
+            return Vec::new();
+        }
+        let Some(r) = self.range(block) else {
+            return Vec::new();
+        };
+        let range = &self.code[r];
+        let from = (block - range.lo) as usize;
+        let to = (jump - range.lo) as usize;
+        let mut decoder = iced_x86::Decoder::with_ip(
+            64,
+            &range.bytes[from..to],
+            block,
+            iced_x86::DecoderOptions::NONE,
+        );
+        let mut bound: Option<u64> = None;
+        for instruction in &mut decoder {
+            if instruction.mnemonic() == iced_x86::Mnemonic::Cmp
+                && instruction.op_count() == 2
+                && matches!(
+                    instruction.op1_kind(),
+                    iced_x86::OpKind::Immediate8
+                        | iced_x86::OpKind::Immediate8to32
+                        | iced_x86::OpKind::Immediate8to64
+                        | iced_x86::OpKind::Immediate32
+                        | iced_x86::OpKind::Immediate32to64
+                )
+            {
+                bound = Some(instruction.immediate(1));
+            }
+        }
+        let Some(bound) = bound.filter(|&b| b < 4096) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for k in 0..=bound {
+            let Some(entry) = self.data_i32(table + 4 * k) else {
+                return Vec::new();
+            };
+            let t = table.wrapping_add_signed(i64::from(entry));
+            if t < start || t >= hi {
+                return Vec::new();
+            }
+            out.push(t);
+        }
+        out
+    }
+
+    /// A little-endian 32-bit word of data at `address`.
+    fn data_i32(&self, address: u64) -> Option<i32> {
+        let s = self
+            .sections
+            .iter()
+            .find(|s| address >= s.address && address - s.address < s.file_size)?;
+        let at = usize::try_from(s.file_offset?.checked_add(address - s.address)?).ok()?;
+        let b = self.bytes.get(at..at.checked_add(4)?)?;
+        Some(i32::from_le_bytes(b.try_into().ok()?))
+    }
+
+    fn finish(self) -> Vec<Found> {
+        self.found
+            .iter()
+            .map(|(&a, &how)| {
+                let size = self.extent.get(&a).map(|&end| end - a).filter(|&s| s > 0);
+                (a, how, size)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(bytes: &[u8]) -> SectionInfo {
+        SectionInfo {
+            name: ".text".into(),
+            address: 0x1000,
+            size: bytes.len() as u64,
+            executable: true,
+            file_offset: Some(0),
+            file_size: bytes.len() as u64,
+        }
+    }
+
+    /// `main` at 0x1000 calls 0x1010, which tail-jumps back to 0x1008 below it; 0x1020 is
+    /// never reached.
+    #[test]
+    fn calls_and_tail_jumps_are_followed_regression_27() {
+        let mut code = vec![0xcc; 0x30];
+        // 0x1000: call 0x1010; ret
+        code[0..5].copy_from_slice(&[0xe8, 0x0b, 0, 0, 0]);
+        code[5] = 0xc3;
+        // 0x1008: ret
+        code[8] = 0xc3;
+        // 0x1010: jmp 0x1008
+        code[0x10..0x12].copy_from_slice(&[0xeb, 0xf6]);
+        // 0x1020: ret (unreached)
+        code[0x20] = 0xc3;
+        let sections = [section(&code)];
+        let found = discover(Inputs {
+            isa: Isa::X86_64,
+            bytes: &code,
+            sections: &sections,
+            known: vec![(0x1000, None)],
+            roots: Vec::new(),
+            pointers: Vec::new(),
+            noreturn: Vec::new(),
+            follow: true,
+        });
+        assert_eq!(
+            found,
+            [
+                (0x1008, FoundBy::TailJump, Some(1)),
+                (0x1010, FoundBy::Call, Some(2))
+            ]
+        );
+    }
+
+    /// A listed procedure's stated extent is its own: a call into it adds nothing.
+    #[test]
+    fn calls_inside_a_listed_extent_add_nothing_regression_27() {
+        let mut code = vec![0xcc; 0x20];
+        code[0..5].copy_from_slice(&[0xe8, 0x03, 0, 0, 0]); // call 0x1008
+        code[5] = 0xc3;
+        code[8] = 0xc3;
+        let sections = [section(&code)];
+        let found = discover(Inputs {
+            isa: Isa::X86_64,
+            bytes: &code,
+            sections: &sections,
+            known: vec![(0x1000, Some(0x10))],
+            roots: Vec::new(),
+            pointers: Vec::new(),
+            noreturn: Vec::new(),
+            follow: true,
+        });
+        assert_eq!(found, []);
+    }
+
+    #[test]
+    fn noreturn_names_regression_27() {
+        assert!(is_noreturn("exit"));
+        assert!(is_noreturn("__stack_chk_fail@GLIBC_2.4"));
+        assert!(is_noreturn("__imp_ExitProcess"));
+        assert!(!is_noreturn("puts"));
+    }
+}

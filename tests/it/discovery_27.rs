@@ -1,0 +1,347 @@
+//! Issue 27, items 1 and 4: procedures found by following code where no table lists them.
+//! `graph.c` built without unwind tables (`-fno-asynchronous-unwind-tables -fno-unwind-tables`),
+//! stripped and without `.eh_frame`, for x86-64 and AArch64 ELF and x86-64 PE: every function
+//! `main` reaches by direct calls in the unstripped twin (`objdump -d` and its symbols are the
+//! truth) is a procedure, none is invented, and each says how it was found. A stripped ELF keeps
+//! the procedures its init/fini arrays and `DT_INIT`/`DT_FINI` point at; a stripped PE names
+//! `main` from mingw-w64's `__tmainCRTStartup` and lists its import thunks as `Name@thunk`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::{Harness, start};
+use crate::corpus::{self, Opt, Source, Toolchain, Variant, run};
+
+/// The flags that leave no unwind table in the objects the compiler writes.
+const NO_UNWIND: [&str; 3] = [
+    "-O2",
+    "-fno-asynchronous-unwind-tables",
+    "-fno-unwind-tables",
+];
+
+/// `graph.c` built without unwind tables into `dir`: `(unstripped, stripped)`, the stripped one
+/// also without `.eh_frame`/`.eh_frame_hdr` (the C runtime's own objects bring theirs).
+fn build_no_unwind(toolchain: Toolchain, dir: &Path) -> (PathBuf, PathBuf) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/graph.c");
+    let (cc, strip, objcopy, ext) = match toolchain {
+        Toolchain::ElfX64 => ("gcc", "strip", "objcopy", ""),
+        Toolchain::ElfA64 => (
+            "aarch64-linux-gnu-gcc",
+            "aarch64-linux-gnu-strip",
+            "aarch64-linux-gnu-objcopy",
+            "",
+        ),
+        Toolchain::PeX64 => (
+            "x86_64-w64-mingw32-gcc",
+            "x86_64-w64-mingw32-strip",
+            "x86_64-w64-mingw32-objcopy",
+            ".exe",
+        ),
+        other => panic!("no build without unwind tables for {other:?}"),
+    };
+    let unstripped = dir.join(format!("graph{ext}"));
+    let stripped = dir.join(format!("graph-stripped{ext}"));
+    let mut args: Vec<&str> = NO_UNWIND.to_vec();
+    args.extend(["-o", unstripped.to_str().unwrap(), source.to_str().unwrap()]);
+    run(cc, &args);
+    let bare = dir.join(format!("graph-bare{ext}"));
+    run(
+        strip,
+        &["-o", bare.to_str().unwrap(), unstripped.to_str().unwrap()],
+    );
+    if toolchain.is_elf() {
+        run(
+            objcopy,
+            &[
+                "--remove-section",
+                ".eh_frame",
+                "--remove-section",
+                ".eh_frame_hdr",
+                bare.to_str().unwrap(),
+                stripped.to_str().unwrap(),
+            ],
+        );
+    } else {
+        std::fs::rename(&bare, &stripped).unwrap();
+    }
+    (unstripped, stripped)
+}
+
+fn objdump(toolchain: Toolchain) -> &'static str {
+    match toolchain {
+        Toolchain::ElfA64 => "aarch64-linux-gnu-objdump",
+        _ => "objdump",
+    }
+}
+
+/// Functions of the unstripped build by address (`objdump -d` headers) and the direct call
+/// edges between them.
+fn call_graph(toolchain: Toolchain, path: &Path) -> (BTreeMap<u64, String>, Vec<(u64, u64)>) {
+    let text = run(objdump(toolchain), &["-d", path.to_str().unwrap()]);
+    let mut functions = BTreeMap::new();
+    let mut edges = Vec::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(head) = line.strip_suffix(">:") {
+            let (address, name) = head.split_once(" <").unwrap();
+            let address = u64::from_str_radix(address, 16).unwrap();
+            functions.insert(address, name.to_string());
+            current = Some(address);
+            continue;
+        }
+        let fields: Vec<&str> = line.split('\t').collect();
+        if fields.len() >= 3
+            && let Some(current) = current
+        {
+            // x86: `call   11d0 <leaf_add>`; AArch64: `bl` then `8a0 <leaf_add>`.
+            let op = fields[2].trim();
+            let rest = match op.split_whitespace().next() {
+                Some("call") => op.strip_prefix("call").map(str::trim),
+                Some("bl") if fields.len() > 3 => Some(fields[3].trim()),
+                _ => None,
+            };
+            if let Some(rest) = rest
+                && let Ok(target) =
+                    u64::from_str_radix(rest.split_whitespace().next().unwrap_or(""), 16)
+            {
+                edges.push((current, target));
+            }
+        }
+    }
+    (functions, edges)
+}
+
+/// The names of functions `main` reaches by direct calls (`main` itself included), by address,
+/// leaving out import stubs and thunks (listed from the import tables, not found by calls).
+fn reached_from_main(toolchain: Toolchain, unstripped: &Path) -> BTreeMap<u64, String> {
+    let (functions, edges) = call_graph(toolchain, unstripped);
+    let main = *functions.iter().find(|(_, n)| *n == "main").unwrap().0;
+    let mut reached = BTreeSet::from([main]);
+    let mut queue = vec![main];
+    while let Some(from) = queue.pop() {
+        for &(a, b) in &edges {
+            if a == from && functions.contains_key(&b) && reached.insert(b) {
+                queue.push(b);
+            }
+        }
+    }
+    reached
+        .into_iter()
+        .map(|a| (a, functions[&a].clone()))
+        .filter(|(_, n)| !n.contains("@plt") && !n.starts_with("__imp_"))
+        .collect()
+}
+
+/// Every procedure row of the open target, paged through `list_procedures`.
+async fn all_procedures(h: &Harness) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = h
+            .call("list_procedures", json!({ "offset": offset, "limit": 500 }))
+            .await;
+        out.extend(page["procedures"].as_array().unwrap().iter().cloned());
+        match page["next_offset"].as_u64() {
+            Some(next) => offset = next,
+            None => return out,
+        }
+    }
+}
+
+fn address(row: &Value) -> u64 {
+    u64::from_str_radix(
+        row["address"].as_str().unwrap().trim_start_matches("0x"),
+        16,
+    )
+    .unwrap()
+}
+
+async fn addresses_of(path: &Path) -> BTreeSet<u64> {
+    let h = start().await;
+    h.call("open_binary", json!({ "path": path })).await;
+    all_procedures(&h).await.iter().map(address).collect()
+}
+
+/// The stripped build without unwind tables lists every function `main` reaches by direct
+/// calls, and only starts its unstripped twin lists too; a leaf says it was found by a call.
+async fn check_discovery(toolchain: Toolchain) {
+    let dir = tempfile::tempdir().unwrap();
+    let (unstripped, stripped) = build_no_unwind(toolchain, dir.path());
+    let reached = reached_from_main(toolchain, &unstripped);
+    // main, the seven say_* functions, sink, apply, classify, the chains, fib, the leaves.
+    assert!(reached.len() >= 17, "{toolchain:?}: {reached:?}");
+    let listed = addresses_of(&stripped).await;
+    let missing: Vec<&String> = reached
+        .iter()
+        .filter(|(a, _)| !listed.contains(a))
+        .map(|(_, n)| n)
+        .collect();
+    assert_eq!(missing, Vec::<&String>::new(), "{toolchain:?}");
+    // The twin's listing, and for PE the functions written in assembly it calls, which have
+    // a symbol but no function type (`___chkstk_ms`): objdump labels them.
+    let (functions, edges) = call_graph(toolchain, &unstripped);
+    let mut twin = addresses_of(&unstripped).await;
+    twin.extend(
+        edges
+            .iter()
+            .map(|e| e.1)
+            .filter(|t| functions.contains_key(t)),
+    );
+    let invented: Vec<String> = listed
+        .difference(&twin)
+        .map(|a| format!("{a:#x}"))
+        .collect();
+    assert_eq!(invented, Vec::<String>::new(), "{toolchain:?}");
+
+    let h = start().await;
+    h.call("open_binary", json!({ "path": &stripped })).await;
+    let leaf = reached.iter().find(|(_, n)| *n == "chain_b").unwrap().0;
+    let info = h
+        .call(
+            "procedure_info",
+            json!({ "procedure": format!("{leaf:#x}") }),
+        )
+        .await;
+    assert_eq!(info["found_by"], "call", "{toolchain:?}: {info}");
+}
+
+#[tokio::test]
+async fn stripped_x86_64_elf_without_unwind_tables_regression_27() {
+    check_discovery(Toolchain::ElfX64).await;
+}
+
+#[tokio::test]
+async fn stripped_aarch64_elf_without_unwind_tables_regression_27() {
+    check_discovery(Toolchain::ElfA64).await;
+}
+
+#[tokio::test]
+async fn stripped_pe_without_unwind_tables_regression_27() {
+    check_discovery(Toolchain::PeX64).await;
+}
+
+/// A stripped ELF (with its `.eh_frame`) lists what its unstripped twin lists: the C runtime's
+/// functions no unwind entry covers are reached from `.init_array`/`.fini_array` and
+/// `DT_INIT`/`DT_FINI`, and say so.
+#[tokio::test]
+async fn stripped_elf_keeps_init_and_fini_procedures_regression_27() {
+    for opt in [Opt::O0, Opt::O2] {
+        let unstripped = corpus::build(Variant::new(Source::Graph, Toolchain::ElfX64, opt, false));
+        let stripped = corpus::build(Variant::new(Source::Graph, Toolchain::ElfX64, opt, true));
+        let twin = addresses_of(&unstripped).await;
+        let listed = addresses_of(&stripped).await;
+        assert_eq!(listed, twin, "{opt:?}");
+        let init = run("readelf", &["-d", stripped.to_str().unwrap()]);
+        let dt_init = init
+            .lines()
+            .find(|l| l.contains("(INIT)"))
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap()
+            .to_string();
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &stripped })).await;
+        let info = h
+            .call("procedure_info", json!({ "procedure": dt_init }))
+            .await;
+        assert_eq!(info["found_by"], "DT_INIT", "{info}");
+    }
+}
+
+/// A stripped mingw-w64 PE names `main` where its unstripped twin has it, from
+/// `__tmainCRTStartup`'s call, and lists the thunk of `puts` as `puts@thunk`.
+#[tokio::test]
+async fn stripped_pe_main_and_thunks_regression_27() {
+    let unstripped = corpus::build(Variant::new(
+        Source::Graph,
+        Toolchain::PeX64,
+        Opt::O2,
+        false,
+    ));
+    let stripped = corpus::build(Variant::new(Source::Graph, Toolchain::PeX64, Opt::O2, true));
+    let symbols = run("nm", &[unstripped.to_str().unwrap()]);
+    let nm = |name: &str| -> String {
+        let line = symbols
+            .lines()
+            .find(|l| l.ends_with(&format!(" T {name}")))
+            .unwrap_or_else(|| panic!("{name}: {symbols}"));
+        format!(
+            "{:#x}",
+            u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+        )
+    };
+    let h = start().await;
+    h.call("open_binary", json!({ "path": &stripped })).await;
+    let info = h
+        .call("procedure_info", json!({ "procedure": "main" }))
+        .await;
+    assert_eq!(info["procedure"]["address"], nm("main"), "{info}");
+    assert_eq!(info["name_source"], "entry:__tmainCRTStartup", "{info}");
+    let thunk = h
+        .call("procedure_info", json!({ "procedure": "puts@thunk" }))
+        .await;
+    assert_eq!(thunk["procedure"]["address"], nm("puts"), "{thunk}");
+    assert_eq!(thunk["size"], 6, "{thunk}");
+}
+
+/// Issue 27, item 5: a string only a pointer in data refers to (`puts(MSG_PW)` with
+/// `const char *MSG_PW = "Enter secret password: "`) has the procedure that loads the pointer
+/// among its `search_strings` users, with the pointer as `via`; `xrefs` of the string lists
+/// the same instruction with the same `via`.
+#[tokio::test]
+async fn strings_reached_through_pointers_have_their_users_regression_27() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("msg.c");
+    std::fs::write(
+        &source,
+        "extern int puts(const char *);\n\
+         const char *MSG_PW = \"Enter secret password: \";\n\
+         __attribute__((noinline)) void prompt(void) { puts(MSG_PW); }\n\
+         int main(void) { prompt(); return 0; }\n",
+    )
+    .unwrap();
+    let program = dir.path().join("msg");
+    run(
+        "gcc",
+        &[
+            "-O2",
+            "-o",
+            program.to_str().unwrap(),
+            source.to_str().unwrap(),
+        ],
+    );
+    let symbols = run("nm", &[program.to_str().unwrap()]);
+    let nm = |name: &str| -> String {
+        let line = symbols
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name}: {symbols}"));
+        format!(
+            "{:#x}",
+            u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+        )
+    };
+    let h = start().await;
+    h.call("open_binary", json!({ "path": &program })).await;
+    let found = h
+        .call(
+            "search_strings",
+            json!({ "pattern": "Enter secret password" }),
+        )
+        .await;
+    let m = &found["matches"][0];
+    assert_eq!(m["users_total"], 1, "{found}");
+    assert_eq!(m["users"][0]["procedure"], nm("prompt"), "{found}");
+    assert_eq!(m["users"][0]["via"], nm("MSG_PW"), "{found}");
+    let refs = h.call("xrefs", json!({ "address": m["address"] })).await;
+    let via: Vec<&Value> = refs["code"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["via"] == nm("MSG_PW"))
+        .collect();
+    assert_eq!(via.len(), 1, "{refs}");
+    assert_eq!(via[0]["procedure"], nm("prompt"), "{refs}");
+    assert_eq!(via[0]["kind"], "access", "{refs}");
+}
