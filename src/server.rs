@@ -81,6 +81,23 @@ impl std::fmt::Debug for Parked {
 }
 
 impl Shared {
+    /// Completes a path argument beneath the allowed roots, or the working directory when none
+    /// are set (see [`completion::paths`]).
+    pub fn complete_path(
+        &self,
+        family: completion::Family,
+        typed: &str,
+    ) -> crate::store::CompletionPage {
+        let roots: Vec<std::path::PathBuf> = self
+            .settings
+            .allowed_roots
+            .paths()
+            .map(std::path::Path::to_path_buf)
+            .collect();
+        let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
+        completion::paths::complete(family, &roots, &cwd, typed, completion::MAX_VALUES)
+    }
+
     /// Shared state with the built-in prompts and the operator's prompt files loaded.
     pub fn new(settings: Settings) -> Arc<Shared> {
         let limits = crate::settings::SessionLimits::load(settings.config_dir.as_deref())
@@ -575,6 +592,9 @@ impl ServerHandler for ReaServer {
             .and_then(|a| a.completion);
         let page = match family {
             None => Default::default(),
+            Some(family) if family.is_path() => {
+                self.shared.complete_path(family, &request.argument.value)
+            }
             Some(family) => {
                 let document = request
                     .context

@@ -608,6 +608,9 @@ fn complete(
         bail!("unknown prompt {prompt:?}")
     };
     let family: Option<Family> = def.argument(argument).and_then(|a| a.completion);
+    if let Some(f) = family.filter(|f| f.is_path()) {
+        return print_completion(&shared.complete_path(f, prefix), json);
+    }
     let store = open_session_store(settings, session)?;
     let page = match family {
         Some(f) => {

@@ -216,8 +216,7 @@ fn mcp_config_over_http_carries_the_token_a_client_connects_with_regression_29()
             &["--http", &address]
         ),
         format!(
-            "claude mcp add rea --scope user --transport http {url} --header '{}'\n",
-            format!("Authorization: {bearer}")
+            "claude mcp add rea --scope user --transport http {url} --header 'Authorization: {bearer}'\n"
         )
     );
     // The header printed is the one the server takes: initialize with it opens an MCP session.
@@ -415,4 +414,79 @@ async fn every_tool_has_a_title_regression_29() {
     assert_eq!(untitled, Vec::<&str>::new());
     let open = tools.iter().find(|t| t.name == "open_binary").unwrap();
     assert_eq!(open.title.as_deref(), Some("Open binary"));
+}
+
+#[tokio::test]
+async fn every_path_argument_of_the_prompts_completes_beneath_the_roots_regression_29() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().canonicalize().unwrap();
+    std::fs::create_dir_all(r.join("Notes.app/Contents")).unwrap();
+    std::fs::create_dir(r.join("work")).unwrap();
+    let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+    elf.resize(64, 0);
+    std::fs::write(r.join("notes"), elf).unwrap();
+    std::fs::write(r.join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(r.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(r.join("README.txt"), "text").unwrap();
+    let h = crate::common::start_confined(
+        crate::common::Mode::Legacy,
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        vec![r.clone()],
+    )
+    .await;
+    let base = format!("{}/", r.display());
+    let d = |name: &str| format!("{base}{name}");
+    for (prompt, argument, expected) in [
+        (
+            "investigate_feature",
+            "target_path",
+            vec![d("Notes.app/"), d("work/"), d("notes")],
+        ),
+        (
+            "compare_application_versions",
+            "left_target_path",
+            vec![d("Notes.app/"), d("work/"), d("notes")],
+        ),
+        (
+            "compare_application_versions",
+            "right_target_path",
+            vec![d("Notes.app/"), d("work/"), d("notes")],
+        ),
+        (
+            "trace_crash",
+            "target_path",
+            vec![d("Notes.app/"), d("work/"), d("notes")],
+        ),
+        (
+            "prepare_bounded_process_capture",
+            "executable",
+            vec![d("Notes.app/"), d("work/"), d("run.sh")],
+        ),
+        (
+            "prepare_bounded_process_capture",
+            "working_directory",
+            vec![d("Notes.app/"), d("work/")],
+        ),
+    ] {
+        let c = h.complete(prompt, argument, &base).await;
+        assert_eq!(c.values, expected, "{prompt}.{argument}");
+        assert_eq!(c.total, Some(expected.len() as u32));
+    }
+    // Nothing typed: the root; a directory outside it: nothing.
+    assert_eq!(
+        h.complete("investigate_feature", "target_path", "")
+            .await
+            .values,
+        std::slice::from_ref(&base)
+    );
+    let outside = tempfile::tempdir().unwrap();
+    let outside = format!("{}/", outside.path().canonicalize().unwrap().display());
+    assert!(
+        h.complete("investigate_feature", "target_path", &outside)
+            .await
+            .values
+            .is_empty()
+    );
 }
