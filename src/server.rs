@@ -671,14 +671,25 @@ impl ServerHandler for ReaServer {
             };
             let stateless = self.http && is_modern(&context);
             if !stateless {
-                // A connection has one binary session; naming another is a mistake worth saying.
-                if let (Some(id), Some(own)) = (&named, self.investigation.session_id())
-                    && *id != own
-                {
-                    return Err(ErrorData::invalid_params(
-                        format!("this connection's binary session is {own}, not {id}"),
-                        None,
-                    ));
+                // A connection has one binary session; naming another is a mistake worth saying,
+                // and so is naming one when none is open: the call would act on a session the
+                // caller did not mean (a new one, or none).
+                match (&named, self.investigation.session_id()) {
+                    (Some(id), Some(own)) if *id != own => {
+                        return Err(ErrorData::invalid_params(
+                            format!("this connection's binary session is {own}, not {id}"),
+                            None,
+                        ));
+                    }
+                    (Some(id), None) => {
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "this connection has no binary session open, so none is {id}: a call acts on its connection's own session (resume_session with session_id {id} makes that one this connection's)"
+                            ),
+                            None,
+                        ));
+                    }
+                    _ => {}
                 }
                 // Arguments that do not fit a tool's struct come back from rmcp as in-band tool
                 // errors (isError) naming the mismatch, so the caller can correct them.

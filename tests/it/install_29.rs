@@ -490,3 +490,59 @@ async fn every_path_argument_of_the_prompts_completes_beneath_the_roots_regressi
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn a_session_argument_naming_another_session_is_an_error_on_stdio_regression_29() {
+    let h = crate::common::start().await;
+    let other = "ses_0000000000000_00000000000000000000000000000000";
+    // No binary session open on this connection: naming one is not silently a new one.
+    let params = rmcp::model::CallToolRequestParams::new("binary_session")
+        .with_arguments(json!({ "session": other }).as_object().cloned().unwrap());
+    let refused = h.client.call_tool(params).await.unwrap_err().to_string();
+    assert!(
+        refused.contains(&format!(
+            "this connection has no binary session open, so none is {other}"
+        )),
+        "{refused}"
+    );
+    let opened = h
+        .call("open_binary", json!({ "path": env!("CARGO_BIN_EXE_rea") }))
+        .await;
+    let own = opened["session_id"].as_str().unwrap().to_owned();
+    let params = rmcp::model::CallToolRequestParams::new("binary_session")
+        .with_arguments(json!({ "session": other }).as_object().cloned().unwrap());
+    let refused = h.client.call_tool(params).await.unwrap_err().to_string();
+    assert!(
+        refused.contains(&format!(
+            "this connection's binary session is {own}, not {other}"
+        )),
+        "{refused}"
+    );
+    // Its own id is accepted.
+    let named = h.call("binary_session", json!({ "session": own })).await;
+    assert_eq!(named["open"], true);
+}
+
+#[test]
+fn a_session_argument_naming_another_session_is_an_error_in_legacy_http_regression_29() {
+    let state = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(state.path(), "");
+    let mcp = server.connect_as(crate::http_sessions::ALICE);
+    let other = "ses_0000000000000_00000000000000000000000000000000";
+    let (_, messages) = server.post_as(
+        crate::http_sessions::ALICE,
+        Some(&mcp),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "binary_session", "arguments": {"session": other}}}),
+    );
+    let answer = messages.iter().find(|m| m["id"] == 2).unwrap();
+    assert_eq!(answer["error"]["code"], -32602);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(
+                "this connection has no binary session open, so none is {other}"
+            )),
+        "{answer}"
+    );
+}
