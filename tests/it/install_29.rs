@@ -546,3 +546,58 @@ fn a_session_argument_naming_another_session_is_an_error_in_legacy_http_regressi
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn a_cut_analysis_keeps_a_share_of_each_list_ipc_first_regression_29() {
+    // The issue's app: 6,000 IPC channels (2,000 listed) beside 1,000 navigation entries. The
+    // IPC map used to be cut to nothing so that navigation could stay whole.
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(app.join("package.json"), r#"{"name":"x","main":"main.js"}"#).unwrap();
+    let mut main = String::from("const { ipcMain, shell } = require('electron');\n");
+    for i in 0..6_000 {
+        main.push_str(&format!(
+            "ipcMain.handle('channel-with-a-long-name-{i}', () => {{}});\n"
+        ));
+    }
+    for i in 0..1_000 {
+        main.push_str(&format!(
+            "shell.openExternal('https://example.com/a/long/path/to/page/{i}');\n"
+        ));
+    }
+    std::fs::write(app.join("main.js"), &main).unwrap();
+    let h = crate::common::start().await;
+    let analyzed = h
+        .call(
+            "analyze_javascript_application",
+            json!({ "input_path": app }),
+        )
+        .await;
+    let cuts: Vec<(String, u64, u64)> = analyzed["truncated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["list"].as_str().unwrap().to_owned(),
+                c["shown"].as_u64().unwrap(),
+                c["total"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let shown = |list: &str| {
+        cuts.iter()
+            .find(|c| c.0 == list)
+            .map(|c| (c.1, c.2))
+            .unwrap_or_else(|| panic!("{list} not cut: {cuts:?}"))
+    };
+    // Largest first, the old order, cut the IPC map by all the excess and left navigation
+    // whole; in shares, IPC keeps half the room and navigation the other half.
+    assert_eq!(shown("ipc"), (610, 2_000));
+    assert_eq!(shown("navigation"), (705, 1_000));
+    let names: Vec<&str> = cuts.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, ["occurrences", "modules", "ipc", "navigation"]);
+    assert_eq!(analyzed["ipc"].as_array().unwrap().len(), 610);
+    assert_eq!(analyzed["navigation"].as_array().unwrap().len(), 705);
+}
