@@ -229,7 +229,8 @@ fn bound_result(
             $(
                 let excess = sizes[index].saturating_sub(allotted[index]);
                 index += 1;
-                if let Some((cut, freed)) = cut_list(
+                // Each list's excess was settled above, so what a cut frees is not needed.
+                if let Some((cut, _)) = cut_list(
                     stringify!($field),
                     &mut result.analysis.$field,
                     excess,
@@ -237,7 +238,6 @@ fn bound_result(
                     subject,
                     &mut pages,
                 )? {
-                    size = size.saturating_sub(freed);
                     result.truncated.push(cut);
                 }
             )*
