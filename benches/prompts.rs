@@ -30,7 +30,9 @@ fn arguments(prompt: &PromptDef) -> BTreeMap<String, String> {
                 Some(Family::ArtifactManifest) => id("agm_"),
                 Some(Family::ArtifactOccurrence) => id("occ_"),
                 Some(Family::ResidualUnknown) => "unk_01".to_owned(),
-                None => format!(
+                // Paths are free text to the renderer, as they were before they completed.
+                Some(Family::TargetPath | Family::ExecutablePath | Family::DirectoryPath)
+                | None => format!(
                     "the <{}> value, with \"quotes\" and a `fence`\nand a second line",
                     a.name
                 ),

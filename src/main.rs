@@ -25,6 +25,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(|| LossyStderr)
         .log_internal_errors(false)
+        // Colour codes only for a person at a terminal: a log file or a client's pipe gets text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("REA_LOG")
                 .unwrap_or_else(|_| "warn".into()),

@@ -81,6 +81,23 @@ impl std::fmt::Debug for Parked {
 }
 
 impl Shared {
+    /// Completes a path argument beneath the allowed roots, or the working directory when none
+    /// are set (see [`completion::paths`]).
+    pub fn complete_path(
+        &self,
+        family: completion::Family,
+        typed: &str,
+    ) -> crate::store::CompletionPage {
+        let roots: Vec<std::path::PathBuf> = self
+            .settings
+            .allowed_roots
+            .paths()
+            .map(std::path::Path::to_path_buf)
+            .collect();
+        let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
+        completion::paths::complete(family, &roots, &cwd, typed, completion::MAX_VALUES)
+    }
+
     /// Shared state with the built-in prompts and the operator's prompt files loaded.
     pub fn new(settings: Settings) -> Arc<Shared> {
         let limits = crate::settings::SessionLimits::load(settings.config_dir.as_deref())
@@ -575,6 +592,9 @@ impl ServerHandler for ReaServer {
             .and_then(|a| a.completion);
         let page = match family {
             None => Default::default(),
+            Some(family) if family.is_path() => {
+                self.shared.complete_path(family, &request.argument.value)
+            }
             Some(family) => {
                 let document = request
                     .context
@@ -651,14 +671,25 @@ impl ServerHandler for ReaServer {
             };
             let stateless = self.http && is_modern(&context);
             if !stateless {
-                // A connection has one binary session; naming another is a mistake worth saying.
-                if let (Some(id), Some(own)) = (&named, self.investigation.session_id())
-                    && *id != own
-                {
-                    return Err(ErrorData::invalid_params(
-                        format!("this connection's binary session is {own}, not {id}"),
-                        None,
-                    ));
+                // A connection has one binary session; naming another is a mistake worth saying,
+                // and so is naming one when none is open: the call would act on a session the
+                // caller did not mean (a new one, or none).
+                match (&named, self.investigation.session_id()) {
+                    (Some(id), Some(own)) if *id != own => {
+                        return Err(ErrorData::invalid_params(
+                            format!("this connection's binary session is {own}, not {id}"),
+                            None,
+                        ));
+                    }
+                    (Some(id), None) => {
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "this connection has no binary session open, so none is {id}: a call acts on its connection's own session (resume_session with session_id {id} makes that one this connection's)"
+                            ),
+                            None,
+                        ));
+                    }
+                    _ => {}
                 }
                 // Arguments that do not fit a tool's struct come back from rmcp as in-band tool
                 // errors (isError) naming the mismatch, so the caller can correct them.

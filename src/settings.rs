@@ -100,8 +100,9 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Settings from the environment, with an optional explicit state directory.
-    pub fn from_env(state_dir: Option<&Path>) -> Settings {
+    /// Settings from the environment, with an optional explicit state directory; an error when
+    /// no state directory can be chosen (see [`crate::session::state_dir`]).
+    pub fn from_env(state_dir: Option<&Path>) -> Result<Settings, crate::session::StateDirError> {
         let roots: Vec<PathBuf> = std::env::var_os("REA_ALLOWED_ROOTS")
             .map(|v| {
                 std::env::split_paths(&v)
@@ -109,13 +110,13 @@ impl Settings {
                     .collect()
             })
             .unwrap_or_default();
-        Settings {
-            state_dir: crate::session::state_dir(state_dir),
+        Ok(Settings {
+            state_dir: crate::session::state_dir(state_dir)?,
             config_dir: std::env::var_os("REA_CONFIG_DIR")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             allowed_roots: Roots::new(roots),
-        }
+        })
     }
 
     /// The directory of operator prompt files.

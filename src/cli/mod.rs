@@ -1,8 +1,9 @@
-//! The command line: `rea serve`, `doctor`, `sessions`, `evidence`, `complete`, `analyze`,
+//! The command line: `rea serve`, `mcp-config`, `doctor`, `sessions`, `evidence`, `complete`, `analyze`,
 //! `inspect`, `compare`, `capture`, `documents`, `procedures`. Every command runs over the same library the server uses.
 
 mod analyze;
 mod ledger;
+mod mcp_config;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,9 +20,25 @@ use crate::session;
 use crate::settings::Settings;
 use crate::store::ReadOnlyStore;
 
+/// Every environment variable rea reads, as `--help` lists them.
+const ENVIRONMENT_HELP: &str = "\
+Environment:
+  REA_STATE_DIR       where sessions and the generated HTTP token live (else $XDG_STATE_HOME/rea,
+                      else ~/.local/state/rea; with no HOME either, rea asks for this variable)
+  XDG_STATE_HOME      the base of the default state directory
+  HOME                the base of the default state directory when XDG_STATE_HOME is not set
+  REA_CONFIG_DIR      rea.toml (capture policy, [http] tokens, [sessions], [messages],
+                      [providers.angr]) and operator prompts under prompts/
+  REA_ALLOWED_ROOTS   directories every path must resolve beneath, separated by ':' (default:
+                      any path)
+  REA_ANGR_PYTHON     the Python interpreter with angr, for the angr decompiler
+  GHIDRA_INSTALL_DIR  a Ghidra installation, offered as a deep provider candidate
+  PATH                where objdump, llvm-objdump and gdb are looked for as deep candidates
+  REA_LOG             what is logged to stderr, a tracing filter (default warn; e.g. info, rea=debug)";
+
 /// rea: investigate shipped software over MCP, keeping every observation as auditable Evidence.
 #[derive(Debug, Parser)]
-#[command(name = "rea", version, about)]
+#[command(name = "rea", version, about, after_help = ENVIRONMENT_HELP)]
 pub struct Cli {
     /// State directory holding session databases (else $REA_STATE_DIR, $XDG_STATE_HOME/rea,
     /// ~/.local/state/rea).
@@ -37,10 +54,19 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP over stdio (stdout carries only MCP frames; logs go to stderr).
     Serve {
-        /// Serve streamable HTTP at this loopback address (for example 127.0.0.1:8765) instead of
-        /// stdio, at path /mcp. Each MCP session gets its own binary session.
-        #[arg(long, value_name = "ADDR")]
+        /// Serve streamable HTTP at this loopback address (for example 127.0.0.1:8765 or
+        /// localhost:8765) instead of stdio, at path /mcp. Each MCP session gets its own binary
+        /// session.
+        #[arg(long, value_name = "ADDR", value_parser = loopback)]
         http: Option<std::net::SocketAddr>,
+    },
+    /// Print the ready-to-paste setup of an MCP client for this rea binary.
+    McpConfig {
+        /// The client.
+        client: mcp_config::Client,
+        /// The setup of `rea serve --http ADDR` (its URL and bearer-token header) instead of stdio.
+        #[arg(long, value_name = "ADDR", value_parser = loopback_text)]
+        http: Option<String>,
     },
     /// Check the host, and whether TARGET would open as a target.
     Doctor {
@@ -171,10 +197,13 @@ pub enum SessionsAction {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let settings = Settings::from_env(cli.state_dir.as_deref());
+    let settings = Settings::from_env(cli.state_dir.as_deref())?;
     match cli.command {
         Command::Serve { http: None } => serve(settings),
         Command::Serve { http: Some(addr) } => serve_http(settings, addr),
+        Command::McpConfig { client, http } => {
+            mcp_config::print(&settings, client, http.as_deref())
+        }
         Command::Doctor { target, json } => doctor(settings, target.as_deref(), json),
         Command::Sessions { action, json } => {
             sessions(&settings, action.unwrap_or(SessionsAction::List), json)
@@ -229,6 +258,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `--http ADDR` of `serve`: the loopback address it names.
+fn loopback(text: &str) -> Result<std::net::SocketAddr, String> {
+    crate::transport::http::loopback_address(text).map_err(|e| e.to_string())
+}
+
+/// `--http ADDR` of `mcp-config`: the text as given (a client connects to the name), once it is
+/// known to name loopback only.
+fn loopback_text(text: &str) -> Result<String, String> {
+    loopback(text).map(|_| text.to_owned())
+}
+
 fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -237,10 +277,18 @@ fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         use rmcp::ServiceExt;
         let shared = Shared::new(settings);
         let _watcher = crate::server::watch_config(shared.clone());
-        let service = ReaServer::new(shared)
+        let service = match ReaServer::new(shared)
             .serve(crate::transport::stdio::stdio())
             .await
-            .context("starting the MCP service")?;
+        {
+            Ok(service) => service,
+            // Input that ends before the handshake (`rea serve </dev/null`, a client probing
+            // that the binary starts) asked for nothing, so nothing failed: exit 0, quietly.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                return anyhow::Ok(());
+            }
+            Err(e) => return Err(e).context("starting the MCP service"),
+        };
         service.waiting().await.context("serving MCP over stdio")?;
         anyhow::Ok(())
     })?;
@@ -252,6 +300,7 @@ fn serve_http(settings: Settings, addr: std::net::SocketAddr) -> anyhow::Result<
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
+    // `--http` took loopback addresses only (see `loopback`); checked again for any other caller.
     if !addr.ip().is_loopback() {
         bail!("--http serves on loopback only (127.0.0.1 or ::1), not {addr}");
     }
@@ -359,11 +408,30 @@ fn doctor(settings: Settings, target: Option<&Path>, json: bool) -> anyhow::Resu
         analyze::print_recording(&recording)?;
     } else {
         println!("rea {}", report.version);
-        println!("state directory: {}", report.state_dir);
+        // Everything --json says, so that a person reading the text sees all the check knows.
+        println!(
+            "state directory: {} ({})",
+            report.state_dir,
+            if report.state_dir_writable {
+                "writable"
+            } else {
+                "NOT writable: sessions cannot be created"
+            }
+        );
         match &report.config_dir {
             Some(d) => println!("config directory: {d}"),
             None => println!("config directory: not set (REA_CONFIG_DIR)"),
         }
+        println!(
+            "allowed roots: {}",
+            if report.allowed_roots.is_empty() {
+                "any path (REA_ALLOWED_ROOTS not set)".to_owned()
+            } else {
+                report.allowed_roots.join(", ")
+            }
+        );
+        println!("prompts: {}", report.prompts);
+        println!("process capture: {}", report.process_capture);
         let ids: Vec<&str> = report
             .deep_candidates
             .iter()
@@ -540,6 +608,9 @@ fn complete(
         bail!("unknown prompt {prompt:?}")
     };
     let family: Option<Family> = def.argument(argument).and_then(|a| a.completion);
+    if let Some(f) = family.filter(|f| f.is_path()) {
+        return print_completion(&shared.complete_path(f, prefix), json);
+    }
     let store = open_session_store(settings, session)?;
     let page = match family {
         Some(f) => {

@@ -1,4 +1,5 @@
-//! Completion: the normalized match key and the eight families of prompt arguments it serves.
+//! Completion: the normalized match key, the eight session families of prompt arguments it
+//! serves, and the three path families (`paths`).
 //!
 //! Every answer is a live projection of the current session: nothing is cached, so opening,
 //! switching or closing a target changes the next answer. A family whose source fails (provider
@@ -6,6 +7,7 @@
 //! identifier that was not verified.
 
 pub mod key;
+pub mod paths;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,10 +36,23 @@ pub enum Family {
     ArtifactOccurrence,
     /// Ids of residual unknowns whose head is not resolved.
     ResidualUnknown,
+    /// Paths of targets: directories, binaries and `.asar` archives (see [`paths`]).
+    TargetPath,
+    /// Paths of executables: directories and files with an execute bit.
+    ExecutablePath,
+    /// Paths of directories.
+    DirectoryPath,
 }
 
 impl Family {
-    /// Every family, in the order of `mcp-prompts.md`.
+    /// The path families, answered from the file system by [`paths::complete`].
+    pub const PATHS: [Family; 3] = [
+        Family::TargetPath,
+        Family::ExecutablePath,
+        Family::DirectoryPath,
+    ];
+
+    /// Every session family, in the order of `mcp-prompts.md`.
     pub const ALL: [Family; 8] = [
         Family::Document,
         Family::Procedure,
@@ -60,7 +75,15 @@ impl Family {
             Family::ArtifactManifest => "artifact-manifest",
             Family::ArtifactOccurrence => "artifact-occurrence",
             Family::ResidualUnknown => "residual-unknown",
+            Family::TargetPath => "target-path",
+            Family::ExecutablePath => "executable-path",
+            Family::DirectoryPath => "directory-path",
         }
+    }
+
+    /// Whether the family completes paths (from the file system, not the session).
+    pub fn is_path(self) -> bool {
+        Family::PATHS.contains(&self)
     }
 }
 
@@ -105,6 +128,10 @@ pub fn complete(
     let limit = limit.min(MAX_VALUES);
     let answer = match (family, session) {
         (Family::Provider, _) => Ok(complete_providers(session, typed, limit)),
+        // Paths come from the file system beneath the roots: `paths::complete` answers them.
+        (Family::TargetPath | Family::ExecutablePath | Family::DirectoryPath, _) => {
+            Ok(CompletionPage::default())
+        }
         (_, None) => Ok(CompletionPage::default()),
         (Family::Document, Some(s)) => s.complete_documents(typed, limit),
         (Family::Procedure, Some(s)) => {

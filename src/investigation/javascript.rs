@@ -218,7 +218,33 @@ fn bound_result(
         }};
     }
     cut_largest_first!(modules, occurrences);
-    cut_largest_first!(
+    // What the analysis found is cut in shares, never one list whole for another: the IPC map
+    // (what an agent analyzes an Electron app for) first, then a fair share of each other list.
+    macro_rules! cut_in_shares {
+        ($($field:ident),*) => {{
+            let sizes = [$(json_len(&result.analysis.$field)),*];
+            let room = sizes.iter().sum::<usize>().saturating_sub(size.saturating_sub(target));
+            let allotted = shares(&sizes, room);
+            let mut index = 0usize;
+            $(
+                let excess = sizes[index].saturating_sub(allotted[index]);
+                index += 1;
+                // Each list's excess was settled above, so what a cut frees is not needed.
+                if let Some((cut, _)) = cut_list(
+                    stringify!($field),
+                    &mut result.analysis.$field,
+                    excess,
+                    page_bytes,
+                    subject,
+                    &mut pages,
+                )? {
+                    result.truncated.push(cut);
+                }
+            )*
+            let _ = index;
+        }};
+    }
+    cut_in_shares!(
         ipc,
         diagnostics,
         windows,
@@ -236,6 +262,29 @@ fn bound_result(
         ));
     }
     Ok(pages)
+}
+
+/// How many of `room` bytes each list of `sizes` keeps: the first (the IPC map) is promised half
+/// of `room`, the others share the rest fairly (a list needing less than an equal share keeps
+/// all of it, and what it leaves goes to the larger ones), and the first then takes whatever the
+/// others left, up to its size. Lists that fit together keep everything.
+fn shares(sizes: &[usize], room: usize) -> Vec<usize> {
+    let mut allotted = vec![0usize; sizes.len()];
+    let Some((&first, rest)) = sizes.split_first() else {
+        return allotted;
+    };
+    let promised = first.min(room / 2);
+    let mut left = room - promised;
+    let mut order: Vec<usize> = (0..rest.len()).collect();
+    order.sort_by_key(|&i| rest[i]);
+    for (done, &i) in order.iter().enumerate() {
+        let share = left / (order.len() - done);
+        let take = rest[i].min(share);
+        allotted[i + 1] = take;
+        left -= take;
+    }
+    allotted[0] = first.min(promised + left);
+    allotted
 }
 
 /// Which analysis a path calls for.
@@ -431,6 +480,36 @@ impl Investigation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_lists_keep_a_share_each_the_ipc_map_first_regression_29() {
+        // Everything fits: nothing is cut.
+        assert_eq!(shares(&[100, 50, 0], 150), [100, 50, 0]);
+        // The app: a large IPC map beside a large navigation list. IPC keeps half, the
+        // other half goes to navigation (the only other list that needs room).
+        assert_eq!(
+            shares(&[600_000, 0, 0, 100_000], 100_000),
+            [50_000, 0, 0, 50_000]
+        );
+        // Small lists keep all they need; what they leave of the second half goes to the large.
+        assert_eq!(
+            shares(&[600_000, 1_000, 2_000, 100_000], 100_000),
+            [50_000, 1_000, 2_000, 47_000]
+        );
+        // What the others leave goes back to IPC.
+        assert_eq!(
+            shares(&[600_000, 1_000, 2_000], 100_000),
+            [97_000, 1_000, 2_000]
+        );
+        // An IPC map smaller than half leaves the rest to the others.
+        assert_eq!(
+            shares(&[10_000, 200_000, 200_000], 100_000),
+            [10_000, 45_000, 45_000]
+        );
+        // IPC alone takes all the room, as before.
+        assert_eq!(shares(&[600_000, 0], 100_000), [100_000, 0]);
+        assert_eq!(shares(&[], 100), Vec::<usize>::new());
+    }
 
     fn subject() -> Subject {
         Subject {

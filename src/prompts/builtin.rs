@@ -45,7 +45,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
             description: "Trace a feature from discovery into relevant function evidence.".into(),
             arguments: vec![
                 arg("feature", true, None, "The feature or behaviour to trace, in the user's words."),
-                arg("target_path", false, None, "A binary, .app bundle, or JavaScript/Electron application directory to investigate; omit to use the open target."),
+                arg("target_path", false, Some(Family::TargetPath), "A binary, .app bundle, or JavaScript/Electron application directory to investigate; omit to use the open target."),
                 arg("document", false, Some(Family::Document), "A document (slice, bundle image or file) of the open target to focus on."),
                 arg("procedure", false, Some(Family::Procedure), "A procedure address or unique name to start from."),
                 arg("provider_id", false, Some(Family::Provider), "Provider for analysis calls: auto, or a deep provider candidate of this host."),
@@ -71,8 +71,8 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
             title: Some("Compare application versions".into()),
             description: "Compare two shipped artifacts, with optional static and runtime follow-up.".into(),
             arguments: vec![
-                arg("left_target_path", true, None, "Path of the older (left) artifact: a file or .app bundle."),
-                arg("right_target_path", true, None, "Path of the newer (right) artifact: a file or .app bundle."),
+                arg("left_target_path", true, Some(Family::TargetPath), "Path of the older (left) artifact: a file or .app bundle."),
+                arg("right_target_path", true, Some(Family::TargetPath), "Path of the newer (right) artifact: a file or .app bundle."),
                 arg("left_manifest_id", false, Some(Family::ArtifactManifest), "An artifact manifest already inspected for the left side."),
                 arg("right_manifest_id", false, Some(Family::ArtifactManifest), "An artifact manifest already inspected for the right side."),
                 arg("focus_occurrence_id", false, Some(Family::ArtifactOccurrence), "An occurrence (entitlement, URL, symbol, …) to focus the comparison on."),
@@ -119,7 +119,7 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
             description: "Correlate a crash symptom with static paths and optional process capture evidence.".into(),
             arguments: vec![
                 arg("crash_signal", true, None, "The crash symptom: signal, exception, message or faulting address."),
-                arg("target_path", false, None, "The crashing binary; omit to use the open target."),
+                arg("target_path", false, Some(Family::TargetPath), "The crashing binary; omit to use the open target."),
                 arg("document", false, Some(Family::Document), "The document (slice or image) that crashed."),
                 arg("procedure", false, Some(Family::Procedure), "A procedure suspected of crashing, by address or unique name."),
                 arg("capture_evidence_id", false, Some(Family::ProcessCapture), "A retained process capture of the crash."),
@@ -164,8 +164,8 @@ pub fn builtin_prompts() -> Vec<PromptDef> {
             description: "Design a bounded controlled process experiment before execution.".into(),
             arguments: vec![
                 arg("behavior_question", true, None, "The behaviour the experiment should answer."),
-                arg("executable", true, None, "The program to run."),
-                arg("working_directory", true, None, "The directory to run it in."),
+                arg("executable", true, Some(Family::ExecutablePath), "The program to run."),
+                arg("working_directory", true, Some(Family::DirectoryPath), "The directory to run it in."),
                 arg("prior_capture_evidence_id", false, Some(Family::ProcessCapture), "An earlier capture to build on."),
             ],
             objective: "Design, before anything runs, the smallest bounded experiment that answers the behaviour question.".into(),

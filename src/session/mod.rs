@@ -80,11 +80,32 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
     }
 }
 
+/// Why no state directory can be chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum StateDirError {
+    /// None of the variables that name it is set, and there is no home directory to put it in.
+    /// The working directory is never used: it is wherever the client happened to start rea.
+    #[error(
+        "no state directory: set REA_STATE_DIR (or --state-dir) to the directory rea keeps its sessions in; HOME and XDG_STATE_HOME are not set"
+    )]
+    Unset,
+    /// A relative directory would move with the working directory of whoever starts rea.
+    #[error(
+        "the state directory {path} is relative; {source_name} must name an absolute directory"
+    )]
+    Relative {
+        /// The directory given.
+        path: PathBuf,
+        /// Where it came from.
+        source_name: &'static str,
+    },
+}
+
 /// The state directory: `--state-dir`, else `$REA_STATE_DIR`, else `$XDG_STATE_HOME/rea`, else
-/// `~/.local/state/rea`.
-pub fn state_dir(explicit: Option<&Path>) -> PathBuf {
+/// `~/.local/state/rea`. With none of them set it is an error, never the working directory.
+pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, StateDirError> {
     if let Some(p) = explicit {
-        return p.to_owned();
+        return Ok(p.to_owned());
     }
     let var = |name: &str| {
         std::env::var_os(name)
@@ -92,14 +113,20 @@ pub fn state_dir(explicit: Option<&Path>) -> PathBuf {
             .map(PathBuf::from)
     };
     if let Some(p) = var("REA_STATE_DIR") {
-        return p;
+        return Ok(p);
     }
-    if let Some(p) = var("XDG_STATE_HOME") {
-        return p.join("rea");
+    // The XDG base directory specification ignores a relative XDG_STATE_HOME; so does rea.
+    if let Some(p) = var("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
+        return Ok(p.join("rea"));
     }
-    var("HOME")
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join(".local/state/rea")
+    match var("HOME") {
+        Some(home) if home.is_absolute() => Ok(home.join(".local/state/rea")),
+        Some(home) => Err(StateDirError::Relative {
+            path: home,
+            source_name: "HOME",
+        }),
+        None => Err(StateDirError::Unset),
+    }
 }
 
 fn sessions_dir(state_dir: &Path) -> PathBuf {

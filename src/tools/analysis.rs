@@ -17,6 +17,7 @@ impl Tools {
     /// in PE files) by substring or regular expression; each match has its section and address.
     #[tool(
         name = "search_strings",
+        title = "Search strings",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_strings(
@@ -31,6 +32,7 @@ impl Tools {
     /// procedure containing it.
     #[tool(
         name = "procedure_info",
+        title = "Procedure info",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn procedure_info(
@@ -44,6 +46,7 @@ impl Tools {
     /// for arm64), or with a deep provider candidate when provider_id names one.
     #[tool(
         name = "procedure_assembly",
+        title = "Procedure assembly",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn procedure_assembly(
@@ -57,6 +60,7 @@ impl Tools {
     /// indirect transfers are listed as unresolved, never guessed.
     #[tool(
         name = "procedure_callees",
+        title = "Procedure callees",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn procedure_callees(
@@ -69,6 +73,7 @@ impl Tools {
     /// Which procedures call this one directly (or tail-jump to it), with the call sites.
     #[tool(
         name = "procedure_callers",
+        title = "Procedure callers",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn procedure_callers(
@@ -82,6 +87,7 @@ impl Tools {
     /// memory operand is the address (with their procedure), and pointers to it in data sections.
     #[tool(
         name = "xrefs",
+        title = "Cross-references",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn xrefs(
@@ -95,6 +101,7 @@ impl Tools {
     /// strings and imports it references, and its first instructions.
     #[tool(
         name = "analyze_function",
+        title = "Analyze function",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn analyze_function(

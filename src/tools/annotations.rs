@@ -14,6 +14,7 @@ impl Tools {
     /// Record a name, comment, C prototype or type (analyst-inference Evidence).
     #[tool(
         name = "annotate",
+        title = "Annotate",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -30,6 +31,7 @@ impl Tools {
     /// List annotation heads.
     #[tool(
         name = "list_annotations",
+        title = "List annotations",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn list_annotations(
@@ -42,6 +44,7 @@ impl Tools {
     /// Carry annotations to the procedures compare_procedures matches in another version.
     #[tool(
         name = "carry_annotations",
+        title = "Carry annotations to another version",
         annotations(
             read_only_hint = false,
             destructive_hint = false,

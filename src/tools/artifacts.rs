@@ -15,6 +15,7 @@ impl Tools {
     /// pages that are each Evidence, and findings — the graph and findings returned together.
     #[tool(
         name = "inspect_artifact",
+        title = "Inspect artifact",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn inspect_artifact(
@@ -30,6 +31,7 @@ impl Tools {
     /// equal. The comparison is Evidence linked to both inventories.
     #[tool(
         name = "compare_artifacts",
+        title = "Compare artifacts",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn compare_artifacts(
@@ -45,6 +47,7 @@ impl Tools {
     /// covers more than its claim. The verdict is Evidence.
     #[tool(
         name = "verify_reconstruction",
+        title = "Verify reconstruction",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn verify_reconstruction(

@@ -17,6 +17,7 @@ impl Tools {
     /// before anything starts; network is off unless asked and allowed.
     #[tool(
         name = "capture_process_scenario",
+        title = "Capture process scenario",
         annotations(
             read_only_hint = false,
             destructive_hint = true,
@@ -41,6 +42,7 @@ impl Tools {
     /// given, limits hit, faults. A truncated output is never called equal to another.
     #[tool(
         name = "compare_process_captures",
+        title = "Compare process captures",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn compare_process_captures(

@@ -16,6 +16,7 @@ impl Tools {
     /// procedures with exact totals, one page at a time.
     #[tool(
         name = "compare_procedures",
+        title = "Compare procedures",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn compare_procedures(
@@ -29,6 +30,7 @@ impl Tools {
     /// target, with their exact count and the indirect calls that could hide a shorter path.
     #[tool(
         name = "call_paths",
+        title = "Call paths",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn call_paths(

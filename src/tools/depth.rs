@@ -16,6 +16,7 @@ impl Tools {
     /// data it shows are resolved to rea's procedures, imports and strings. Decompiled once.
     #[tool(
         name = "procedure_pseudo_code",
+        title = "Procedure pseudo-code",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn procedure_pseudo_code(
@@ -29,6 +30,7 @@ impl Tools {
     /// first bytes as u8..u64 (both byte orders) and as a pointer.
     #[tool(
         name = "read_bytes",
+        title = "Read bytes",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn read_bytes(
@@ -42,6 +44,7 @@ impl Tools {
     /// hit's address, section and procedure.
     #[tool(
         name = "search_bytes",
+        title = "Search bytes",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_bytes(

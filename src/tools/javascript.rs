@@ -16,6 +16,7 @@ impl Tools {
     /// insecure settings, each with file, line and column. Reads asar archives in place.
     #[tool(
         name = "analyze_javascript_application",
+        title = "Analyze JavaScript application",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn analyze_javascript_application(

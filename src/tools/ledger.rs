@@ -13,6 +13,7 @@ impl Tools {
     /// says when the stored record no longer hashes to its id.
     #[tool(
         name = "get_evidence",
+        title = "Get Evidence",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn get_evidence(
@@ -25,6 +26,7 @@ impl Tools {
     /// List this session's Evidence in recording order, optionally of one operation, a page at a time.
     #[tool(
         name = "list_evidence",
+        title = "List Evidence",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn list_evidence(
@@ -38,6 +40,7 @@ impl Tools {
     /// Never overwrites an existing file unless overwrite is true.
     #[tool(
         name = "export_evidence",
+        title = "Export Evidence",
         annotations(
             read_only_hint = false,
             destructive_hint = false,

@@ -14,6 +14,7 @@ impl Tools {
     /// image of an .app bundle, or the file itself.
     #[tool(
         name = "list_documents",
+        title = "List documents",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn list_documents(
@@ -27,6 +28,7 @@ impl Tools {
     /// address, a page at a time. Addresses are canonical lowercase 0x hex.
     #[tool(
         name = "list_procedures",
+        title = "List procedures",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn list_procedures(
@@ -40,6 +42,7 @@ impl Tools {
     /// normalization as completion (Unicode case folding and compatibility forms).
     #[tool(
         name = "search_procedures",
+        title = "Search procedures",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_procedures(

@@ -16,6 +16,7 @@ impl Tools {
     /// optionally whether a path would open as a target. Starts nothing and opens nothing.
     #[tool(
         name = "doctor",
+        title = "Doctor",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn doctor(
@@ -31,6 +32,7 @@ impl Tools {
     /// ledger counts.
     #[tool(
         name = "binary_session",
+        title = "Binary session",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn binary_session(
@@ -46,6 +48,7 @@ impl Tools {
     /// opened here: use analyze_javascript_application.
     #[tool(
         name = "open_binary",
+        title = "Open binary",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -70,6 +73,7 @@ impl Tools {
     /// residual unknowns. Export first (export_evidence) to keep a copy.
     #[tool(
         name = "close_binary",
+        title = "Close binary",
         annotations(
             read_only_hint = false,
             destructive_hint = true,
@@ -88,6 +92,7 @@ impl Tools {
     /// holds). Its ledger, targets and unknowns are as they were at the last commit.
     #[tool(
         name = "resume_session",
+        title = "Resume session",
         annotations(
             read_only_hint = false,
             destructive_hint = false,

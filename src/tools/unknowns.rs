@@ -13,6 +13,7 @@ impl Tools {
     /// id and revision 1.
     #[tool(
         name = "record_unknown",
+        title = "Record unknown",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -31,6 +32,7 @@ impl Tools {
     /// out-of-scope need a rationale.
     #[tool(
         name = "update_unknown",
+        title = "Update unknown",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -47,6 +49,7 @@ impl Tools {
     /// List residual unknowns at their head revision: by default only those not resolved.
     #[tool(
         name = "list_unknowns",
+        title = "List unknowns",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn list_unknowns(

@@ -11,7 +11,8 @@
 //! - params that do not fit a known method, and a second `initialize` inside a session, are
 //!   refused as on stdio (see [`super::jsonrpc`]);
 //! - `DELETE` of a session that does not exist (any more) answers 202: here 404, as the
-//!   specification says for a session id the server does not know;
+//!   specification says for a session id the server does not know; the `DELETE` that ends a
+//!   session answers 204 (rmcp says 202, on which the Python SDK warns);
 //! - nothing authenticates a caller: here every request carries `Authorization: Bearer <token>`
 //!   (401 with `WWW-Authenticate: Bearer` otherwise), compared in constant time against the
 //!   configured tokens, and the token's [`Principal`] goes with the request to the handler (in
@@ -331,8 +332,72 @@ async fn guard<M: SessionManager>(
     request.extensions_mut().insert(principal.clone());
     match *request.method() {
         Method::POST if is_json(request.headers()) => post(guard, principal, request, next).await,
+        Method::DELETE => {
+            // rmcp answers a session's DELETE 202 Accepted, but the session is gone when it
+            // answers: 204 says so, and clients (the Python SDK) warn on anything but 200/204.
+            let mut response = next.run(request).await;
+            if response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::NO_CONTENT;
+                *response.body_mut() = Body::empty();
+            }
+            response
+        }
         _ => next.run(request).await,
     }
+}
+
+/// Why an `--http` address cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum AddressError {
+    /// Not `host:port`, or the host does not resolve.
+    #[error(
+        "{text:?} is not an address rea can serve at (host:port, for example 127.0.0.1:8765 or localhost:8765): {reason}"
+    )]
+    Unresolved {
+        /// The text given.
+        text: String,
+        /// What the resolver said.
+        reason: String,
+    },
+    /// One of the addresses the name resolves to is not loopback.
+    #[error(
+        "--http serves on loopback only (127.0.0.1, ::1 or a name resolving only to them), and {text} resolves to {address}"
+    )]
+    NotLoopback {
+        /// The text given.
+        text: String,
+        /// The first address of it that is not loopback.
+        address: std::net::SocketAddr,
+    },
+}
+
+/// The loopback address `text` names: an IP literal with its port, or a host name every address
+/// of which is loopback (`localhost:8765`). A name that also resolves elsewhere is refused: rea
+/// must never listen beyond this machine. IPv4 is preferred, since every client reaches it.
+pub fn loopback_address(text: &str) -> Result<std::net::SocketAddr, AddressError> {
+    use std::net::ToSocketAddrs;
+    let resolved: Vec<std::net::SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| AddressError::Unresolved {
+            text: text.to_owned(),
+            reason: e.to_string(),
+        })?
+        .collect();
+    if let Some(address) = resolved.iter().find(|a| !a.ip().is_loopback()) {
+        return Err(AddressError::NotLoopback {
+            text: text.to_owned(),
+            address: *address,
+        });
+    }
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(resolved.first())
+        .copied()
+        .ok_or_else(|| AddressError::Unresolved {
+            text: text.to_owned(),
+            reason: "it resolves to no address".into(),
+        })
 }
 
 async fn post<M: SessionManager>(
@@ -394,7 +459,25 @@ async fn post<M: SessionManager>(
 
 #[cfg(test)]
 mod tests {
-    use super::origin_is_local;
+    use super::{loopback_address, origin_is_local};
+
+    #[test]
+    fn host_names_resolving_to_loopback_are_served_regression_29() {
+        assert_eq!(
+            loopback_address("localhost:8765").unwrap().to_string(),
+            "127.0.0.1:8765"
+        );
+        assert_eq!(
+            loopback_address("127.0.0.1:0").unwrap().to_string(),
+            "127.0.0.1:0"
+        );
+        assert_eq!(loopback_address("[::1]:9").unwrap().to_string(), "[::1]:9");
+        assert_eq!(
+            loopback_address("0.0.0.0:8765").unwrap_err().to_string(),
+            "--http serves on loopback only (127.0.0.1, ::1 or a name resolving only to them), and 0.0.0.0:8765 resolves to 0.0.0.0:8765"
+        );
+        assert!(loopback_address("localhost").is_err());
+    }
 
     #[test]
     fn only_loopback_origins_are_local() {

@@ -34,6 +34,7 @@ mod http;
 mod http_auth;
 mod http_sessions;
 mod idle;
+mod install_29;
 mod invariants;
 mod javascript;
 mod jsonrpc;

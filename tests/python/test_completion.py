@@ -38,13 +38,20 @@ FAMILY_ARGUMENTS: list[tuple[str, str, str]] = [
 # Arguments without a completion family.
 FREE_TEXT_ARGUMENTS: list[tuple[str, str]] = [
     ("investigate_feature", "feature"),
-    ("investigate_feature", "target_path"),
-    ("compare_application_versions", "left_target_path"),
     ("verify_reconstruction", "reconstruction_goal"),
     ("trace_crash", "crash_signal"),
     ("audit_residual_unknowns", "audit_scope"),
-    ("prepare_bounded_process_capture", "executable"),
     ("investigate_feature", "no_such_argument"),
+]
+
+# Path arguments (issue 29) and the entries of a directory each completes to, directories first.
+PATH_ARGUMENTS: list[tuple[str, str, list[str]]] = [
+    ("investigate_feature", "target_path", ["Notes.app/", "work/", "app.asar", "prog"]),
+    ("compare_application_versions", "left_target_path", ["Notes.app/", "work/", "app.asar", "prog"]),
+    ("compare_application_versions", "right_target_path", ["Notes.app/", "work/", "app.asar", "prog"]),
+    ("trace_crash", "target_path", ["Notes.app/", "work/", "app.asar", "prog"]),
+    ("prepare_bounded_process_capture", "executable", ["Notes.app/", "work/", "prog", "run.sh"]),
+    ("prepare_bounded_process_capture", "working_directory", ["Notes.app/", "work/"]),
 ]
 
 DEEP_PROVIDERS = ("objdump", "llvm-objdump", "gdb")
@@ -310,3 +317,25 @@ async def test_completion_document_context_on_universal_macho(connect, mode):
             assert_page(c, expected_procedure_values(procedures, "0x"))
         c = await rea.complete("trace_crash", "procedure", "0x", {"document": "no such slice"})
         assert (c.values, c.total) == ([], 0)
+
+
+async def test_completion_of_path_arguments_regression_29(connect, mode, tmp_path: Path) -> None:
+    """Every path argument completes to the entries of the typed directory: directories first,
+    then the files the argument takes (targets: binaries and .asar; executables: an x bit)."""
+    base = tmp_path / "tree"
+    (base / "Notes.app" / "Contents").mkdir(parents=True)
+    (base / "work").mkdir()
+    (base / "prog").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(57))
+    (base / "prog").chmod(0o755)
+    (base / "run.sh").write_text("#!/bin/sh\n")
+    (base / "run.sh").chmod(0o755)
+    (base / "app.asar").write_bytes(b"x")
+    (base / "notes.txt").write_text("text")
+    typed = f"{base}/"
+    async with connect(mode) as rea:
+        for prompt, argument, names in PATH_ARGUMENTS:
+            c = await rea.complete(prompt, argument, typed)
+            expected = [typed + n for n in names]
+            assert (c.values, c.total, bool(c.has_more)) == (expected, len(expected), False), (prompt, argument)
+        c = await rea.complete("investigate_feature", "target_path", f"{base}/No")
+        assert c.values == [f"{base}/Notes.app/"]

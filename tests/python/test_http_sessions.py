@@ -50,11 +50,11 @@ async def connect(url: str, token: str = ALICE) -> AsyncIterator[Client]:
 
 
 @contextmanager
-def serving(rea_bin: Path, dirs: ServerDirs, config: str = "") -> Iterator[str]:
-    """`rea serve --http` on a free port, with `rea.toml` holding alice's and bob's tokens and
-    `config`; yields its URL."""
+def serving(rea_bin: Path, dirs: ServerDirs, config: str = "", tokens: str = TOKENS) -> Iterator[str]:
+    """`rea serve --http` on a free port, with `rea.toml` holding `tokens` (alice's and bob's)
+    and `config`; yields its URL."""
     dirs.config.mkdir(parents=True, exist_ok=True)
-    (dirs.config / "rea.toml").write_text(TOKENS + config)
+    (dirs.config / "rea.toml").write_text(tokens + config)
     server = subprocess.Popen(
         [str(rea_bin), "serve", "--http", "127.0.0.1:0"],
         env={**os.environ, "REA_STATE_DIR": str(dirs.state), "REA_CONFIG_DIR": str(dirs.config)},
@@ -242,3 +242,31 @@ async def test_bob_cannot_reach_alices_session(http_url: str, dirs: ServerDirs) 
         assert not Path(export).exists()
         print(f"hijack attempts across principals: {attempts}, won: {won}")
         assert won == 0, f"{won} of {attempts} attempts reached alice's session"
+
+
+@pytest.mark.anyio
+async def test_the_http_setup_mcp_config_prints_connects_regression_29(
+    rea_bin: Path, dirs: ServerDirs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`rea mcp-config cursor --http ADDR` prints the URL and the header of the token the server
+    generated (no [http] tokens); the SDK connects with exactly what it printed, and its clean
+    disconnect (a DELETE answered 204) logs no warning."""
+    with serving(rea_bin, dirs, tokens="") as url:
+        address = url.removeprefix("http://").removesuffix("/mcp")
+        printed = subprocess.run(
+            [str(rea_bin), "mcp-config", "cursor", "--http", address],
+            env={**os.environ, "REA_STATE_DIR": str(dirs.state), "REA_CONFIG_DIR": str(dirs.config)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        setup = json.loads(printed.stdout)["mcpServers"]["rea"]
+        token = (dirs.state / "http-token").read_text().strip()
+        assert setup == {"url": url, "headers": {"Authorization": f"Bearer {token}"}}
+        async with create_mcp_http_client(headers=setup["headers"]) as http:
+            async with Client(
+                streamable_http_client(setup["url"], http_client=http), read_timeout_seconds=READ_TIMEOUT_SECONDS
+            ) as client:
+                tools = await client.list_tools()
+                assert len(tools.tools) == 34
+    assert [r.getMessage() for r in caplog.records if "termination" in r.getMessage()] == []

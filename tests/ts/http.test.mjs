@@ -4,7 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { bearer, cleanup, connectHttp, serverDirs, startHttp, tempDir } from './lib/rea.mjs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { ALICE, bearer, cleanup, connectHttp, connectHttpWith, mcpConfig, serverDirs, startHttp, tempDir } from './lib/rea.mjs';
 import { buildTargets, checkPrompts, investigate, leaveResumable, resume, Session } from './lib/exercise.mjs';
 
 let root;
@@ -78,5 +81,27 @@ test('no token, or one the server does not know: 401 with a Bearer challenge', a
     assert.match(response.headers.get('www-authenticate'), /^Bearer realm="rea"/);
     const body = await response.json();
     assert.deepEqual([body.jsonrpc, body.id, body.error.code], ['2.0', null, -32600]);
+  }
+});
+
+test('the setup `rea mcp-config vscode --http` prints is one the SDK connects with (issue 29)', async () => {
+  const own = tempDir();
+  const ownDirs = serverDirs(own);
+  // One configured token: the printed header carries it.
+  writeFileSync(join(ownDirs.config, 'rea.toml'), `[http]\ntokens = { alice = ${JSON.stringify(ALICE)} }\n`);
+  const running = await startHttp(ownDirs);
+  try {
+    const setup = JSON.parse(mcpConfig(ownDirs, 'vscode', '--http', running.url.host)).servers.rea;
+    assert.deepEqual(setup, { type: 'http', url: running.url.href, headers: { Authorization: `Bearer ${ALICE}` } });
+    const { client, close } = await connectHttpWith(new URL(setup.url), setup.headers);
+    try {
+      // Capture is off in this rea.toml: every tool but capture_process_scenario.
+      assert.equal((await client.listTools()).tools.length, 34);
+    } finally {
+      await close();
+    }
+  } finally {
+    await running.stop();
+    cleanup(own);
   }
 });

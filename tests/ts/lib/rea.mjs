@@ -154,7 +154,17 @@ export async function startHttp(dirs) {
 
 /** An SDK client connected to a running `rea serve --http`, every request carrying `token`. */
 export async function connectHttp(url, token = ALICE) {
-  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: bearer(token) } });
+  return connectHttpWith(url, bearer(token));
+}
+
+/** What `rea mcp-config ARGS` prints for a client of the server on `dirs` (issue 29). */
+export function mcpConfig(dirs, ...args) {
+  return execFileSync(REA_BIN, ['mcp-config', ...args], { env: environment(dirs), encoding: 'utf8' });
+}
+
+/** An SDK client of `url` sending `headers` with every request. */
+export async function connectHttpWith(url, headers) {
+  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers } });
   const client = newClient();
   await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
   return {
