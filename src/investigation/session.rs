@@ -313,6 +313,30 @@ fn started(
     }
 }
 
+
+/// What the inventory of `document` says beyond its tables: how many procedures were found by
+/// following code or pointers from the starts the file gives, by how, and that code reached
+/// only through pointers computed at run time may still be missing. `None` when every
+/// procedure comes from a table of the file.
+fn discovered(document: &str, procedures: &[Procedure]) -> Option<String> {
+    let mut by: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for p in procedures {
+        if let Some(how) = p.found_by {
+            *by.entry(how.as_str()).or_default() += 1;
+        }
+    }
+    if by.is_empty() {
+        return None;
+    }
+    let total: usize = by.values().sum();
+    let how: Vec<String> = by.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    Some(format!(
+        "{document}: {total} of {} procedures are not listed by a table of the file but found by following code and pointers from the starts it gives ({}; each procedure's found_by says how); code reached only through pointers computed at run time may still be missing",
+        procedures.len(),
+        how.join(", ")
+    ))
+}
+
 impl Investigation {
     /// The session as it is now, if one is open.
     pub(crate) fn snapshot(&self) -> Option<Snapshot> {
@@ -460,6 +484,13 @@ impl Investigation {
             }
         };
         let counts: Vec<u64> = inventories.iter().map(|p| p.len() as u64).collect();
+        let mut qualifiers = Qualifiers::observed();
+        qualifiers.limitations = target
+            .documents
+            .iter()
+            .zip(&inventories)
+            .filter_map(|(d, procedures)| discovered(&d.name, procedures))
+            .collect();
         let opened = Opened {
             session_id: snapshot.session.session.id().to_owned(),
             path: target.path.display().to_string(),
@@ -486,7 +517,7 @@ impl Investigation {
             Some(subject_of(&target)),
             &args,
             &opened,
-            Qualifiers::observed(),
+            qualifiers,
         )?;
         let mut recording = Recording::of(record.clone());
         recording.target = Some(new_target(&target, inventories));
