@@ -40,6 +40,7 @@ mod names_15;
 mod objc_names;
 mod parity;
 mod prompts;
+mod pseudo_27;
 mod readonly;
 mod regression_15;
 mod roots;

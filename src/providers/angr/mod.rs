@@ -366,11 +366,18 @@ impl Angr {
             .ok_or(DecompileError::NoProcedure { address: start })?;
         let end = image.procedure_end(index, limits.region_cap);
         let full_end = image.procedure_end(index, u64::MAX);
+        let calls = direct_calls(image, start);
+        let sites = calls
+            .iter()
+            .flat_map(|edge| edge.sites.iter().copied())
+            .filter(|site| (start..end).contains(site))
+            .collect();
         let live = self.live.as_mut().expect("ensure leaves a worker");
         let request = Request::Decompile {
             start,
             end,
             max_text_bytes: limits.max_text_bytes,
+            sites,
         };
         let line = live.process.request(
             &protocol::encode(&request),
@@ -402,6 +409,7 @@ impl Angr {
             .filter_map(|r| resolve(image, r))
             .collect();
         limitations.extend(unshown_tail_jumps(image, start, &references));
+        limitations.extend(unshown_calls(&calls, &references));
         Ok(PseudoCode {
             provider: live.identity.clone(),
             document: image.document().name.clone(),
@@ -447,6 +455,53 @@ fn unshown_tail_jumps(image: &Image, start: u64, references: &[CodeReference]) -
                 .collect();
             format!(
                 "the tail jump at {} to {target}{name} is not shown in angr's code",
+                sites.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// rea's direct calls (not tail jumps) of the procedure at `start`, from its own decoding.
+fn direct_calls(image: &Image, start: u64) -> Vec<crate::providers::native::CalleeEdge> {
+    image
+        .callees(start)
+        .map(|edges| {
+            edges
+                .callees
+                .into_iter()
+                .filter(|edge| edge.via == "call")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The direct calls rea decodes that angr's code shows nowhere, each by target, name and call
+/// sites: code angr did not lift (a stretch it could not decompile on its own either), or a
+/// call it folded away. Without this an agent would read the code as the whole procedure.
+fn unshown_calls(
+    calls: &[crate::providers::native::CalleeEdge],
+    references: &[CodeReference],
+) -> Vec<String> {
+    use crate::providers::native::format_address;
+    calls
+        .iter()
+        .filter(|edge| {
+            !references.iter().any(|r| {
+                matches!(r.kind, ReferenceKind::Call | ReferenceKind::Function)
+                    && r.address == edge.target
+            })
+        })
+        .map(|edge| {
+            let name = edge
+                .name
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            let sites: Vec<String> = edge.sites.iter().map(|s| format_address(*s)).collect();
+            format!(
+                "call to {}{name} at {} not shown: angr's code does not have the block that \
+                 holds it",
+                format_address(edge.target),
                 sites.join(", ")
             )
         })

@@ -21,6 +21,10 @@ pub(crate) enum Request {
         end: u64,
         /// Longest text the worker returns; longer code is cut at a line end, and says so.
         max_text_bytes: usize,
+        /// rea's direct call instructions in the region: code holding one that angr's CFG does
+        /// not reach from the entry is decompiled on its own.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        sites: Vec<u64>,
     },
 }
 
@@ -259,6 +263,7 @@ mod tests {
             start: u64::MAX,
             end: 0,
             max_text_bytes: 10,
+            sites: Vec::new(),
         };
         assert_eq!(
             encode(&decompile),

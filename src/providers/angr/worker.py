@@ -231,6 +231,8 @@ class Worker:
             self.unbias(codegen)
         text = codegen.text
         found = references(text, codegen, self.rea_address)
+        sites = [site + self.bias for site in request.get("sites", [])]
+        text, found = self.add_unreached(text, found, function, start, end, limitations, sites)
         if self.bias:
             text = self.unbias_labels(text)
         limitations.extend(self.dirty_lines(text))
@@ -255,6 +257,134 @@ class Worker:
             "cfg_seconds": round(cfg_seconds, 4),
             "decompile_seconds": round(decompile_seconds, 4),
         }
+
+    # Most pieces of a region angr's CFG does not reach that are decompiled on their own.
+    UNREACHED_PARTS = 8
+
+    def unreached_starts(self, covered, start, end):
+        """The stretches `(start, end)` of `[start, end)` outside the blocks angr lifted
+        (`covered`, biased `(address, end)` pairs), each starting past the padding compilers put
+        between pieces."""
+        padding = {0x90, 0xCC, 0x00} if self.project.arch.name == "AMD64" else {0x00}
+        memory = self.project.loader.memory
+        starts = []
+        cursor = start
+        for block_start, block_end in sorted(covered) + [(end, end)]:
+            gap = cursor
+            while gap < min(block_start, end):
+                byte = memory.load(gap, 1)[0]
+                if byte not in padding:
+                    break
+                gap += 1
+            if self.project.arch.name != "AMD64":
+                gap = (gap + 3) // 4 * 4
+                while gap + 4 <= block_start and memory.load(gap, 4) in (b"\x1f\x20\x03\xd5", b"\0\0\0\0"):
+                    gap += 4
+            if gap < block_start and gap < end:
+                starts.append((gap, min(block_start, end)))
+            cursor = max(cursor, block_end)
+        return starts
+
+    def add_unreached(self, text, found, function, start, end, limitations, sites):
+        """Decompiles, each on its own, the code of the region angr's CFG of the procedure did
+        not reach from its entry (cleanup code that runs while an exception unwinds, reached
+        only through the unwind tables, or code after a call angr takes for one that does not
+        return), and appends it after the procedure, so every call rea decodes in the region is
+        shown. Only stretches holding one of rea's direct call `sites` (biased) are decompiled: a
+        stretch of data in the code (a jump table) holds none. Returns the text and references
+        with the parts added."""
+        angr = self.angr
+        project = self.project
+        covered = [(b.addr, b.addr + b.size) for b in function.blocks if b.size]
+        done = set()
+        for _ in range(self.UNREACHED_PARTS):
+            def uncovered(site):
+                return not any(a <= site < b for a, b in covered)
+
+            pending = [
+                a
+                for a, b in self.unreached_starts(covered, start, end)
+                if a not in done and any(a <= site < b and uncovered(site) for site in sites)
+            ]
+            if not pending:
+                break
+            part = pending[0]
+            done.add(part)
+            kb = angr.KnowledgeBase(project, name="rea_part")
+            project.kb = kb
+            self._label(kb)
+            try:
+                cfg = project.analyses.CFGFast(
+                    kb=kb,
+                    function_starts=[part],
+                    regions=[(start, end)],
+                    normalize=True,
+                    data_references=True,
+                    cross_references=False,
+                    force_smart_scan=False,
+                    force_complete_scan=False,
+                    show_progressbar=False,
+                )
+            except Exception:
+                continue
+            if part not in kb.functions:
+                continue
+            piece = kb.functions[part]
+            blocks = [(b.addr, b.addr + b.size) for b in piece.blocks if b.size]
+            if not blocks:
+                continue
+            covered.extend(blocks)
+            self.name_callees(kb, part)
+            piece.name = f"sub_{self.rea_address(part):x}_unreached"
+            variables = angr.KnowledgeBase(project, name="rea_part_variables")
+            self._label(variables)
+            try:
+                decompiler = project.analyses.Decompiler(piece, cfg=cfg.model, kb=kb, variable_kb=variables)
+            except Exception:
+                continue
+            codegen = decompiler.codegen
+            if codegen is None or codegen.text is None:
+                continue
+            if self.bias:
+                self.unbias(codegen)
+            header = (
+                f"/* {self.rea_address(part):#x}: code of this procedure that angr's CFG does not "
+                "reach from its entry (such as cleanup run while an exception unwinds), "
+                "decompiled on its own */\n"
+            )
+            base = text.rstrip("\n") + "\n\n" + header
+            offset = base.count("\n")
+            first = offset + 1
+            for reference in references(codegen.text, codegen, self.rea_address):
+                reference["line"] += offset
+                found.append(reference)
+            text = base + codegen.text
+            last = text.rstrip("\n").count("\n") + 1
+            limitations.append(
+                f"lines {first}-{last}: the code at {self.rea_address(part):#x} is not reached "
+                "from the procedure's entry in angr's CFG (cleanup code run while an exception "
+                "unwinds, or code after a call angr takes for one that does not return); it is "
+                "decompiled on its own"
+            )
+        return text, found
+
+    def name_callees(self, kb, start):
+        """rea's names, and angr's library prototypes for imports, for the callees of a piece
+        decompiled on its own."""
+        for callee in list(kb.functions.values()):
+            if callee.addr == start:
+                continue
+            imported = self.imports.get(callee.addr)
+            if imported is not None:
+                callee.name = imported
+                try:
+                    callee.find_declaration(ignore_binary_name=True)
+                except Exception:
+                    pass
+            if callee.addr in self.names:
+                callee.name = self.names[callee.addr]
+            elif callee.is_default_name:
+                callee.name = f"sub_{self.rea_address(callee.addr):x}"
 
     def dirty_lines(self, text):
         """The statements angr could not put in C (it prints them as `[D] ...`)."""
