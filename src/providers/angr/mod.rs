@@ -52,7 +52,12 @@ const RECENT: usize = 8;
 pub fn accepts_format(format: &str) -> bool {
     matches!(
         format,
-        "elf" | "macho" | "macho-universal" | "app-bundle" | crate::providers::deep::ANY_FORMAT
+        "elf"
+            | "macho"
+            | "macho-universal"
+            | "app-bundle"
+            | "pe"
+            | crate::providers::deep::ANY_FORMAT
     )
 }
 
@@ -237,7 +242,7 @@ impl Decompiler for Angr {
     fn decompile(&mut self, image: &Image, procedure: u64) -> Result<Decompiled, DecompileError> {
         let began = Instant::now();
         let doc = image.document();
-        if !matches!(doc.format.as_str(), "elf" | "macho") {
+        if !matches!(doc.format.as_str(), "elf" | "macho" | "pe") {
             return Err(DecompileError::UnsupportedFormat {
                 provider: PROVIDER_ID,
                 format: doc.format.to_string(),
@@ -553,6 +558,7 @@ fn load_request(image: &Image) -> Result<Load, DecompileError> {
     ranges.sort_by_key(|&(address, end, _)| (address, end));
     let mut load = Load {
         arch,
+        platform: (doc.format == "pe").then_some("windows"),
         entry: image.entry(),
         ..Load::default()
     };
@@ -595,7 +601,8 @@ fn load_request(image: &Image) -> Result<Load, DecompileError> {
             name: import.name.clone(),
         };
         match import.kind.as_str() {
-            "plt" | "stub" => {
+            // A PE thunk is code (`jmp [__imp_puts]`), called like a PLT stub.
+            "plt" | "stub" | "thunk" => {
                 name(&mut load, import.address, &import.name);
                 load.imports.push(entry);
             }
@@ -997,6 +1004,6 @@ done
             "{text}"
         );
         assert!(accepts_format("elf") && accepts_format("macho-universal"));
-        assert!(!accepts_format("pe") && !accepts_format("raw"));
+        assert!(accepts_format("pe") && !accepts_format("raw"));
     }
 }

@@ -33,6 +33,9 @@ pub(crate) enum Request {
 pub(crate) struct Load {
     /// archinfo's name of the architecture (`AMD64`, `AARCH64`).
     pub arch: &'static str,
+    /// `windows` for a PE document: angr then reads calls in the Microsoft x64 convention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<&'static str>,
     /// The entry point, when the document has one.
     pub entry: Option<u64>,
     /// Bytes of the document mapped at addresses: `size` bytes from `offset` at `address`.

@@ -100,6 +100,7 @@ class Worker:
             auto_load_libs=False,
             load_debug_info=False,
         )
+        set_platform(project, request.get("platform"))
         main = project.loader.main_object
         for address, size in zero:
             main.memory.add_backer(address + bias - base, bytearray(size))
@@ -259,7 +260,7 @@ class Worker:
         }
 
     # Most pieces of a region angr's CFG does not reach that are decompiled on their own.
-    UNREACHED_PARTS = 8
+    UNREACHED_PARTS = 16
 
     def unreached_starts(self, covered, start, end):
         """The stretches `(start, end)` of `[start, end)` outside the blocks angr lifted
@@ -471,6 +472,13 @@ class Worker:
                         "show"
                     )
         return found
+
+
+def set_platform(project, platform):
+    """A blob has no operating system, so angr takes the System V convention; a PE document's
+    code follows Microsoft's (arguments in rcx, rdx, r8, r9), which angr picks by this name."""
+    if platform == "windows" and project.simos is not None:
+        project.simos.name = "Win32"
 
 
 def references(text, codegen, rea_address):
