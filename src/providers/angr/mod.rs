@@ -11,6 +11,7 @@
 //! - `discover`: finding the interpreter and its angr distribution by reading files.
 //! - `protocol`: the JSON-lines requests and replies, and line framing under a cap.
 //! - `process`: the worker process (limits, process group, parent-death signal, deadlines).
+//! - `render`: the returned text, with the addresses angr left as numbers named as rea knows them.
 //! - `worker.py`: the worker script, embedded in rea and written out when a worker starts.
 //! - `requirements.txt`: the pinned, hash-checked environment CI installs (`.ci/angr-venv.sh`).
 
@@ -18,6 +19,7 @@ mod discover;
 #[cfg(target_os = "linux")]
 mod process;
 mod protocol;
+mod render;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -407,12 +409,14 @@ impl Angr {
         while lines.last().is_some_and(|l| l.trim().is_empty()) {
             lines.pop();
         }
-        let references: Vec<CodeReference> = reply
+        let mut references: Vec<CodeReference> = reply
             .references
             .iter()
             .filter(|r| r.line >= 1 && r.line <= lines.len())
             .filter_map(|r| resolve(image, r))
             .collect();
+        render::name_data(image, &mut lines, &mut references);
+        limitations.extend(render::tail_calls_through_tables(&mut lines));
         limitations.extend(unshown_tail_jumps(image, start, &references));
         limitations.extend(unshown_calls(&calls, &references));
         Ok(PseudoCode {

@@ -227,6 +227,7 @@ mod tests {
     fn requests_are_one_json_line_tagged_by_op() {
         let load = Request::Load(Load {
             arch: "AMD64",
+            platform: None,
             entry: Some(0x1070),
             segments: vec![Segment {
                 offset: 0x1000,

@@ -236,6 +236,7 @@ class Worker:
         text, found = self.add_unreached(text, found, function, start, end, limitations, sites)
         if self.bias:
             text = self.unbias_labels(text)
+        text, found = self.name_cells(text, found)
         limitations.extend(self.dirty_lines(text))
         limitations.extend(self.jumps_out(text))
         cap = request.get("max_text_bytes")
@@ -439,6 +440,39 @@ class Worker:
         if changed:
             codegen.regenerate_text()
 
+
+    def name_cells(self, text, found):
+        """Writes a load through an import's extern cell (`*((long long *)0x440020)`, what angr
+        shows for `stderr` reached through its GOT slot) as the import's name, and the bare cell
+        as its address, with a data reference to the slot. Only characters inside lines change."""
+        import re
+
+        if not self.cells:
+            return text, found
+        lines = text.split("\n")
+        for number, line in enumerate(lines, start=1):
+            if "0x" not in line:
+                continue
+
+            def load(match):
+                cell = int(match.group(1), 16)
+                if cell not in self.cells:
+                    return match.group(0)
+                name = self.imports[cell]
+                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
+                return name
+
+            def bare(match):
+                cell = int(match.group(1), 16)
+                if cell not in self.cells:
+                    return match.group(0)
+                name = "&" + self.imports[cell]
+                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
+                return name
+
+            line = re.sub(r"\*\(\([\w ]+\*\)(0x[0-9a-f]+)\)", load, line)
+            lines[number - 1] = re.sub(r"(?<![\w\"])(0x[0-9a-f]+)\b", bare, line)
+        return "\n".join(lines), found
 
     def unbias_labels(self, text):
         """Writes goto labels (`LABEL_0x4048c8`, named by the biased address of their block) in
