@@ -66,7 +66,11 @@ pub(crate) fn name_data(image: &Image, lines: &mut [String], references: &mut Ve
 }
 
 /// One line rewritten, with `(raw token, address, shown text, what it is)` for each rewrite.
-fn rewrite_line(image: &Image, names: &DataNames<'_>, line: &str) -> (String, Vec<(String, u64, String, Named)>) {
+fn rewrite_line(
+    image: &Image,
+    names: &DataNames<'_>,
+    line: &str,
+) -> (String, Vec<(String, u64, String, Named)>) {
     let bytes = line.as_bytes();
     let mut out = String::with_capacity(line.len());
     let mut found = Vec::new();
@@ -85,7 +89,9 @@ fn rewrite_line(image: &Image, names: &DataNames<'_>, line: &str) -> (String, Ve
             break;
         }
         if line[i..].starts_with("/*") {
-            let end = line[i + 2..].find("*/").map_or(line.len(), |e| i + 2 + e + 2);
+            let end = line[i + 2..]
+                .find("*/")
+                .map_or(line.len(), |e| i + 2 + e + 2);
             out.push_str(&line[i..end]);
             i = end;
             continue;
