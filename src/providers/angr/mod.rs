@@ -374,17 +374,18 @@ impl Angr {
         let end = image.procedure_end(index, limits.region_cap);
         let full_end = image.procedure_end(index, u64::MAX);
         let calls = direct_calls(image, start);
-        let sites = calls
+        let (sites, targets) = calls
             .iter()
-            .flat_map(|edge| edge.sites.iter().copied())
-            .filter(|site| (start..end).contains(site))
-            .collect();
+            .flat_map(|edge| edge.sites.iter().map(|&site| (site, edge.target)))
+            .filter(|(site, _)| (start..end).contains(site))
+            .unzip();
         let live = self.live.as_mut().expect("ensure leaves a worker");
         let request = Request::Decompile {
             start,
             end,
             max_text_bytes: limits.max_text_bytes,
             sites,
+            targets,
         };
         let line = live.process.request(
             &protocol::encode(&request),

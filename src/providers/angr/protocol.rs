@@ -25,6 +25,10 @@ pub(crate) enum Request {
         /// not reach from the entry is decompiled on its own.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         sites: Vec<u64>,
+        /// The target each of `sites` calls, in the same order: a call angr's code does not
+        /// show has its block decompiled on its own.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        targets: Vec<u64>,
     },
 }
 
@@ -268,6 +272,7 @@ mod tests {
             end: 0,
             max_text_bytes: 10,
             sites: Vec::new(),
+            targets: Vec::new(),
         };
         assert_eq!(
             encode(&decompile),

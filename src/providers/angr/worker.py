@@ -233,7 +233,8 @@ class Worker:
         text = codegen.text
         found = references(text, codegen, self.rea_address)
         sites = [site + self.bias for site in request.get("sites", [])]
-        text, found = self.add_unreached(text, found, function, start, end, limitations, sites)
+        calls = list(zip(sites, request.get("targets", [])))
+        text, found = self.add_unreached(text, found, function, start, end, limitations, calls)
         if self.bias:
             text = self.unbias_labels(text)
         text, found = self.name_cells(text, found)
@@ -287,17 +288,21 @@ class Worker:
             cursor = max(cursor, block_end)
         return starts
 
-    def add_unreached(self, text, found, function, start, end, limitations, sites):
+    def add_unreached(self, text, found, function, start, end, limitations, calls):
         """Decompiles, each on its own, the code of the region angr's CFG of the procedure did
         not reach from its entry (cleanup code that runs while an exception unwinds, reached
         only through the unwind tables, or code after a call angr takes for one that does not
         return), and appends it after the procedure, so every call rea decodes in the region is
-        shown. Only stretches holding one of rea's direct call `sites` (biased) are decompiled: a
-        stretch of data in the code (a jump table) holds none. Returns the text and references
-        with the parts added."""
+        shown. Only stretches holding one of rea's direct call sites (`calls`: biased site and
+        rea's target) are decompiled: a stretch of data in the code (a jump table) holds none. A
+        block angr lifted whose call its code still does not show (structuring dropped it, after
+        a jump it could not resolve) is decompiled on its own too. Returns the text and
+        references with the parts added."""
         angr = self.angr
         project = self.project
         covered = [(b.addr, b.addr + b.size) for b in function.blocks if b.size]
+        lifted = list(covered)
+        sites = [site for site, _ in calls]
         done = set()
         for _ in range(self.UNREACHED_PARTS):
             def uncovered(site):
@@ -308,6 +313,14 @@ class Worker:
                 for a, b in self.unreached_starts(covered, start, end)
                 if a not in done and any(a <= site < b and uncovered(site) for site in sites)
             ]
+            if not pending:
+                shown = {r["address"] for r in found if r["kind"] in ("call", "function")}
+                pending = [
+                    a
+                    for a, b in lifted
+                    if a not in done
+                    and any(a <= site < b and target not in shown for site, target in calls)
+                ]
             if not pending:
                 break
             part = pending[0]
@@ -349,11 +362,24 @@ class Worker:
                 continue
             if self.bias:
                 self.unbias(codegen)
-            header = (
-                f"/* {self.rea_address(part):#x}: code of this procedure that angr's CFG does not "
-                "reach from its entry (such as cleanup run while an exception unwinds), "
-                "decompiled on its own */\n"
-            )
+            left_out = any(a == part for a, _ in lifted)
+            if left_out:
+                why = "that angr lifted but its code above leaves out"
+                reason = (
+                    "is lifted by angr but left out of its code of the procedure (structuring "
+                    "stops at a jump it could not resolve)"
+                )
+            else:
+                why = (
+                    "that angr's CFG does not reach from its entry (such as cleanup run while an "
+                    "exception unwinds)"
+                )
+                reason = (
+                    "is not reached from the procedure's entry in angr's CFG (cleanup code run "
+                    "while an exception unwinds, or code after a call angr takes for one that "
+                    "does not return)"
+                )
+            header = f"/* {self.rea_address(part):#x}: code of this procedure {why}, decompiled on its own */\n"
             base = text.rstrip("\n") + "\n\n" + header
             offset = base.count("\n")
             first = offset + 1
@@ -363,9 +389,7 @@ class Worker:
             text = base + codegen.text
             last = text.rstrip("\n").count("\n") + 1
             limitations.append(
-                f"lines {first}-{last}: the code at {self.rea_address(part):#x} is not reached "
-                "from the procedure's entry in angr's CFG (cleanup code run while an exception "
-                "unwinds, or code after a call angr takes for one that does not return); it is "
+                f"lines {first}-{last}: the code at {self.rea_address(part):#x} {reason}; it is "
                 "decompiled on its own"
             )
         return text, found
