@@ -550,13 +550,11 @@ fn angr_is_a_deep_candidate_for_elf_macho_and_pe_found_without_starting_it() {
         assert_eq!(angr.path, installation.python);
         assert_eq!(angr.name, "angr 9.2.213 decompiler");
     }
-    for format in ["raw"] {
-        assert!(
-            !rea::providers::deep::candidates(format, None)
-                .iter()
-                .any(|c| c.id == "angr")
-        );
-    }
+    assert!(
+        !rea::providers::deep::candidates("raw", None)
+            .iter()
+            .any(|c| c.id == "angr")
+    );
 }
 
 /// A tail call (`forward` is `jmp helper`) and a hot/cold split (`checked`'s error path lives in
