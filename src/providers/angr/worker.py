@@ -261,6 +261,92 @@ class Worker:
             "decompile_seconds": round(decompile_seconds, 4),
         }
 
+    def dirty_lines(self, text):
+        """The statements angr could not put in C (it prints them as `[D] ...`)."""
+        import re
+
+        found = []
+        for number, line in enumerate(text.split("\n"), start=1):
+            if "[D]" not in line:
+                continue
+            undecoded = re.search(r"Ijk_NoDecode at address (\d+)", line)
+            if undecoded:
+                address = self.rea_address(int(undecoded.group(1)))
+                found.append(
+                    f"line {number}: the bytes at {address:#x} did not decode; what follows them "
+                    "in that path is missing"
+                )
+            else:
+                found.append(f"line {number}: angr could not put a statement in C: {line.strip()}")
+        return found
+
+    def unbias(self, codegen):
+        """Writes addresses the code shows in rea's numbering: numbers inside the mapped range
+        and the default names of globals (`g_<address>`)."""
+        from angr.analyses.decompiler.structured_codegen.c import CConstant
+        from angr.sim_variable import SimMemoryVariable, SimStackVariable
+
+        low, high = self.low + self.bias, self.high + self.bias
+        changed = False
+        for _, element in codegen.map_pos_to_node.items():
+            node = element.obj
+            if isinstance(node, CConstant) and isinstance(node.value, int) and low <= node.value < high:
+                node.value -= self.bias
+                changed = True
+        for variable in list(getattr(codegen.cfunc, "variables_in_use", {}) or {}):
+            if (
+                isinstance(variable, SimMemoryVariable)
+                and not isinstance(variable, SimStackVariable)
+                and isinstance(variable.addr, int)
+                and variable.name == f"g_{variable.addr:x}"
+            ):
+                variable.name = f"g_{self.rea_address(variable.addr):x}"
+                changed = True
+        for variable in list(getattr(codegen, "externs", None) or []):
+            if (
+                isinstance(variable, SimMemoryVariable)
+                and isinstance(variable.addr, int)
+                and variable.name == f"g_{variable.addr:x}"
+            ):
+                variable.name = f"g_{self.rea_address(variable.addr):x}"
+                changed = True
+        if changed:
+            codegen.regenerate_text()
+
+
+    def name_cells(self, text, found):
+        """Writes a load through an import's extern cell (`*((long long *)0x440020)`, what angr
+        shows for `stderr` reached through its GOT slot) as the import's name, and the bare cell
+        as its address, with a data reference to the slot. Only characters inside lines change."""
+        import re
+
+        if not self.cells:
+            return text, found
+        lines = text.split("\n")
+        for number, line in enumerate(lines, start=1):
+            if "0x" not in line:
+                continue
+
+            def load(match):
+                cell = int(match.group(1), 16)
+                if cell not in self.cells:
+                    return match.group(0)
+                name = self.imports[cell]
+                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
+                return name
+
+            def bare(match):
+                cell = int(match.group(1), 16)
+                if cell not in self.cells:
+                    return match.group(0)
+                name = "&" + self.imports[cell]
+                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
+                return name
+
+            line = re.sub(r"\*\(\([\w ]+\*\)(0x[0-9a-f]+)\)", load, line)
+            lines[number - 1] = re.sub(r"(?<![\w\"])(0x[0-9a-f]+)\b", bare, line)
+        return "\n".join(lines), found
+
     # Most pieces of a region angr's CFG does not reach that are decompiled on their own.
     UNREACHED_PARTS = 16
 
@@ -411,92 +497,6 @@ class Worker:
                 callee.name = self.names[callee.addr]
             elif callee.is_default_name:
                 callee.name = f"sub_{self.rea_address(callee.addr):x}"
-
-    def dirty_lines(self, text):
-        """The statements angr could not put in C (it prints them as `[D] ...`)."""
-        import re
-
-        found = []
-        for number, line in enumerate(text.split("\n"), start=1):
-            if "[D]" not in line:
-                continue
-            undecoded = re.search(r"Ijk_NoDecode at address (\d+)", line)
-            if undecoded:
-                address = self.rea_address(int(undecoded.group(1)))
-                found.append(
-                    f"line {number}: the bytes at {address:#x} did not decode; what follows them "
-                    "in that path is missing"
-                )
-            else:
-                found.append(f"line {number}: angr could not put a statement in C: {line.strip()}")
-        return found
-
-    def unbias(self, codegen):
-        """Writes addresses the code shows in rea's numbering: numbers inside the mapped range
-        and the default names of globals (`g_<address>`)."""
-        from angr.analyses.decompiler.structured_codegen.c import CConstant
-        from angr.sim_variable import SimMemoryVariable, SimStackVariable
-
-        low, high = self.low + self.bias, self.high + self.bias
-        changed = False
-        for _, element in codegen.map_pos_to_node.items():
-            node = element.obj
-            if isinstance(node, CConstant) and isinstance(node.value, int) and low <= node.value < high:
-                node.value -= self.bias
-                changed = True
-        for variable in list(getattr(codegen.cfunc, "variables_in_use", {}) or {}):
-            if (
-                isinstance(variable, SimMemoryVariable)
-                and not isinstance(variable, SimStackVariable)
-                and isinstance(variable.addr, int)
-                and variable.name == f"g_{variable.addr:x}"
-            ):
-                variable.name = f"g_{self.rea_address(variable.addr):x}"
-                changed = True
-        for variable in list(getattr(codegen, "externs", None) or []):
-            if (
-                isinstance(variable, SimMemoryVariable)
-                and isinstance(variable.addr, int)
-                and variable.name == f"g_{variable.addr:x}"
-            ):
-                variable.name = f"g_{self.rea_address(variable.addr):x}"
-                changed = True
-        if changed:
-            codegen.regenerate_text()
-
-
-    def name_cells(self, text, found):
-        """Writes a load through an import's extern cell (`*((long long *)0x440020)`, what angr
-        shows for `stderr` reached through its GOT slot) as the import's name, and the bare cell
-        as its address, with a data reference to the slot. Only characters inside lines change."""
-        import re
-
-        if not self.cells:
-            return text, found
-        lines = text.split("\n")
-        for number, line in enumerate(lines, start=1):
-            if "0x" not in line:
-                continue
-
-            def load(match):
-                cell = int(match.group(1), 16)
-                if cell not in self.cells:
-                    return match.group(0)
-                name = self.imports[cell]
-                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
-                return name
-
-            def bare(match):
-                cell = int(match.group(1), 16)
-                if cell not in self.cells:
-                    return match.group(0)
-                name = "&" + self.imports[cell]
-                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
-                return name
-
-            line = re.sub(r"\*\(\([\w ]+\*\)(0x[0-9a-f]+)\)", load, line)
-            lines[number - 1] = re.sub(r"(?<![\w\"])(0x[0-9a-f]+)\b", bare, line)
-        return "\n".join(lines), found
 
     def unbias_labels(self, text):
         """Writes goto labels (`LABEL_0x4048c8`, named by the biased address of their block) in
