@@ -10,7 +10,9 @@ use super::Result;
 use super::observe::Qualifiers;
 use crate::completion::key::match_key;
 use crate::ids::{AnalystName, AnnotationId, EvidenceId};
-use crate::providers::native::{AssemblyPage, CallGraphEdges, Callers, Dossier, Xrefs};
+use crate::providers::native::{
+    AssemblyPage, CallGraphEdges, Callers, DataRef, Dossier, Instruction, Xrefs,
+};
 use crate::store::{AnnotationKind, AnnotationScope, LiveAnnotation, ProcedureRow, ReadOnlyStore};
 
 /// The analyst names and comments of the active target, read once for a view (one indexed
@@ -146,6 +148,26 @@ impl AnalystView {
         Some(text.clone())
     }
 
+    /// One instruction: the analyst's names of its call target and of the data its operand
+    /// uses (an operand rea cannot name shows its address, with the analyst's name beside), and
+    /// the analyst's comment at it.
+    fn show_instruction(&self, document: &str, i: &mut Instruction) {
+        i.analyst = i.target.and_then(|t| self.procedure(document, t));
+        i.analyst_comment = self.comment(document, i.address);
+        let address = i.data.as_ref().map(|d| d.address).or(i.memory);
+        if let Some(address) = address
+            && let Some(name) = self.named(document, AnnotationScope::Data, address)
+        {
+            i.data
+                .get_or_insert_with(|| DataRef {
+                    address,
+                    name: format!("{address:#x}"),
+                    analyst: None,
+                })
+                .analyst = Some(name);
+        }
+    }
+
     /// How a view's record is qualified once it shows annotations: linked to their Evidence, with
     /// the fields named as the analyst's.
     pub(crate) fn qualify(&self, mut q: Qualifiers) -> Qualifiers {
@@ -215,8 +237,7 @@ impl ShowsAnnotations for Xrefs {
 impl ShowsAnnotations for AssemblyPage {
     fn show(&mut self, document: &str, view: &AnalystView) {
         for i in &mut self.instructions {
-            i.analyst = i.target.and_then(|t| view.procedure(document, t));
-            i.analyst_comment = view.comment(document, i.address);
+            view.show_instruction(document, i);
         }
     }
 }
@@ -231,8 +252,10 @@ impl ShowsAnnotations for Dossier {
             c.analyst = view.procedure(document, c.target);
         }
         for i in &mut self.instructions {
-            i.analyst = i.target.and_then(|t| view.procedure(document, t));
-            i.analyst_comment = view.comment(document, i.address);
+            view.show_instruction(document, i);
+        }
+        for d in &mut self.data {
+            d.analyst = view.named(document, AnnotationScope::Data, d.address);
         }
     }
 }

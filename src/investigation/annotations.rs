@@ -12,6 +12,7 @@ use super::observe::{self, EvidenceInline, Qualifiers, in_document, subject_of};
 use super::{Investigation, InvestigationError, Result};
 use crate::evidence::{Authority, Confidence};
 use crate::ids::{Address, AnnotationId, EvidenceId};
+use crate::providers::decompile::DeclarationCheck;
 use crate::store::{
     AnnotationFilter, AnnotationHead, AnnotationKind, AnnotationPlace, AnnotationRecord,
     AnnotationScope, LiveAnnotation, NewAnnotation,
@@ -367,6 +368,10 @@ fn balanced(
 /// What the small C check leaves to a full parser, said in every result that used it.
 const NOT_CHECKED: &str = "not checked: that the types named exist and the declaration parses as C (rea checks brackets, the declarator's name and the characters; a full C parser, pycparser through the angr worker, is not used yet)";
 
+/// The start of what a result says when no C parser read the declaration (a limitation of its
+/// Evidence, as every `not checked` line is).
+const NOT_PARSED: &str = "not checked by a C parser: that the types named exist and the declaration parses as C (rea checked brackets, the declarator's name and the characters)";
+
 /// Checks a procedure prototype: brackets pair, one parameter list, and the declarator's name
 /// (the identifier before the parameter list) is one of `names` when any are given. Returns the
 /// declarator's name and what was checked.
@@ -475,10 +480,21 @@ pub(crate) fn check_type(
                 }
             }
             Some(Token::Ident("typedef", _)) => {
-                let named = toks
-                    .iter()
-                    .rev()
-                    .find(|t| !matches!(t, Token::Punct(b';' | b')' | b']', _) | Token::Number(_)));
+                // A typedef of a function pointer names its type inside the grouping
+                // declarator (`typedef int (*op_fn)(int, int);`), any other at its end.
+                let grouped = toks.windows(3).find_map(|w| match w {
+                    [
+                        Token::Punct(b'(', _),
+                        Token::Punct(b'*', _),
+                        named @ Token::Ident(..),
+                    ] => Some(named),
+                    _ => None,
+                });
+                let named = grouped.or_else(|| {
+                    toks.iter().rev().find(|t| {
+                        !matches!(t, Token::Punct(b';' | b')' | b']', _) | Token::Number(_))
+                    })
+                });
                 if !matches!(named, Some(Token::Ident(id, _)) if !C_WORDS.contains(id)) {
                     return Err(AnnotationError::Declaration {
                         kind: KIND,
@@ -788,7 +804,16 @@ impl Investigation {
                 vec!["a C identifier (`::` and `.` may join identifiers)".to_owned()]
             }
             AnnotationKind::Comment => vec!["free text".to_owned()],
-            AnnotationKind::Type => check_type(text, place.scope == AnnotationScope::Document)?,
+            AnnotationKind::Type => {
+                let checked = check_type(text, place.scope == AnnotationScope::Document)?;
+                let parser = if place.scope == AnnotationScope::Document {
+                    "type"
+                } else {
+                    "data-type"
+                };
+                self.parse_declaration(s, a, place, parser, text, live, checked)
+                    .await?
+            }
             AnnotationKind::Prototype => {
                 let mut names: Vec<String> = vec![];
                 if let Some(address) = place.address {
@@ -822,9 +847,76 @@ impl Investigation {
                 all.extend(short.iter().map(String::as_str));
                 all.sort_unstable();
                 all.dedup();
-                check_prototype(text, &all)?.1
+                let checked = check_prototype(text, &all)?.1;
+                self.parse_declaration(s, a, place, "prototype", text, live, checked)
+                    .await?
             }
         })
+    }
+
+    /// Parses a C declaration that passed rea's own check with angr's C parser (pycparser, as
+    /// the decompiler will parse it), the document's types first. A declaration it refuses is
+    /// an error naming the position; without angr, `checked` says no C parser read it.
+    #[allow(clippy::too_many_arguments)]
+    async fn parse_declaration(
+        &self,
+        s: &super::session::Snapshot,
+        a: &super::session::ActiveTarget,
+        place: &AnnotationPlace,
+        parser: &'static str,
+        text: &str,
+        live: &[LiveAnnotation],
+        mut checked: Vec<String>,
+    ) -> Result<Vec<String>> {
+        let kind = if parser == "prototype" {
+            "prototype"
+        } else {
+            "type"
+        };
+        let types: Vec<String> = live
+            .iter()
+            .filter(|h| {
+                h.scope == AnnotationScope::Document
+                    && h.kind == AnnotationKind::Type
+                    && place.scope != AnnotationScope::Document
+            })
+            .map(|h| h.text.clone())
+            .collect();
+        let doc = a
+            .target
+            .documents
+            .iter()
+            .find(|d| d.name == place.document)
+            .cloned();
+        let outcome = match doc {
+            Some(doc) => {
+                let image = s.session.images.get(&doc).await?;
+                s.session
+                    .decompilers
+                    .check(image, parser, text.to_owned(), types)
+                    .await
+            }
+            None => Ok(None),
+        };
+        checked.retain(|c| c != NOT_CHECKED);
+        match outcome {
+            Ok(Some(DeclarationCheck::Valid { .. })) => checked.push(
+                "parsed by angr's C parser (pycparser), as the decompiler reads it, with the document's types".to_owned(),
+            ),
+            Ok(Some(DeclarationCheck::Invalid { position, problem })) => {
+                return Err(AnnotationError::Declaration {
+                    kind,
+                    position,
+                    problem: format!("angr's C parser (pycparser) refused it: {problem}"),
+                }
+                .into());
+            }
+            Ok(None) => checked.push(format!(
+                "{NOT_PARSED}: angr, whose worker carries pycparser, is not installed"
+            )),
+            Err(e) => checked.push(format!("{NOT_PARSED}: the angr worker failed: {e}")),
+        }
+        Ok(checked)
     }
 
     /// `list_annotations`: heads of the active target's annotations, filtered and paged.
@@ -951,6 +1043,7 @@ mod tests {
     fn types_are_checked_by_place() {
         assert!(check_type("struct node { int v; struct node *next; };", true).is_ok());
         assert!(check_type("typedef unsigned int u32;", true).is_ok());
+        assert!(check_type("typedef int (*op_fn)(int, int);", true).is_ok());
         assert!(matches!(
             check_type("int x", true),
             Err(AnnotationError::Declaration { position: 0, .. })

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::analyst::AnalystView;
 use super::observe::{self, Observed, Qualifiers, in_document, subject_of};
 use super::session::Snapshot;
 use super::{Cancel, Investigation, InvestigationError, Result, blocking};
@@ -221,6 +222,11 @@ pub struct FaultProcedure {
     pub name: Option<String>,
     /// The faulting instruction's static address.
     pub instruction: Address,
+    /// The analyst's name of the procedure, beside `name` (an annotation). Left out of the
+    /// schema (tools/list budget), as in the other views.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
 }
 
 /// Where one backtrace frame is: its module, and the procedure of the active target holding it
@@ -288,6 +294,7 @@ async fn fault_procedure(snapshot: &Snapshot, capture: &Capture) -> Option<Fault
         address: Address(p.address),
         name: p.name.clone(),
         instruction,
+        analyst: None,
     })
 }
 
@@ -322,6 +329,7 @@ async fn frame_procedures(snapshot: &Snapshot, capture: &Capture) -> Vec<FramePr
                     address: Address(p.address),
                     name: p.name.clone(),
                     instruction,
+                    analyst: None,
                 }),
                 Err(_) => None,
             },
@@ -344,6 +352,7 @@ fn capture_recording(
     scenario: &Scenario,
     result: &mut Captured,
     bound: u64,
+    view: Option<&AnalystView>,
 ) -> Result<Recording> {
     let subject = snapshot
         .and_then(|s| s.active.as_ref())
@@ -361,6 +370,9 @@ fn capture_recording(
         .iter()
         .filter_map(|s| s.data_truncated.as_ref().map(|c| c.first_page.clone()))
         .collect();
+    if let Some(view) = view {
+        q = view.qualify(q);
+    }
     let record = observe::record(CAPTURE_OPERATION, subject, scenario, &*result, q)?;
     let mut recording = Recording::of(record);
     recording.pages = pages;
@@ -401,8 +413,30 @@ impl Investigation {
             fault_procedure,
             frame_procedures,
         };
+        // The analyst's names of the procedures the crash went through, beside the file's.
+        let view = match snapshot.active.as_ref() {
+            Some(a) => Some(AnalystView::load(snapshot.store(), &a.target.sha256, None)?),
+            None => None,
+        };
+        if let Some(view) = &view {
+            let procedures = result.fault_procedure.iter_mut().chain(
+                result
+                    .frame_procedures
+                    .iter_mut()
+                    .filter_map(|f| f.procedure.as_mut()),
+            );
+            for p in procedures {
+                p.analyst = view.procedure(&p.document, p.address.0);
+            }
+        }
         let bound = self.max_result_bytes()?;
-        let recording = capture_recording(Some(&snapshot), &scenario, &mut result, bound)?;
+        let recording = capture_recording(
+            Some(&snapshot),
+            &scenario,
+            &mut result,
+            bound,
+            view.as_ref(),
+        )?;
         observe::commit(snapshot.store(), recording, result).await
     }
 
@@ -421,7 +455,7 @@ impl Investigation {
             frame_procedures: vec![],
         };
         let bound = self.max_result_bytes()?;
-        let recording = capture_recording(None, scenario, &mut result, bound)?;
+        let recording = capture_recording(None, scenario, &mut result, bound, None)?;
         Ok((result, recording))
     }
 

@@ -16,13 +16,14 @@ use super::observe::{self, EvidenceInline, Observed, Qualifiers, in_document, su
 use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking};
 use crate::evidence::{Authority, Confidence, ProviderStamp};
 use crate::fsroot::Deadline;
-use crate::ids::Address;
+use crate::ids::{Address, EvidenceId};
 use crate::providers::angr::{self, Angr};
 use crate::providers::decompile::{
-    DEFAULT_PAGE_LINES, DecompileError, Decompiler, MAX_PAGE_LINES, PseudoCode, PseudoCodePage,
+    AnalystHints, DEFAULT_PAGE_LINES, DataHint, DeclarationCheck, DecompileError, Decompiler,
+    MAX_PAGE_LINES, ProcedureHint, PseudoCode, PseudoCodePage,
 };
 use crate::providers::native::{ByteHit, BytePattern, ByteRead, Image, MAX_HITS_PAGE};
-use crate::store::RecordOutcome;
+use crate::store::{AnnotationKind, AnnotationScope, LiveAnnotation, RecordOutcome};
 
 /// The operation that records pseudo-code.
 const PSEUDO_CODE: &str = "procedure_pseudo_code";
@@ -51,19 +52,33 @@ pub struct PseudoCodeArgs {
 }
 
 /// What a pseudo-code record is about: its parameters in the ledger, whatever page was asked.
+/// `annotations` are the Evidence ids of the annotation revisions the decompiler applied, so a
+/// new revision that affects the procedure asks anew, and an unchanged set finds the record.
 #[derive(Debug, Serialize)]
 struct PseudoCodeKey<'a> {
     document: &'a str,
     procedure: Address,
     provider: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    annotations: Vec<EvidenceId>,
 }
 
-/// A decompilation asked of a session's decompiler thread, and where its answer goes.
-type Job = (
-    Arc<Image>,
-    u64,
-    tokio::sync::oneshot::Sender<std::result::Result<Arc<PseudoCode>, DecompileError>>,
-);
+/// Where a decompiler thread's answer goes.
+type Reply<T> = tokio::sync::oneshot::Sender<std::result::Result<T, DecompileError>>;
+
+/// Work asked of a session's decompiler thread.
+enum Job {
+    /// A procedure's pseudo-code with the analyst's hints applied.
+    Decompile(Arc<Image>, u64, AnalystHints, Reply<Arc<PseudoCode>>),
+    /// A C declaration parsed as the decompiler parses it: kind, text, the document's types.
+    Check(
+        Arc<Image>,
+        &'static str,
+        String,
+        Vec<String>,
+        Reply<DeclarationCheck>,
+    ),
+}
 
 /// The decompiler of one binary session: a thread of its own that owns the angr session and its
 /// worker, started on the first call that needs it and stopped when the session closes or
@@ -82,7 +97,40 @@ struct DecompilerThread {
 impl Decompilers {
     /// The pseudo-code of the procedure starting at `start`, from the session's decompiler
     /// (started now when it is not running).
-    async fn decompile(&self, image: Arc<Image>, start: u64) -> Result<Arc<PseudoCode>> {
+    async fn decompile(
+        &self,
+        image: Arc<Image>,
+        start: u64,
+        hints: AnalystHints,
+    ) -> Result<Arc<PseudoCode>> {
+        self.ask(|reply| Job::Decompile(image, start, hints, reply))
+            .await
+    }
+
+    /// A C declaration parsed by the session's decompiler as it would parse it when
+    /// decompiling; `None` when no decompiler is installed (nothing is started then).
+    pub(crate) async fn check(
+        &self,
+        image: Arc<Image>,
+        kind: &'static str,
+        text: String,
+        types: Vec<String>,
+    ) -> Result<Option<DeclarationCheck>> {
+        if !self.running() && angr::locate().is_err() {
+            return Ok(None);
+        }
+        self.ask(|reply| Job::Check(image, kind, text, types, reply))
+            .await
+            .map(Some)
+    }
+
+    fn running(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    /// Sends one job to the decompiler thread (started now when it is not running) and waits
+    /// for its answer.
+    async fn ask<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Result<T> {
         let answer = {
             let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {
@@ -91,7 +139,7 @@ impl Decompilers {
             }
             let (reply, answer) = tokio::sync::oneshot::channel();
             let running = slot.as_ref().expect("started above");
-            if running.jobs.send((image, start, reply)).is_err() {
+            if running.jobs.send(job(reply)).is_err() {
                 *slot = None;
                 return Err(thread_gone());
             }
@@ -116,8 +164,16 @@ impl DecompilerThread {
         let thread = std::thread::Builder::new()
             .name("rea-decompiler".into())
             .spawn(move || {
-                for (image, start, reply) in queue {
-                    let _ = reply.send(angr.decompile(&image, start).map(|d| d.code));
+                for job in queue {
+                    match job {
+                        Job::Decompile(image, start, hints, reply) => {
+                            let _ = reply
+                                .send(angr.decompile_with(&image, start, &hints).map(|d| d.code));
+                        }
+                        Job::Check(image, kind, text, types, reply) => {
+                            let _ = reply.send(angr.check_declaration(&image, kind, &text, &types));
+                        }
+                    }
                 }
                 angr.close();
             })
@@ -137,6 +193,76 @@ fn thread_gone() -> InvestigationError {
         stderr: String::new(),
     }
     .into()
+}
+
+/// The analyst's annotations a decompilation of the procedure at `start` applies, and the
+/// Evidence ids of their revisions (sorted): names and prototypes of the procedure and of its
+/// direct callees (`callees`), every data name and type of the document (which data angr's code
+/// shows is known only after decompiling), and the document's C types when a prototype or data
+/// type may name them.
+fn analyst_hints(
+    heads: &[LiveAnnotation],
+    start: u64,
+    callees: &[u64],
+) -> (AnalystHints, Vec<EvidenceId>) {
+    let mut hints = AnalystHints::default();
+    let mut used = Vec::new();
+    let mut procedures: std::collections::BTreeMap<u64, ProcedureHint> = Default::default();
+    let mut data: std::collections::BTreeMap<u64, DataHint> = Default::default();
+    let mut declarations = false;
+    let mut sorted: Vec<&LiveAnnotation> = heads.iter().collect();
+    sorted.sort_by(|a, b| (a.address, &a.id).cmp(&(b.address, &b.id)));
+    for head in &sorted {
+        let Some(address) = head.address else {
+            continue;
+        };
+        match (head.scope, head.kind) {
+            (AnnotationScope::Procedure, AnnotationKind::Name | AnnotationKind::Prototype)
+                if address == start || callees.contains(&address) =>
+            {
+                let entry = procedures.entry(address).or_insert(ProcedureHint {
+                    address,
+                    name: None,
+                    prototype: None,
+                });
+                if head.kind == AnnotationKind::Name {
+                    entry.name = Some(head.text.clone());
+                } else {
+                    entry.prototype = Some(head.text.clone());
+                    declarations = true;
+                }
+                used.push(head.evidence_id.clone());
+            }
+            (AnnotationScope::Data, AnnotationKind::Name | AnnotationKind::Type) => {
+                let entry = data.entry(address).or_insert(DataHint {
+                    address,
+                    name: None,
+                    ty: None,
+                });
+                if head.kind == AnnotationKind::Name {
+                    entry.name = Some(head.text.clone());
+                } else {
+                    entry.ty = Some(head.text.clone());
+                    declarations = true;
+                }
+                used.push(head.evidence_id.clone());
+            }
+            _ => {}
+        }
+    }
+    if declarations {
+        for head in &sorted {
+            if head.scope == AnnotationScope::Document && head.kind == AnnotationKind::Type {
+                hints.types.push(head.text.clone());
+                used.push(head.evidence_id.clone());
+            }
+        }
+    }
+    hints.procedures = procedures.into_values().collect();
+    hints.data = data.into_values().collect();
+    used.sort();
+    used.dedup();
+    (hints, used)
 }
 
 /// Arguments of `read_bytes`.
@@ -224,10 +350,30 @@ impl Investigation {
                 .unwrap_or(DEFAULT_PAGE_LINES)
                 .clamp(1, MAX_PAGE_LINES),
         );
+        let heads = s
+            .store()
+            .annotation_heads(&a.target.sha256, Some(&r.doc.name))?;
+        let start = r.procedure.address.0;
+        let (hints, used) = if heads.is_empty() {
+            (AnalystHints::default(), Vec::new())
+        } else {
+            let callees = {
+                let image = image.clone();
+                blocking(move || {
+                    Ok(image
+                        .callees(start)
+                        .map(|e| e.callees.iter().map(|c| c.target).collect::<Vec<_>>())
+                        .unwrap_or_default())
+                })
+                .await?
+            };
+            analyst_hints(&heads, start, &callees)
+        };
         let key = PseudoCodeKey {
             document: &r.doc.name,
             procedure: r.procedure.address,
             provider: angr::PROVIDER_ID,
+            annotations: used.clone(),
         };
         if let Some(stored) = s
             .store()
@@ -248,9 +394,16 @@ impl Investigation {
         let code = s
             .session
             .decompilers
-            .decompile(image, r.procedure.address.0)
+            .decompile(image, r.procedure.address.0, hints)
             .await?;
         let page = code.page(offset, limit);
+        let mut limitations = code.limitations.clone();
+        if !used.is_empty() {
+            limitations.push(format!(
+                "the decompiler applied {} analyst annotation revision(s) (linked): names, prototypes and types they give are analyst-inference, not read from the file",
+                used.len()
+            ));
+        }
         let q = Qualifiers {
             confidence: Confidence::Derived,
             authority: Authority::ShippedArtifact,
@@ -259,7 +412,8 @@ impl Investigation {
                 name: code.provider.name.clone(),
                 version: code.provider.version.clone(),
             },
-            limitations: code.limitations.clone(),
+            limitations,
+            links: used,
             ..Qualifiers::observed()
         }
         .at(in_document(
@@ -333,5 +487,85 @@ impl Investigation {
             q,
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::AnnotationId;
+
+    fn head(
+        scope: AnnotationScope,
+        address: Option<u64>,
+        kind: AnnotationKind,
+        text: &str,
+        n: u8,
+    ) -> LiveAnnotation {
+        LiveAnnotation {
+            document: "d".into(),
+            scope,
+            address,
+            kind,
+            text: text.into(),
+            id: AnnotationId::derive(&[n]),
+            evidence_id: EvidenceId::parse(&format!("ev_{}", format!("{n:02x}").repeat(32)))
+                .unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_decompilation_applies_its_own_and_its_callees_annotations_and_cites_them_regression_26() {
+        use AnnotationKind as K;
+        use AnnotationScope as S;
+        let heads = vec![
+            head(S::Procedure, Some(0x10), K::Name, "check", 1),
+            head(S::Procedure, Some(0x10), K::Comment, "not applied", 2),
+            head(
+                S::Procedure,
+                Some(0x20),
+                K::Prototype,
+                "int f(secret_t x)",
+                3,
+            ),
+            head(S::Procedure, Some(0x30), K::Name, "unrelated", 4),
+            head(S::Data, Some(0x40), K::Name, "TABLE", 5),
+            head(S::Document, None, K::Type, "typedef int secret_t;", 6),
+            head(S::Address, Some(0x11), K::Comment, "not applied", 7),
+        ];
+        let (hints, used) = analyst_hints(&heads, 0x10, &[0x20]);
+        assert_eq!(
+            hints,
+            AnalystHints {
+                procedures: vec![
+                    ProcedureHint {
+                        address: 0x10,
+                        name: Some("check".into()),
+                        prototype: None
+                    },
+                    ProcedureHint {
+                        address: 0x20,
+                        name: None,
+                        prototype: Some("int f(secret_t x)".into())
+                    },
+                ],
+                data: vec![DataHint {
+                    address: 0x40,
+                    name: Some("TABLE".into()),
+                    ty: None
+                }],
+                types: vec!["typedef int secret_t;".into()],
+            }
+        );
+        let ids: Vec<EvidenceId> = [1u8, 3, 5, 6]
+            .iter()
+            .map(|n| EvidenceId::parse(&format!("ev_{}", format!("{n:02x}").repeat(32))).unwrap())
+            .collect();
+        assert_eq!(used, ids);
+        // Without a prototype or data type, the document's types change nothing and are left out.
+        let (hints, used) = analyst_hints(&heads, 0x30, &[]);
+        assert!(hints.types.is_empty());
+        assert_eq!(hints.procedures.len(), 1);
+        assert_eq!(used.len(), 2);
     }
 }

@@ -28,10 +28,84 @@ pub trait Decompiler: Send {
 
     /// Pseudo-C of the procedure starting at `procedure` in `image`'s document. An error leaves
     /// the decompiler usable: the next call starts afresh whatever had failed.
-    fn decompile(&mut self, image: &Image, procedure: u64) -> Result<Decompiled, DecompileError>;
+    fn decompile(&mut self, image: &Image, procedure: u64) -> Result<Decompiled, DecompileError> {
+        self.decompile_with(image, procedure, &AnalystHints::default())
+    }
+
+    /// [`Decompiler::decompile`] with the analyst's names, prototypes and types applied: a
+    /// result is remembered per set of hints, so other hints decompile anew.
+    fn decompile_with(
+        &mut self,
+        image: &Image,
+        procedure: u64,
+        hints: &AnalystHints,
+    ) -> Result<Decompiled, DecompileError>;
 
     /// Stops whatever the decompiler keeps running. Dropping it does the same.
     fn close(&mut self);
+}
+
+/// What the analyst has said that a decompilation uses (from the annotations of the document):
+/// names and prototypes of the procedure and its callees, names and types of data, and the
+/// document's C types the declarations may name. Addresses are rea's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct AnalystHints {
+    /// Procedures: a name, a C prototype, or both.
+    pub procedures: Vec<ProcedureHint>,
+    /// Data locations: a name, a C type, or both.
+    pub data: Vec<DataHint>,
+    /// The document's C types (struct, union, enum definitions and typedefs), in order.
+    pub types: Vec<String>,
+}
+
+impl AnalystHints {
+    /// Whether there is nothing to apply.
+    pub fn is_empty(&self) -> bool {
+        self.procedures.is_empty() && self.data.is_empty() && self.types.is_empty()
+    }
+}
+
+/// The analyst's name and prototype of one procedure.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ProcedureHint {
+    /// The procedure's start.
+    pub address: u64,
+    /// Its analyst name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its C prototype (`int check(const char *s)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prototype: Option<String>,
+}
+
+/// The analyst's name and type of one data location.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct DataHint {
+    /// The location.
+    pub address: u64,
+    /// Its analyst name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its C type (`op_fn[4]`).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub ty: Option<String>,
+}
+
+/// What a C parser said of a declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeclarationCheck {
+    /// It parses; for a prototype, the name it declares.
+    Valid {
+        /// The declared function's name, for a prototype.
+        name: Option<String>,
+    },
+    /// It does not parse: where (a byte offset into the text) and what the parser said.
+    Invalid {
+        /// Byte offset of the problem.
+        position: usize,
+        /// The parser's message.
+        problem: String,
+    },
 }
 
 /// Who produced a pseudo-code: recorded beside every result.

@@ -117,3 +117,75 @@ async fn backtrace_frames_map_to_the_three_procedures_in_order_at_o0_and_o2() {
     assert!(prompt.contains("fault.backtrace.frames"), "{prompt}");
     assert!(prompt.contains("frame_procedures"), "{prompt}");
 }
+
+/// Issue 26 item 3: the analyst's name of a procedure a crash went through comes beside the
+/// file's name in the capture's `fault_procedure` and `frame_procedures`, and the capture's
+/// record links the annotation it showed.
+#[tokio::test]
+async fn frames_show_the_analyst_names_beside_the_file_names_regression_26() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let h = server(&root).await;
+    let program = build(&root, "-O2");
+    let opened = h.call("open_binary", json!({ "path": program })).await;
+    let ev = opened["evidence"]["id"].as_str().unwrap().to_owned();
+    let named = h
+        .call(
+            "annotate",
+            json!({
+                "procedure": "b", "kind": "name", "text": "triple_then_store",
+                "rationale": "calls c with three times its argument", "cites": [ev],
+            }),
+        )
+        .await;
+    let ann = named["annotation"]["id"].as_str().unwrap().to_owned();
+    let fault = h
+        .call(
+            "annotate",
+            json!({
+                "procedure": "c", "kind": "name", "text": "store_through_null",
+                "rationale": "writes through the pointer `target`", "cites": [ev],
+            }),
+        )
+        .await;
+    let c = h
+        .call(
+            "capture_process_scenario",
+            json!({ "approved": true, "executable": program, "working_directory": root, "wall_time_ms": 10000 }),
+        )
+        .await;
+    assert_eq!(c["fault_procedure"]["name"], "c", "{c}");
+    assert_eq!(
+        c["fault_procedure"]["analyst_name"], "store_through_null",
+        "{c}"
+    );
+    let mapped = c["frame_procedures"].as_array().unwrap();
+    let shown: Vec<(&Value, &Value)> = mapped[..4]
+        .iter()
+        .map(|f| (&f["procedure"]["name"], &f["procedure"]["analyst_name"]))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (&json!("c"), &json!("store_through_null")),
+            (&json!("b"), &json!("triple_then_store")),
+            (&json!("a"), &Value::Null),
+            (&json!("main"), &Value::Null),
+        ],
+        "{mapped:?}"
+    );
+    assert_eq!(mapped[1]["procedure"]["annotation_id"], ann.as_str());
+    let mut links: Vec<&str> = c["evidence"]["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    links.sort();
+    let mut want = vec![
+        named["evidence"]["id"].as_str().unwrap(),
+        fault["evidence"]["id"].as_str().unwrap(),
+    ];
+    want.sort();
+    assert_eq!(links, want, "{c}");
+}

@@ -2,6 +2,7 @@
 //! `tokio::io::duplex`, the store through its public API, and the built binary over stdio.
 
 mod analysis;
+mod analyst_pseudo;
 mod angr;
 mod annotations;
 mod architecture;
@@ -42,6 +43,7 @@ mod parity;
 mod prompts;
 mod pseudo_27;
 mod readonly;
+mod reexec_27;
 mod regression_15;
 mod roots;
 mod schema;

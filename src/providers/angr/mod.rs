@@ -31,8 +31,8 @@ pub use discover::{
 };
 
 use crate::providers::decompile::{
-    CodeReference, DecompileError, Decompiled, Decompiler, DecompilerIdentity, PseudoCode,
-    PseudoCodePage, ReferenceKind, Referent, Timings,
+    AnalystHints, CodeReference, DeclarationCheck, DecompileError, Decompiled, Decompiler,
+    DecompilerIdentity, PseudoCode, PseudoCodePage, ReferenceKind, Referent, Timings,
 };
 use crate::providers::native::{DocumentSpec, Image, display_name};
 use protocol::{Load, Named, RawReference, Request, Segment, Zero};
@@ -137,7 +137,8 @@ pub struct Angr {
     limits: Limits,
     #[cfg(target_os = "linux")]
     live: Option<Live>,
-    recent: VecDeque<(DocumentSpec, u64, Arc<PseudoCode>)>,
+    /// Recent results by document, procedure and the analyst's hints they applied.
+    recent: VecDeque<(DocumentSpec, u64, AnalystHints, Arc<PseudoCode>)>,
 }
 
 impl std::fmt::Debug for Angr {
@@ -213,18 +214,30 @@ impl Angr {
         Ok((done.code.page(offset, limit), done.timings))
     }
 
-    fn remembered(&self, document: &DocumentSpec, procedure: u64) -> Option<Arc<PseudoCode>> {
+    fn remembered(
+        &self,
+        document: &DocumentSpec,
+        procedure: u64,
+        hints: &AnalystHints,
+    ) -> Option<Arc<PseudoCode>> {
         self.recent
             .iter()
-            .find(|(d, p, _)| d == document && *p == procedure)
-            .map(|(_, _, code)| code.clone())
+            .find(|(d, p, h, _)| d == document && *p == procedure && h == hints)
+            .map(|(_, _, _, code)| code.clone())
     }
 
-    fn remember(&mut self, document: &DocumentSpec, procedure: u64, code: Arc<PseudoCode>) {
+    fn remember(
+        &mut self,
+        document: &DocumentSpec,
+        procedure: u64,
+        hints: &AnalystHints,
+        code: Arc<PseudoCode>,
+    ) {
         if self.recent.len() == RECENT {
             self.recent.pop_front();
         }
-        self.recent.push_back((document.clone(), procedure, code));
+        self.recent
+            .push_back((document.clone(), procedure, hints.clone(), code));
     }
 }
 
@@ -241,7 +254,12 @@ impl Decompiler for Angr {
         PROVIDER_ID
     }
 
-    fn decompile(&mut self, image: &Image, procedure: u64) -> Result<Decompiled, DecompileError> {
+    fn decompile_with(
+        &mut self,
+        image: &Image,
+        procedure: u64,
+        hints: &AnalystHints,
+    ) -> Result<Decompiled, DecompileError> {
         let began = Instant::now();
         let doc = image.document();
         if !matches!(doc.format.as_str(), "elf" | "macho" | "pe") {
@@ -259,7 +277,7 @@ impl Decompiler for Angr {
         if image.procedure_index(procedure).is_none() {
             return Err(DecompileError::NoProcedure { address: procedure });
         }
-        if let Some(code) = self.remembered(doc, procedure) {
+        if let Some(code) = self.remembered(doc, procedure, hints) {
             return Ok(Decompiled {
                 code,
                 timings: Timings {
@@ -269,10 +287,10 @@ impl Decompiler for Angr {
                 },
             });
         }
-        let (code, mut timings) = self.run(image, procedure)?;
+        let (code, mut timings) = self.run(image, procedure, hints)?;
         timings.total = began.elapsed();
         let code = Arc::new(code);
-        self.remember(doc, procedure, code.clone());
+        self.remember(doc, procedure, hints, code.clone());
         Ok(Decompiled { code, timings })
     }
 
@@ -287,7 +305,27 @@ impl Decompiler for Angr {
 
 #[cfg(not(target_os = "linux"))]
 impl Angr {
-    fn run(&mut self, _: &Image, _: u64) -> Result<(PseudoCode, Timings), DecompileError> {
+    fn run(
+        &mut self,
+        _: &Image,
+        _: u64,
+        _: &AnalystHints,
+    ) -> Result<(PseudoCode, Timings), DecompileError> {
+        Err(DecompileError::NotInstalled {
+            provider: PROVIDER_ID,
+            reason: "rea runs the angr worker on Linux only".into(),
+            hint: install_hint(),
+        })
+    }
+
+    /// Without the worker nothing parses C: see the Linux version.
+    pub fn check_declaration(
+        &mut self,
+        _: &Image,
+        _: &'static str,
+        _: &str,
+        _: &[String],
+    ) -> Result<DeclarationCheck, DecompileError> {
         Err(DecompileError::NotInstalled {
             provider: PROVIDER_ID,
             reason: "rea runs the angr worker on Linux only".into(),
@@ -347,9 +385,76 @@ impl Angr {
         Ok(())
     }
 
-    fn run(&mut self, image: &Image, start: u64) -> Result<(PseudoCode, Timings), DecompileError> {
+    /// Parses an analyst's C declaration (`prototype`, `type`, `data-type`) in the worker for
+    /// `image`'s document, as the decompiler will parse it, `types` (the document's) first.
+    pub fn check_declaration(
+        &mut self,
+        image: &Image,
+        kind: &'static str,
+        text: &str,
+        types: &[String],
+    ) -> Result<DeclarationCheck, DecompileError> {
         let mut timings = Timings::default();
-        let outcome = self.run_in_worker(image, start, &mut timings);
+        let outcome = self.check_in_worker(image, kind, text, types, &mut timings);
+        if outcome.is_err() {
+            // A check never leaves the worker in a state it reported; any failure is the
+            // process's, so the next call starts a fresh one.
+            self.live = None;
+        }
+        outcome
+    }
+
+    fn check_in_worker(
+        &mut self,
+        image: &Image,
+        kind: &'static str,
+        text: &str,
+        types: &[String],
+        timings: &mut Timings,
+    ) -> Result<DeclarationCheck, DecompileError> {
+        self.ensure(image, timings)?;
+        let limits = self.limits;
+        let live = self.live.as_mut().expect("ensure leaves a worker");
+        let request = Request::Check {
+            kind,
+            text: text.to_owned(),
+            types: types.to_vec(),
+        };
+        let line = live.process.request(
+            &protocol::encode(&request),
+            limits.call_timeout,
+            "check a declaration",
+            limits.reply_cap,
+        )?;
+        // A worker answers every check it understands, so a refusal means it speaks another
+        // protocol than rea's, not that the declaration is bad.
+        let checked: protocol::Checked = protocol::reply(&line).map_err(|e| match e {
+            protocol::ReplyError::Failed { kind, message } => DecompileError::Protocol {
+                provider: PROVIDER_ID,
+                reason: format!("it refused to check a declaration ({kind}): {message}"),
+            },
+            other => protocol_error(other, 0),
+        })?;
+        Ok(if checked.valid {
+            DeclarationCheck::Valid { name: checked.name }
+        } else {
+            DeclarationCheck::Invalid {
+                position: checked.position.unwrap_or(0).min(text.len()),
+                problem: checked
+                    .problem
+                    .unwrap_or_else(|| "the C parser refused it".into()),
+            }
+        })
+    }
+
+    fn run(
+        &mut self,
+        image: &Image,
+        start: u64,
+        hints: &AnalystHints,
+    ) -> Result<(PseudoCode, Timings), DecompileError> {
+        let mut timings = Timings::default();
+        let outcome = self.run_in_worker(image, start, hints, &mut timings);
         if let Err(error) = &outcome {
             // Only a failure the worker reported leaves it in a known state; after any other
             // it is already killed, and the next call starts a fresh one.
@@ -364,6 +469,7 @@ impl Angr {
         &mut self,
         image: &Image,
         start: u64,
+        hints: &AnalystHints,
         timings: &mut Timings,
     ) -> Result<PseudoCode, DecompileError> {
         self.ensure(image, timings)?;
@@ -386,6 +492,7 @@ impl Angr {
             max_text_bytes: limits.max_text_bytes,
             sites,
             targets,
+            hints: hints.clone(),
         };
         let line = live.process.request(
             &protocol::encode(&request),

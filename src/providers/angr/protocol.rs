@@ -6,6 +6,8 @@ use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
 
+use crate::providers::decompile::AnalystHints;
+
 /// The protocol version `worker.py` announces; a worker announcing another is not used.
 pub(crate) const PROTOCOL: u32 = 1;
 
@@ -29,7 +31,29 @@ pub(crate) enum Request {
         /// show has its block decompiled on its own.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         targets: Vec<u64>,
+        /// The analyst's names, prototypes and types to apply (left out when there are none).
+        #[serde(skip_serializing_if = "AnalystHints::is_empty")]
+        hints: AnalystHints,
     },
+    /// Parse a C declaration as the decompiler would (`prototype`, `type` of a document,
+    /// `data-type`), the document's types given first.
+    Check {
+        kind: &'static str,
+        text: String,
+        types: Vec<String>,
+    },
+}
+
+/// The reply to [`Request::Check`]: whether the declaration parses, and where it failed.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Checked {
+    pub valid: bool,
+    #[serde(default)]
+    pub position: Option<usize>,
+    #[serde(default)]
+    pub problem: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// What the worker needs to map a document without a loader of its own.
@@ -273,10 +297,37 @@ mod tests {
             max_text_bytes: 10,
             sites: Vec::new(),
             targets: Vec::new(),
+            hints: AnalystHints::default(),
         };
         assert_eq!(
             encode(&decompile),
             b"{\"op\":\"decompile\",\"start\":18446744073709551615,\"end\":0,\"max_text_bytes\":10}\n"
+        );
+        // The analyst's hints travel with the request, each field only when given.
+        let hinted = Request::Decompile {
+            start: 1,
+            end: 2,
+            max_text_bytes: 10,
+            hints: AnalystHints {
+                procedures: vec![crate::providers::decompile::ProcedureHint {
+                    address: 1,
+                    name: Some("dispatch".into()),
+                    prototype: None,
+                }],
+                data: vec![crate::providers::decompile::DataHint {
+                    address: 8,
+                    name: None,
+                    ty: Some("op_fn[4]".into()),
+                }],
+                types: vec!["typedef int (*op_fn)(int, int);".into()],
+            },
+            sites: Vec::new(),
+            targets: Vec::new(),
+        };
+        assert_eq!(
+            std::str::from_utf8(&encode(&hinted)).unwrap(),
+            "{\"op\":\"decompile\",\"start\":1,\"end\":2,\"max_text_bytes\":10,\"hints\":{\"procedures\":[{\"address\":1,\"name\":\"dispatch\"}],\
+             \"data\":[{\"address\":8,\"type\":\"op_fn[4]\"}],\"types\":[\"typedef int (*op_fn)(int, int);\"]}}\n"
         );
     }
 

@@ -10,8 +10,10 @@ that procedure's region only (a whole-binary CFG takes minutes on a real program
 Requests and replies (every address in rea's numbering):
   {"op": "load", "arch": ..., "entry": ..., "segments": [...], "zero": [...],
    "names": [...], "imports": [...], "slots": [...]}     ->  {"ok": true}
-  {"op": "decompile", "start": ..., "end": ..., "max_text_bytes": ...}
+  {"op": "decompile", "start": ..., "end": ..., "max_text_bytes": ..., "hints": {...}}
                                                           ->  {"ok": true, "text": ..., ...}
+  {"op": "check", "kind": ..., "text": ..., "types": [...]}
+                                                          ->  {"ok": true, "valid": ..., ...}
 A failure is {"ok": false, "error": {"kind": ..., "message": ...}}; the worker goes on serving.
 End of stdin ends the worker. Anything angr prints goes to stderr: stdout carries only replies.
 """
@@ -41,6 +43,19 @@ EXTERN_ALIGN = 0x10000
 EXTERN_CELL = 16
 
 
+# Prototypes of C++ runtime functions angr's libraries lack; calls of them otherwise get the
+# argument count angr guesses from the registers set before the call.
+RUNTIME_PROTOTYPES = {
+    "__cxa_throw": "void __cxa_throw(void *thrown_exception, void *tinfo, void (*dest)(void *));",
+    "__cxa_allocate_exception": "void *__cxa_allocate_exception(unsigned long thrown_size);",
+    "__cxa_free_exception": "void __cxa_free_exception(void *thrown_exception);",
+    "__cxa_begin_catch": "void *__cxa_begin_catch(void *exception_object);",
+    "__cxa_end_catch": "void __cxa_end_catch(void);",
+    "__cxa_rethrow": "void __cxa_rethrow(void);",
+    "_Unwind_Resume": "void _Unwind_Resume(void *exception_object);",
+}
+
+
 class Refusal(Exception):
     """A request the worker cannot serve; it says so and goes on."""
 
@@ -57,6 +72,459 @@ def watch_parent():
         time.sleep(0.5)
         if os.getppid() != parent:
             os._exit(3)
+
+
+def correct_signedness(angr):
+    """Make angr's C say the signedness its own IR has (the re-execution benchmark's failures).
+
+    angr 9.2's code generator prints a signed comparison, division or arithmetic shift of a
+    variable it typed unsigned without a cast (`if (v0 < 0)` that is never true), drops casts
+    that change signedness before a widening (`(long long)(int)a0` becomes `a0`), and one of its
+    peephole passes turns a signed 32-bit division into an unsigned one. These patches are
+    rea's, applied in the worker only: where the IR's operation is signed and the operand's
+    type is not (or the reverse), the operand gets a cast that later passes keep.
+    """
+    from angr.ailment.expression import BinaryOp, Convert
+    from angr.analyses.decompiler.peephole_optimizations import remove_redundant_conversions
+    from angr.analyses.decompiler.structured_codegen import c as cgen
+    from angr.sim_type import SimTypeChar, SimTypeInt
+
+    ordered = {"CmpLT", "CmpLE", "CmpGT", "CmpGE", "Div", "Mod"}
+
+    def integral(ty):
+        return isinstance(ty, (SimTypeInt, SimTypeChar)) and getattr(ty, "signed", None) is not None
+
+    class SignCast(cgen.CTypeCast):
+        """A cast rea added (for signedness, or for a byte difference); `MakeTypecastsImplicit`
+        keeps it."""
+
+        __slots__ = ()
+
+    def with_signedness(codegen, operand, signed):
+        ty = operand.type
+        if not integral(ty) or bool(ty.signed) == signed:
+            return operand
+        new_ty = codegen.default_simtype_from_bits(ty.size, signed)
+        if isinstance(operand, cgen.CConstant) and isinstance(operand.value, int):
+            bits = ty.size
+            value = operand.value & ((1 << bits) - 1)
+            if signed and value >> (bits - 1):
+                value -= 1 << bits
+            return cgen.CConstant(value, new_ty, codegen=codegen, tags=operand.tags)
+        return SignCast(None, new_ty, operand, codegen=codegen)
+
+    binary = cgen.CStructuredCodeGenerator._handle_Expr_BinaryOp
+
+    def handle_binary(self, expr, **kwargs):
+        node = binary(self, expr, **kwargs)
+        if not isinstance(node, cgen.CBinaryOp):
+            return node
+        if expr.op == "Sub":
+            return byte_difference(self, node)
+        if expr.op in ordered:
+            signed, sides = bool(expr.signed), ("lhs", "rhs")
+        elif expr.op == "Sar":
+            signed, sides = True, ("lhs",)
+        elif expr.op == "Shr":
+            signed, sides = False, ("lhs",)
+        else:
+            return node
+        changed = False
+        for side in sides:
+            operand = getattr(node, side)
+            fixed = with_signedness(self, operand, signed)
+            if fixed is not operand:
+                setattr(node, side, fixed)
+                changed = True
+        if changed:
+            node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
+            if not node.op.startswith("Cmp"):
+                node._type = node.common_type
+        return node
+
+    # The IR subtracts addresses in bytes (the machine code scales the difference itself), but
+    # C subtracts pointers in elements: `(i - a0) >> 2` of two `int *` divides twice. The
+    # difference of two pointers to wider elements is taken between `char *` casts.
+    from angr.sim_type import SimTypePointer as Pointer
+
+    def byte_difference(codegen, node):
+        lhs, rhs = node.lhs.type, node.rhs.type
+        if not (isinstance(lhs, Pointer) and isinstance(rhs, Pointer)):
+            return node
+        sizes = [getattr(t.pts_to, "size", None) for t in (lhs, rhs)]
+        if all(size == 8 for size in sizes):
+            return node
+        byte = Pointer(SimTypeChar()).with_arch(codegen.project.arch)
+        node.lhs = SignCast(None, byte, node.lhs, codegen=codegen)
+        node.rhs = SignCast(None, byte, node.rhs, codegen=codegen)
+        node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
+        node._type = node.common_type
+        return node
+
+    cgen.CStructuredCodeGenerator._handle_Expr_BinaryOp = handle_binary
+
+    implicit = cgen.MakeTypecastsImplicit
+    collapse = implicit.collapse.__func__
+    handle_cast = implicit.handle_CTypeCast
+
+    def keep_collapse(cls, dst_ty, child):
+        if isinstance(child, SignCast):
+            return child
+        return collapse(cls, dst_ty, child)
+
+    def keep_cast(self, obj):
+        if isinstance(obj, SignCast):
+            obj.expr = self.handle(obj.expr)
+            return obj
+        result = handle_cast(self, obj)
+        src, dst = obj.src_type, obj.dst_type
+        # A widening, or a change of signedness at one size, changes the value: not implicit.
+        if (
+            result is not obj
+            and integral(src)
+            and integral(dst)
+            and (src.size < dst.size or (src.size == dst.size and bool(src.signed) != bool(dst.signed)))
+        ):
+            return obj
+        return result
+
+    implicit.collapse = classmethod(keep_collapse)
+    implicit.handle_CTypeCast = keep_cast
+
+    # `Conv(64->32, Div(Conv(32->64, a), Conv(32->64, b)))` becomes `Div(a, b)` with the outer
+    # conversion's signedness; the division's own (and its operands' extension) is what counts.
+    peephole = remove_redundant_conversions.RemoveRedundantConversions
+    convert = peephole._optimize_Convert
+
+    def optimize_convert(self, expr):
+        out = convert(self, expr)
+        inner = expr.operand
+        if (
+            isinstance(out, BinaryOp)
+            and out.op in ("Div", "Mod")
+            and isinstance(inner, BinaryOp)
+            and inner.op in ("Div", "Mod", "DivMod")
+        ):
+            first = inner.operands[0]
+            signed = bool(inner.signed) and isinstance(first, Convert) and bool(first.is_signed)
+            if bool(out.signed) != signed:
+                out = BinaryOp(out.idx, out.op, list(out.operands), signed, bits=out.bits, **out.tags)
+        return out
+
+    peephole._optimize_Convert = optimize_convert
+
+    # `a - (a / N) * N` becomes `a % N`, always unsigned; the remainder of a signed division is
+    # signed (`-3 % 7` is -3, not 1).
+    from angr.analyses.decompiler.peephole_optimizations import modulo_simplifier
+
+    def signed_division(expr, depth=0):
+        if depth > 4:
+            return None
+        if isinstance(expr, BinaryOp):
+            if expr.op == "Div":
+                return bool(expr.signed)
+            operands = expr.operands
+        elif isinstance(expr, Convert):
+            operands = [expr.operand]
+        else:
+            return None
+        for operand in operands:
+            found = signed_division(operand, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def signed_mod(node, signed):
+        if isinstance(node, BinaryOp) and node.op == "Mod" and bool(node.signed) != signed:
+            return BinaryOp(node.idx, "Mod", list(node.operands), signed, bits=node.bits, **node.tags)
+        if isinstance(node, Convert):
+            inner = signed_mod(node.operand, signed)
+            if inner is not node.operand:
+                return Convert(node.idx, node.from_bits, node.to_bits, node.is_signed, inner, **node.tags)
+        return node
+
+    modulo = modulo_simplifier.ModuloSimplifier
+    modulo_optimize = modulo.optimize
+
+    def optimize_modulo(self, expr, **kwargs):
+        out = modulo_optimize(self, expr, **kwargs)
+        if out is None or out is expr:
+            return out
+        signed = signed_division(expr)
+        if signed:
+            out = signed_mod(out, True)
+        return out
+
+    modulo.optimize = optimize_modulo
+
+    # `unsigned char` printed as `char`.
+    char_repr = SimTypeChar.c_repr
+
+    def c_repr_char(self, name=None, full=0, memo=None, indent=0, name_parens=True):
+        text = char_repr(self, name, full, memo, indent, name_parens)
+        if type(self) is SimTypeChar and self.label is None and text.startswith("char"):
+            arm = self._arch is not None and self._arch.name.startswith(("ARM", "AARCH"))
+            if not self.signed:
+                text = "unsigned " + text
+            elif arm:
+                # `char` is unsigned on ARM: say signed where angr means it.
+                text = "signed " + text
+        return text
+
+    SimTypeChar.c_repr = c_repr_char
+
+    # angr's type inference sometimes gives a register variable (or the return value) the type
+    # pointer-to-array, and prints it as an array (`char ptr[2]`, `unsigned int [2] f(...)`):
+    # not C that can be assigned or returned, and the code indexes it by element. A pointer to
+    # the element is what the code does.
+    from angr.sim_type import SimTypeArray, SimTypePointer
+    from angr.sim_variable import SimRegisterVariable
+
+    def pointer_for(ty, arch):
+        if isinstance(ty, SimTypePointer) and isinstance(ty.pts_to, SimTypeArray):
+            return SimTypePointer(ty.pts_to.elem_type).with_arch(arch)
+        if isinstance(ty, SimTypeArray):
+            return SimTypePointer(ty.elem_type).with_arch(arch)
+        return ty
+
+    variable_type = cgen.CStructuredCodeGenerator._get_variable_type
+
+    def get_variable_type(self, var, is_global=False):
+        ty = variable_type(self, var, is_global=is_global)
+        if isinstance(var, SimRegisterVariable):
+            return pointer_for(ty, self.project.arch)
+        return ty
+
+    cgen.CStructuredCodeGenerator._get_variable_type = get_variable_type
+
+    function_init = cgen.CFunction.__init__
+
+    def init_function(self, *args, **kwargs):
+        function_init(self, *args, **kwargs)
+        functy = getattr(self, "functy", None)
+        if functy is not None and pointer_for(functy.returnty, self.codegen.project.arch) is not functy.returnty:
+            functy.returnty = pointer_for(functy.returnty, self.codegen.project.arch)
+
+    cgen.CFunction.__init__ = init_function
+
+    local_vars = cgen.CFunction.get_unified_local_vars
+
+    def get_unified_local_vars(self):
+        arch = self.codegen.project.arch
+        return {
+            key: {
+                (cvar, pointer_for(ty, arch) if isinstance(cvar.variable, SimRegisterVariable) else ty)
+                for cvar, ty in pairs
+            }
+            for key, pairs in local_vars(self).items()
+        }
+
+    cgen.CFunction.get_unified_local_vars = get_unified_local_vars
+
+    # Rotations and concatenations in C, not angr's `__ROL__(x, n)` and `a CONCAT b`, which
+    # are neither C nor defined anywhere a reader (or a compiler) can look.
+    def unsigned_of(bits):
+        if bits == 128:
+            return "unsigned __int128"
+        return {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}.get(bits)
+
+    def width(node):
+        ty = node.type
+        return getattr(ty, "size", None)
+
+    rol_chunks = cgen.CBinaryOp._c_repr_chunks_rol
+    ror_chunks = cgen.CBinaryOp._c_repr_chunks_ror
+    concat_chunks = cgen.CBinaryOp._c_repr_chunks_concat
+
+    def rotation(self, left, fallback):
+        bits = width(self.lhs)
+        ty = unsigned_of(bits) if bits else None
+        if ty is None:
+            yield from fallback(self)
+            return
+        first, second = ("<<", ">>") if left else (">>", "<<")
+        paren = cgen.CClosingObject("(")
+        yield "(", paren
+        yield f"({ty})", None
+        yield from self._try_c_repr_chunks(self.lhs)
+        yield f" {first} ", self
+        yield from self._try_c_repr_chunks(self.rhs)
+        yield " | ", None
+        yield f"({ty})", None
+        yield from self._try_c_repr_chunks(self.lhs)
+        yield f" {second} ({bits} - ", self
+        yield from self._try_c_repr_chunks(self.rhs)
+        yield "))", paren
+
+    def concat(self):
+        high, low = width(self.lhs), width(self.rhs)
+        whole = unsigned_of(high + low) if high and low else None
+        part = unsigned_of(low) if low else None
+        if whole is None or part is None:
+            yield from concat_chunks(self)
+            return
+        paren = cgen.CClosingObject("(")
+        yield "(", paren
+        yield f"({whole})", None
+        yield from self._try_c_repr_chunks(self.lhs)
+        yield f" << {low} | ({whole})({part})", self
+        yield from self._try_c_repr_chunks(self.rhs)
+        yield ")", paren
+
+    cgen.CBinaryOp._c_repr_chunks_rol = lambda self: rotation(self, True, rol_chunks)
+    cgen.CBinaryOp._c_repr_chunks_ror = lambda self: rotation(self, False, ror_chunks)
+    cgen.CBinaryOp._c_repr_chunks_concat = concat
+
+
+def rewrite_arm64_conditions(angr):
+    """Give angr a rewriter of AArch64's condition helper, as it has for x86, AMD64 and ARM.
+
+    Without one, every AArch64 conditional select or branch on flags angr could not fold stays
+    `arm64g_calculate_condition(163, v0, 0, 0)` in the pseudo-code: VEX's internal helper, which
+    says nothing to a reader and does not compile. The helper's first operand packs the
+    condition (upper bits) and the operation that set the flags (lower 4 bits); for a compare
+    (SUB), an add (CMN/ADDS) and a logical operation (TST/ANDS) the conditions are comparisons
+    of its operands, exactly (overflow conditions stay as they were).
+    """
+    from angr.ailment import Expr
+    from angr.analyses.decompiler.ccall_rewriters import CCALL_REWRITERS
+    from angr.analyses.decompiler.ccall_rewriters.rewriter_base import CCallRewriterBase
+
+    # VEX's ARM64G_CC_OP_* and ARM64Cond* numbering.
+    add, sub, logic = {1: 32, 2: 64}, {3: 32, 4: 64}, {9: 32, 10: 64}
+
+    class Arm64CCallRewriter(CCallRewriterBase):
+        __slots__ = ()
+
+        def _rewrite(self, ccall):
+            # `_ccall` is the helper renamed by an earlier pass, before its operands were known.
+            if ccall.callee not in ("arm64g_calculate_condition", "_ccall") or len(ccall.operands) != 4:
+                return None
+            packed = ccall.operands[0]
+            if not isinstance(packed, Expr.Const):
+                return None
+            cond, op = packed.value_int >> 4, packed.value_int & 0xF
+            if cond == 14:
+                return Expr.Const(ccall.idx, None, 1, ccall.bits, **ccall.tags)
+            if cond == 15:
+                return Expr.Const(ccall.idx, None, 0, ccall.bits, **ccall.tags)
+            a, b = ccall.operands[1], ccall.operands[2]
+            tags = ccall.tags
+            if op in sub:
+                bits = sub[op]
+                a, b = narrow(a, bits, tags), narrow(b, bits, tags)
+                zero = Expr.Const(None, None, 0, bits, **tags)
+                difference = Expr.BinaryOp(None, "Sub", (a, b), False, bits=bits, **tags)
+                table = {
+                    0: ("CmpEQ", a, b, False), 1: ("CmpNE", a, b, False),
+                    2: ("CmpGE", a, b, False), 3: ("CmpLT", a, b, False),
+                    4: ("CmpLT", difference, zero, True), 5: ("CmpGE", difference, zero, True),
+                    8: ("CmpGT", a, b, False), 9: ("CmpLE", a, b, False),
+                    10: ("CmpGE", a, b, True), 11: ("CmpLT", a, b, True),
+                    12: ("CmpGT", a, b, True), 13: ("CmpLE", a, b, True),
+                }
+            elif op in add:
+                bits = add[op]
+                a, b = narrow(a, bits, tags), narrow(b, bits, tags)
+                zero = Expr.Const(None, None, 0, bits, **tags)
+                total = Expr.BinaryOp(None, "Add", (a, b), False, bits=bits, **tags)
+                table = {
+                    0: ("CmpEQ", total, zero, False), 1: ("CmpNE", total, zero, False),
+                    2: ("CmpLT", total, a, False), 3: ("CmpGE", total, a, False),
+                    4: ("CmpLT", total, zero, True), 5: ("CmpGE", total, zero, True),
+                }
+            elif op in logic:
+                bits = logic[op]
+                a = narrow(a, bits, tags)
+                zero = Expr.Const(None, None, 0, bits, **tags)
+                # C and V are clear after a logical operation.
+                table = {
+                    0: ("CmpEQ", a, zero, False), 1: ("CmpNE", a, zero, False),
+                    4: ("CmpLT", a, zero, True), 5: ("CmpGE", a, zero, True),
+                    10: ("CmpGE", a, zero, True), 11: ("CmpLT", a, zero, True),
+                    12: ("CmpGT", a, zero, True), 13: ("CmpLE", a, zero, True),
+                }
+            else:
+                return None
+            if cond not in table:
+                return None
+            name, lhs, rhs, signed = table[cond]
+            r = Expr.BinaryOp(ccall.idx, name, (lhs, rhs), signed, **tags)
+            if r.bits == ccall.bits:
+                return r
+            return Expr.Convert(None, r.bits, ccall.bits, False, r, **tags)
+
+    def narrow(expr, bits, tags):
+        if expr.bits == bits:
+            return expr
+        if isinstance(expr, Expr.Const):
+            return Expr.Const(None, None, expr.value_int & ((1 << bits) - 1), bits, **tags)
+        return Expr.Convert(None, expr.bits, bits, False, expr, **tags)
+
+    CCALL_REWRITERS.setdefault("AARCH64", Arm64CCallRewriter)
+
+
+# Whether angr's AIL simplifier folds expressions into their uses (its default). Folding is what
+# loses a loop's last value (see `unassigned_reads`); a decompilation that lost one is done again
+# without it, which the re-execution benchmark finds right where the first was wrong, and the
+# text that reads better where both are right.
+FOLDING = [True]
+
+
+def fold_when_asked(angr):
+    from angr.analyses.decompiler import ail_simplifier
+
+    init = ail_simplifier.AILSimplifier.__init__
+
+    def simplifier(self, *args, **kwargs):
+        if not FOLDING[0]:
+            kwargs["fold_expressions"] = False
+        init(self, *args, **kwargs)
+
+    ail_simplifier.AILSimplifier.__init__ = simplifier
+
+
+
+# A local the pseudo-code declares and reads but never assigns: angr lost the value it holds
+# (a loop's last value, a register merged at a join), so the code is wrong where it is read.
+DECLARATION = None
+
+
+def unassigned_reads(text):
+    """Limitations naming the register variables the text reads but never assigns."""
+    import re
+
+    global DECLARATION
+    if DECLARATION is None:
+        DECLARATION = re.compile(r"^\s+[A-Za-z_][\w \*]*?[\s\*]([A-Za-z_]\w*)(?:\[\d+\])?;\s+//\s+(\S+)")
+    lines = text.splitlines()
+    declared = {}
+    body_from = 0
+    for number, line in enumerate(lines):
+        m = DECLARATION.match(line)
+        if m:
+            # Stack variables (`[bp-0x1c]`) can be written through a pointer; only registers.
+            if not m.group(2).startswith("["):
+                declared[m.group(1)] = number
+            body_from = number + 1
+        elif line.strip() == "{" and not declared:
+            body_from = number + 1
+    found = []
+    for name in declared:
+        assigned = re.compile(
+            r"(\b%s\s*(=(?!=)|\+=|-=|\*=|/=|%%=|&=|\|=|\^=|<<=|>>=|\+\+|--))|((\+\+|--|&)\s*%s\b)" % (name, name)
+        )
+        used = re.compile(r"\b%s\b" % name)
+        body = lines[body_from:]
+        if any(assigned.search(line) for line in body):
+            continue
+        reads = [body_from + i + 1 for i, line in enumerate(body) if used.search(line)]
+        if reads:
+            found.append(
+                f"{name} is read (line {reads[0]}) but never assigned: angr lost the value it "
+                "holds there, so the pseudo-code is wrong at that line"
+            )
+    return found
 
 
 class Worker:
@@ -179,14 +647,8 @@ class Worker:
         for callee in list(kb.functions.values()):
             if callee.addr == start:
                 continue
-            imported = self.imports.get(callee.addr)
-            if imported is not None:
-                # angr looks prototypes up by the import's own name (`strlen`, `_getpass`).
-                callee.name = imported
-                try:
-                    callee.find_declaration(ignore_binary_name=True)
-                except Exception:
-                    pass
+            if callee.addr in self.imports:
+                self.library_prototype(callee)
             if callee.addr in self.names:
                 callee.name = self.names[callee.addr]
             elif callee.is_default_name:
@@ -195,6 +657,7 @@ class Worker:
             function.name = self.names[start]
         elif function.is_default_name:
             function.name = f"sub_{self.rea_address(start):x}"
+        labels = self.apply_hints(kb, request.get("hints") or {}, limitations)
         for jump in sorted(cfg.indirect_jumps.values(), key=lambda j: j.addr):
             if jump.func_addr == start and not jump.resolved_targets:
                 limitations.append(
@@ -214,12 +677,8 @@ class Worker:
                 f"a branch to {self.rea_address(target):#x}, outside the procedure's region, "
                 "was not followed"
             )
-        # Variable recovery runs in a knowledge base of its own; global variables take their
-        # names from its labels, so it gets rea's names too.
-        variables = angr.KnowledgeBase(project, name="rea_variables")
-        self._label(variables)
         began = time.monotonic()
-        decompiler = project.analyses.Decompiler(function, cfg=cfg.model, kb=kb, variable_kb=variables)
+        decompiler = self.decompile_checked(function, cfg, kb, labels)
         decompile_seconds = time.monotonic() - began
         for error in decompiler.errors:
             text = error.format() if hasattr(error, "format") else str(error)
@@ -228,6 +687,7 @@ class Worker:
         codegen = decompiler.codegen
         if codegen is None or codegen.text is None:
             raise Refusal("decompile", "; ".join(limitations) or "angr produced no code")
+        self.signed_constants(codegen, function)
         if self.bias:
             self.unbias(codegen)
         text = codegen.text
@@ -239,6 +699,7 @@ class Worker:
             text = self.unbias_labels(text)
         text, found = self.name_cells(text, found)
         limitations.extend(self.dirty_lines(text))
+        limitations.extend(unassigned_reads(text))
         limitations.extend(self.jumps_out(text))
         cap = request.get("max_text_bytes")
         encoded = text.encode("utf-8")
@@ -260,6 +721,323 @@ class Worker:
             "cfg_seconds": round(cfg_seconds, 4),
             "decompile_seconds": round(decompile_seconds, 4),
         }
+
+    def decompile_checked(self, function, cfg, kb, labels):
+        """angr's decompilation of `function`; again without expression folding when the first
+        reads a variable it never assigns, if that one does not."""
+        project = self.project
+
+        def run(**options):
+            # Variable recovery runs in a knowledge base of its own; global variables take their
+            # names from its labels, so it gets rea's names too.
+            variables = self.angr.KnowledgeBase(project, name="rea_variables")
+            self._label(variables)
+            self.relabel(variables, labels)
+            return project.analyses.Decompiler(
+                function, cfg=cfg.model, kb=kb, variable_kb=variables, **options
+            )
+
+        first = run()
+        text = first.codegen.text if first.codegen is not None else None
+        if not text or not unassigned_reads(text):
+            return first
+        FOLDING[0] = False
+        try:
+            again = run(use_cache=False)
+        except Exception:
+            return first
+        finally:
+            FOLDING[0] = True
+        text = again.codegen.text if again.codegen is not None else None
+        if text and not unassigned_reads(text):
+            return again
+        return first
+
+    def library_prototype(self, callee):
+        """Gives an import its library prototype, so its calls get the right arguments: angr's
+        SimLibraries first (libc, Win32; angr strips the leading `_` of Mach-O names itself),
+        then the few C++ runtime functions angr has none for. A prototype found is certain, not
+        guessed: the decompiler then keeps its argument count instead of guessing one."""
+        from angr.knowledge_plugins.functions.function import PrototypeSource
+
+        # angr looks prototypes up by the import's own name (`strlen`, `_getpass`); the caller
+        # names the callee as rea does afterwards.
+        name = self.imports[callee.addr]
+        if name.endswith("@plt"):
+            name = name[: -len("@plt")]
+        callee.name = name
+        try:
+            found = callee.find_declaration(ignore_binary_name=True)
+        except Exception:
+            found = False
+        if not found:
+            bare = name[1:] if name.startswith("__") and name[1:] in RUNTIME_PROTOTYPES else name
+            declaration = RUNTIME_PROTOTYPES.get(bare)
+            if declaration is None:
+                return
+            try:
+                self.set_prototype(callee, self.angr.sim_type.parse_signature(declaration), PrototypeSource.SIMPROC)
+            except Exception:
+                return
+            found = True
+        if found:
+            callee.prototype_source = PrototypeSource.SIMPROC
+
+    def set_prototype(self, function, prototype, source):
+        """Makes `prototype` the function's, with the architecture's calling convention."""
+        from angr.calling_conventions import default_cc
+
+        arch = self.project.arch
+        function.prototype = prototype.with_arch(arch)
+        function.prototype_source = source
+        if function.calling_convention is None:
+            cc = default_cc(arch.name, platform=None)
+            if cc is not None:
+                function.calling_convention = cc(arch)
+
+    def apply_hints(self, kb, hints, limitations):
+        """The analyst's annotations for this procedure, as rea sends them: names of procedures
+        (callees print by them) and data, C types of the document, prototypes of the procedure
+        and its callees. Returns the labels to give the variable knowledge base too. A
+        declaration angr cannot use is a limitation, not a failure: the rest still applies."""
+        from angr.knowledge_plugins.functions.function import PrototypeSource
+
+        sim_type = self.angr.sim_type
+        arch = self.project.arch
+        types = self.parse_types(hints.get("types", []), limitations)
+        labels = {}
+        for entry in hints.get("data", []):
+            address = entry["address"] + self.bias
+            if entry.get("name"):
+                labels[address] = entry["name"]
+            if entry.get("type"):
+                self.data_type(kb, entry, types, limitations)
+        for entry in hints.get("procedures", []):
+            address = entry["address"] + self.bias
+            function = kb.functions.function(addr=address)
+            if entry.get("name"):
+                labels[address] = entry["name"]
+                if function is not None:
+                    function.name = entry["name"]
+            if entry.get("prototype") and function is not None:
+                try:
+                    prototype = sim_type.parse_signature(entry["prototype"], predefined_types=types, arch=arch)
+                except Exception as error:
+                    limitations.append(
+                        f"the analyst's prototype of {entry['address']:#x} was not used: {error}"
+                    )
+                    continue
+                self.set_prototype(function, prototype, PrototypeSource.USER)
+        self.relabel(kb, labels)
+        return labels
+
+    def data_type(self, kb, entry, types, limitations):
+        """Applies the analyst's type of a data location where angr takes one: a table of
+        function pointers (`op_fn[4]`) gives its element's prototype to every indirect call of
+        the procedure in a block that reads the table, so the call shows its arguments. Other
+        data types are said not to be applied."""
+        from angr.calling_conventions import default_cc
+        from angr.knowledge_plugins.callsite_prototypes import CallsitePrototypeKind
+
+        sim_type = self.angr.sim_type
+        arch = self.project.arch
+        address = entry["address"] + self.bias
+        try:
+            kind = sim_type.parse_type(entry["type"], predefined_types=types, arch=arch)
+        except Exception as error:
+            limitations.append(f"the analyst's type of the data at {entry['address']:#x} was not used: {error}")
+            return
+
+        def resolved(t):
+            while isinstance(t, sim_type.TypeRef):
+                t = t.type
+            return t
+
+        element = resolved(kind)
+        if isinstance(element, sim_type.SimTypeArray):
+            element = resolved(element.elem_type)
+        target = resolved(element.pts_to) if isinstance(element, sim_type.SimTypePointer) else None
+        if not isinstance(target, sim_type.SimTypeFunction):
+            limitations.append(
+                f"the analyst's type of the data at {entry['address']:#x} is not given to angr "
+                "(rea gives angr the types of tables of function pointers only)"
+            )
+            return
+        size = kind.with_arch(arch).size
+        end = address + (size // arch.byte_width if size else arch.bytes)
+        cc_class = default_cc(arch.name, platform=None)
+        if cc_class is None:
+            return
+        prototype = target.with_arch(arch)
+        for function in list(kb.functions.values()):
+            for block in function.blocks:
+                try:
+                    vex = block.vex
+                except Exception:
+                    continue
+                # An indirect call: a call whose target is computed, not a constant.
+                if vex.jumpkind != "Ijk_Call" or vex.next.tag == "Iex_Const":
+                    continue
+                constants = {c.value for c in vex.all_constants}
+                if any(address <= c < end for c in constants):
+                    # angr reads a manual prototype through the inferred kind: set both.
+                    for manual in (True, False):
+                        kb.callsite_prototypes.set_prototype(
+                            block.addr, cc_class(arch), prototype, manual=manual, kind=CallsitePrototypeKind.INFERRED
+                        )
+
+    def parse_types(self, texts, limitations):
+        """The document's C types as angr types. A type may name one given after it, so the
+        texts are parsed in rounds until a round adds nothing; what never parses is said."""
+        sim_type = self.angr.sim_type
+        types = {}
+        pending = list(texts)
+        errors = {}
+        while pending:
+            left = []
+            for text in pending:
+                try:
+                    types.update(sim_type.parse_file(text, predefined_types=dict(types), arch=self.project.arch)[1])
+                except Exception as error:
+                    errors[text] = error
+                    left.append(text)
+            if len(left) == len(pending):
+                break
+            pending = left
+        for text in pending:
+            limitations.append(f"the analyst's type {text.strip()[:80]!r} was not used: {errors[text]}")
+        return types
+
+    @staticmethod
+    def relabel(kb, labels):
+        """Puts `labels` (address -> name) over rea's own names in a knowledge base."""
+        for address, name in labels.items():
+            old = kb.labels._labels.get(address)
+            if old is not None and kb.labels._reverse_labels.get(old) == address:
+                del kb.labels._reverse_labels[old]
+            kb.labels._labels[address] = name
+            kb.labels._reverse_labels[name] = address
+
+    @staticmethod
+    def signed_constants(codegen, function):
+        """Shows constants in the signedness of their type: angr prints an `int` -1 as
+        4294967295 unless told the constant is negative. A constant is signed when its own type
+        is, or when it is what a function of signed return type returns (directly, or through
+        the variable it returns: angr types `classify`'s result register `unsigned int` even
+        when the prototype says `int`)."""
+        from angr.analyses.decompiler.structured_codegen.c import (
+            CAssignment,
+            CConstant,
+            CConstruct,
+            CReturn,
+            CVariable,
+        )
+        from angr.sim_type import SimTypeInt
+
+        nodes = []
+        seen = set()
+        stack = [codegen.cfunc]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            nodes.append(node)
+            for cls in type(node).__mro__:
+                for slot in getattr(cls, "__slots__", ()):
+                    value = getattr(node, slot, None)
+                    items = value if isinstance(value, (list, tuple)) else [value]
+                    for item in items:
+                        parts = item if isinstance(item, tuple) else (item,)
+                        stack.extend(p for p in parts if isinstance(p, CConstruct))
+        returned = getattr(function.prototype, "returnty", None)
+        signed_return = isinstance(returned, SimTypeInt) and returned.signed and returned.size
+        returns = set()
+        returned_constants = []
+        if signed_return:
+            for node in nodes:
+                if isinstance(node, CReturn):
+                    if isinstance(node.retval, CVariable):
+                        returns.add(id(node.retval.variable))
+                    elif isinstance(node.retval, CConstant):
+                        returned_constants.append(node.retval)
+            for node in nodes:
+                if (
+                    isinstance(node, CAssignment)
+                    and isinstance(node.lhs, CVariable)
+                    and id(node.lhs.variable) in returns
+                    and isinstance(node.rhs, CConstant)
+                ):
+                    returned_constants.append(node.rhs)
+
+        def negative(constant, size):
+            value = constant.value
+            return (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and size
+                and 1 << (size - 1) <= value < 1 << size
+                and not constant.fmt_neg
+            )
+
+        changed = False
+        for node in nodes:
+            if isinstance(node, CConstant):
+                kind = node._type
+                if isinstance(kind, SimTypeInt) and kind.signed and negative(node, kind.size):
+                    node.fmt_neg = True
+                    changed = True
+        for constant in returned_constants:
+            size = getattr(constant._type, "size", None) or returned.size
+            if isinstance(constant._type, SimTypeInt) and size == returned.size and negative(constant, size):
+                constant.fmt_neg = True
+                changed = True
+        if changed:
+            codegen.regenerate_text()
+
+    def check(self, request):
+        """Parses an analyst's C declaration as angr would when decompiling (pycparser through
+        angr's parse functions), the document's types given as typedefs first. A declaration
+        that does not parse is answered, not refused: where it failed, as a byte offset."""
+        import re
+
+        sim_type = self.angr.sim_type
+        kind = request["kind"]
+        text = request["text"]
+        types = {}
+        for other in request.get("types", []):
+            try:
+                types.update(sim_type.parse_file(other, predefined_types=dict(types))[1])
+            except Exception:
+                continue
+        body = text.rstrip()
+        if kind == "data-type":
+            source = body
+        else:
+            source = body if body.endswith(";") or body.endswith("}") else body + ";"
+        try:
+            if kind == "prototype":
+                parsed, _ = sim_type.parse_file(source, predefined_types=types)
+                functions = [t for t in parsed.values() if isinstance(t, sim_type.SimTypeFunction)]
+                if len(parsed) != 1 or not functions:
+                    return {"ok": True, "valid": False, "position": 0, "problem": "not one function declaration"}
+                return {"ok": True, "valid": True, "name": next(iter(parsed))}
+            if kind == "data-type":
+                sim_type.parse_type(source, predefined_types=types)
+            else:
+                sim_type.parse_file(source, predefined_types=types)
+            return {"ok": True, "valid": True}
+        except Exception as error:
+            message = str(error)
+            position = 0
+            found = re.search(r":(\d+):(\d+):", message)
+            if found:
+                line, column = int(found.group(1)), int(found.group(2))
+                lines = source.split("\n")
+                position = sum(len(l.encode("utf-8")) + 1 for l in lines[: line - 1]) + max(column - 1, 0)
+                position = min(position, len(text.encode("utf-8")))
+                message = message[found.end():].strip()
+            return {"ok": True, "valid": False, "position": position, "problem": message or type(error).__name__}
 
     def dirty_lines(self, text):
         """The statements angr could not put in C (it prints them as `[D] ...`)."""
@@ -612,6 +1390,9 @@ def main():
     if not isinstance(version, str):
         version = ".".join(str(part) for part in version)
     send({"event": "ready", "protocol": PROTOCOL, "angr": version, "python": platform.python_version()})
+    correct_signedness(angr)
+    rewrite_arm64_conditions(angr)
+    fold_when_asked(angr)
     worker = Worker(angr, archinfo)
     for raw in sys.stdin.buffer:
         line = raw.decode("utf-8", "replace").strip()
@@ -624,6 +1405,8 @@ def main():
                 reply = worker.load(request)
             elif op == "decompile":
                 reply = worker.decompile(request)
+            elif op == "check":
+                reply = worker.check(request)
             else:
                 raise Refusal("bad-request", f"unknown op {op!r}")
         except Refusal as refusal:

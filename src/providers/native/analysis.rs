@@ -72,6 +72,11 @@ pub struct Instruction {
     // Absent rather than null, so the schema needs no null branch (tools/list budget).
     #[schemars(with = "DataRef")]
     pub data: Option<DataRef>,
+    /// The address a memory operand reads, writes or computes, named or not: where a view
+    /// looks for the analyst's name of the data. Not part of the output.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub memory: Option<u64>,
 }
 
 /// A window of a procedure's disassembly.
@@ -477,6 +482,9 @@ impl Image {
             target: insn.target,
             target_name,
             data: names.operand(insn),
+            memory: insn.memory.and_then(|(address, using)| {
+                matches!(using, MemoryUse::Access | MemoryUse::Address).then_some(address)
+            }),
         }
     }
 
@@ -985,7 +993,11 @@ impl Image {
                 if let Some((address, name)) = named
                     && !data_refs.iter().any(|r| r.address == address)
                 {
-                    data_refs.push(DataRef { address, name });
+                    data_refs.push(DataRef {
+                        address,
+                        name,
+                        analyst: None,
+                    });
                 }
             }
             if let Some((address, MemoryUse::Address | MemoryUse::Access | MemoryUse::Immediate)) =
@@ -1185,6 +1197,7 @@ fn render_data(address: u64, bytes: &[u8]) -> Instruction {
         target: None,
         target_name: None,
         data: None,
+        memory: None,
     }
 }
 

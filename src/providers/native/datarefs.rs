@@ -26,8 +26,14 @@ pub struct DataRef {
     #[serde(with = "hex")]
     #[schemars(with = "String")]
     pub address: u64,
-    /// A quoted string, `symbol` or `symbol+0x8`, or `import@GOT`.
+    /// A quoted string, `symbol` or `symbol+0x8`, or `import@GOT`; the address itself when
+    /// only the analyst names it.
     pub name: String,
+    /// The analyst's name of the data at `address`, beside `name` (an annotation). Left out of
+    /// the schema (tools/list budget), as in the other views.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub analyst: Option<crate::ids::AnalystName>,
 }
 
 /// What the resolver found at an address.
@@ -121,6 +127,7 @@ impl<'a> DataNames<'a> {
         self.of(insn).map(|(address, name)| DataRef {
             address,
             name: name.display(),
+            analyst: None,
         })
     }
 
