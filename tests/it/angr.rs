@@ -558,9 +558,9 @@ fn the_memory_limit_holds_and_a_fresh_worker_follows_the_failure() {
 }
 
 #[test]
-fn angr_is_a_deep_candidate_for_elf_and_macho_found_without_starting_it() {
+fn angr_is_a_deep_candidate_for_elf_macho_and_pe_found_without_starting_it() {
     let installation = installation();
-    for format in ["elf", "macho", "macho-universal", "app-bundle"] {
+    for format in ["elf", "macho", "macho-universal", "app-bundle", "pe"] {
         let found = rea::providers::deep::candidates(format, None);
         let angr = found
             .iter()
@@ -569,13 +569,11 @@ fn angr_is_a_deep_candidate_for_elf_and_macho_found_without_starting_it() {
         assert_eq!(angr.path, installation.python);
         assert_eq!(angr.name, "angr 9.2.213 decompiler");
     }
-    for format in ["pe", "raw"] {
-        assert!(
-            !rea::providers::deep::candidates(format, None)
-                .iter()
-                .any(|c| c.id == "angr")
-        );
-    }
+    assert!(
+        !rea::providers::deep::candidates("raw", None)
+            .iter()
+            .any(|c| c.id == "angr")
+    );
 }
 
 /// A tail call (`forward` is `jmp helper`) and a hot/cold split (`checked`'s error path lives in

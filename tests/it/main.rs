@@ -43,6 +43,7 @@ mod names_15;
 mod objc_names;
 mod parity;
 mod prompts;
+mod pseudo_27;
 mod readonly;
 mod reexec_27;
 mod regression_15;

@@ -11,6 +11,7 @@
 //! - `discover`: finding the interpreter and its angr distribution by reading files.
 //! - `protocol`: the JSON-lines requests and replies, and line framing under a cap.
 //! - `process`: the worker process (limits, process group, parent-death signal, deadlines).
+//! - `render`: the returned text, with the addresses angr left as numbers named as rea knows them.
 //! - `worker.py`: the worker script, embedded in rea and written out when a worker starts.
 //! - `requirements.txt`: the pinned, hash-checked environment CI installs (`.ci/angr-venv.sh`).
 
@@ -18,6 +19,7 @@ mod discover;
 #[cfg(target_os = "linux")]
 mod process;
 mod protocol;
+mod render;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -52,7 +54,12 @@ const RECENT: usize = 8;
 pub fn accepts_format(format: &str) -> bool {
     matches!(
         format,
-        "elf" | "macho" | "macho-universal" | "app-bundle" | crate::providers::deep::ANY_FORMAT
+        "elf"
+            | "macho"
+            | "macho-universal"
+            | "app-bundle"
+            | "pe"
+            | crate::providers::deep::ANY_FORMAT
     )
 }
 
@@ -255,7 +262,7 @@ impl Decompiler for Angr {
     ) -> Result<Decompiled, DecompileError> {
         let began = Instant::now();
         let doc = image.document();
-        if !matches!(doc.format.as_str(), "elf" | "macho") {
+        if !matches!(doc.format.as_str(), "elf" | "macho" | "pe") {
             return Err(DecompileError::UnsupportedFormat {
                 provider: PROVIDER_ID,
                 format: doc.format.to_string(),
@@ -472,11 +479,19 @@ impl Angr {
             .ok_or(DecompileError::NoProcedure { address: start })?;
         let end = image.procedure_end(index, limits.region_cap);
         let full_end = image.procedure_end(index, u64::MAX);
+        let calls = direct_calls(image, start);
+        let (sites, targets) = calls
+            .iter()
+            .flat_map(|edge| edge.sites.iter().map(|&site| (site, edge.target)))
+            .filter(|(site, _)| (start..end).contains(site))
+            .unzip();
         let live = self.live.as_mut().expect("ensure leaves a worker");
         let request = Request::Decompile {
             start,
             end,
             max_text_bytes: limits.max_text_bytes,
+            sites,
+            targets,
             hints: hints.clone(),
         };
         let line = live.process.request(
@@ -502,13 +517,16 @@ impl Angr {
         while lines.last().is_some_and(|l| l.trim().is_empty()) {
             lines.pop();
         }
-        let references: Vec<CodeReference> = reply
+        let mut references: Vec<CodeReference> = reply
             .references
             .iter()
             .filter(|r| r.line >= 1 && r.line <= lines.len())
             .filter_map(|r| resolve(image, r))
             .collect();
+        render::name_data(image, &mut lines, &mut references);
+        limitations.extend(render::tail_calls_through_tables(&mut lines));
         limitations.extend(unshown_tail_jumps(image, start, &references));
+        limitations.extend(unshown_calls(&calls, &references));
         Ok(PseudoCode {
             provider: live.identity.clone(),
             document: image.document().name.clone(),
@@ -560,6 +578,53 @@ fn unshown_tail_jumps(image: &Image, start: u64, references: &[CodeReference]) -
         .collect()
 }
 
+/// rea's direct calls (not tail jumps) of the procedure at `start`, from its own decoding.
+fn direct_calls(image: &Image, start: u64) -> Vec<crate::providers::native::CalleeEdge> {
+    image
+        .callees(start)
+        .map(|edges| {
+            edges
+                .callees
+                .into_iter()
+                .filter(|edge| edge.via == "call")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The direct calls rea decodes that angr's code shows nowhere, each by target, name and call
+/// sites: code angr did not lift (a stretch it could not decompile on its own either), or a
+/// call it folded away. Without this an agent would read the code as the whole procedure.
+fn unshown_calls(
+    calls: &[crate::providers::native::CalleeEdge],
+    references: &[CodeReference],
+) -> Vec<String> {
+    use crate::providers::native::format_address;
+    calls
+        .iter()
+        .filter(|edge| {
+            !references.iter().any(|r| {
+                matches!(r.kind, ReferenceKind::Call | ReferenceKind::Function)
+                    && r.address == edge.target
+            })
+        })
+        .map(|edge| {
+            let name = edge
+                .name
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            let sites: Vec<String> = edge.sites.iter().map(|s| format_address(*s)).collect();
+            format!(
+                "call to {}{name} at {} not shown: angr's code does not have the block that \
+                 holds it",
+                format_address(edge.target),
+                sites.join(", ")
+            )
+        })
+        .collect()
+}
+
 fn protocol_error(error: protocol::ReplyError, address: u64) -> DecompileError {
     match error {
         protocol::ReplyError::Failed { kind, message } => DecompileError::Failed {
@@ -605,6 +670,7 @@ fn load_request(image: &Image) -> Result<Load, DecompileError> {
     ranges.sort_by_key(|&(address, end, _)| (address, end));
     let mut load = Load {
         arch,
+        platform: (doc.format == "pe").then_some("windows"),
         entry: image.entry(),
         ..Load::default()
     };
@@ -647,7 +713,8 @@ fn load_request(image: &Image) -> Result<Load, DecompileError> {
             name: import.name.clone(),
         };
         match import.kind.as_str() {
-            "plt" | "stub" => {
+            // A PE thunk is code (`jmp [__imp_puts]`), called like a PLT stub.
+            "plt" | "stub" | "thunk" => {
                 name(&mut load, import.address, &import.name);
                 load.imports.push(entry);
             }
@@ -1049,6 +1116,6 @@ done
             "{text}"
         );
         assert!(accepts_format("elf") && accepts_format("macho-universal"));
-        assert!(!accepts_format("pe") && !accepts_format("raw"));
+        assert!(accepts_format("pe") && !accepts_format("raw"));
     }
 }

@@ -23,6 +23,14 @@ pub(crate) enum Request {
         end: u64,
         /// Longest text the worker returns; longer code is cut at a line end, and says so.
         max_text_bytes: usize,
+        /// rea's direct call instructions in the region: code holding one that angr's CFG does
+        /// not reach from the entry is decompiled on its own.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        sites: Vec<u64>,
+        /// The target each of `sites` calls, in the same order: a call angr's code does not
+        /// show has its block decompiled on its own.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        targets: Vec<u64>,
         /// The analyst's names, prototypes and types to apply (left out when there are none).
         #[serde(skip_serializing_if = "AnalystHints::is_empty")]
         hints: AnalystHints,
@@ -53,6 +61,9 @@ pub(crate) struct Checked {
 pub(crate) struct Load {
     /// archinfo's name of the architecture (`AMD64`, `AARCH64`).
     pub arch: &'static str,
+    /// `windows` for a PE document: angr then reads calls in the Microsoft x64 convention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<&'static str>,
     /// The entry point, when the document has one.
     pub entry: Option<u64>,
     /// Bytes of the document mapped at addresses: `size` bytes from `offset` at `address`.
@@ -244,6 +255,7 @@ mod tests {
     fn requests_are_one_json_line_tagged_by_op() {
         let load = Request::Load(Load {
             arch: "AMD64",
+            platform: None,
             entry: Some(0x1070),
             segments: vec![Segment {
                 offset: 0x1000,
@@ -283,6 +295,8 @@ mod tests {
             start: u64::MAX,
             end: 0,
             max_text_bytes: 10,
+            sites: Vec::new(),
+            targets: Vec::new(),
             hints: AnalystHints::default(),
         };
         assert_eq!(
@@ -307,6 +321,8 @@ mod tests {
                 }],
                 types: vec!["typedef int (*op_fn)(int, int);".into()],
             },
+            sites: Vec::new(),
+            targets: Vec::new(),
         };
         assert_eq!(
             std::str::from_utf8(&encode(&hinted)).unwrap(),

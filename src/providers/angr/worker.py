@@ -568,6 +568,7 @@ class Worker:
             auto_load_libs=False,
             load_debug_info=False,
         )
+        set_platform(project, request.get("platform"))
         main = project.loader.main_object
         for address, size in zero:
             main.memory.add_backer(address + bias - base, bytearray(size))
@@ -691,8 +692,12 @@ class Worker:
             self.unbias(codegen)
         text = codegen.text
         found = references(text, codegen, self.rea_address)
+        sites = [site + self.bias for site in request.get("sites", [])]
+        calls = list(zip(sites, request.get("targets", [])))
+        text, found = self.add_unreached(text, found, function, start, end, limitations, calls)
         if self.bias:
             text = self.unbias_labels(text)
+        text, found = self.name_cells(text, found)
         limitations.extend(self.dirty_lines(text))
         limitations.extend(unassigned_reads(text))
         limitations.extend(self.jumps_out(text))
@@ -1087,6 +1092,190 @@ class Worker:
             codegen.regenerate_text()
 
 
+    def name_cells(self, text, found):
+        """Writes a load through an import's extern cell (`*((long long *)0x440020)`, what angr
+        shows for `stderr` reached through its GOT slot) as the import's name, and the bare cell
+        as its address, with a data reference to the slot. Only characters inside lines change."""
+        import re
+
+        if not self.cells:
+            return text, found
+        lines = text.split("\n")
+        for number, line in enumerate(lines, start=1):
+            if "0x" not in line:
+                continue
+
+            def load(match):
+                cell = int(match.group(1), 16)
+                if cell not in self.cells:
+                    return match.group(0)
+                name = self.imports[cell]
+                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
+                return name
+
+            def bare(match):
+                cell = int(match.group(1), 16)
+                if cell not in self.cells:
+                    return match.group(0)
+                name = "&" + self.imports[cell]
+                found.append({"kind": "data", "address": self.cells[cell], "line": number, "text": name})
+                return name
+
+            line = re.sub(r"\*\(\([\w ]+\*\)(0x[0-9a-f]+)\)", load, line)
+            lines[number - 1] = re.sub(r"(?<![\w\"])(0x[0-9a-f]+)\b", bare, line)
+        return "\n".join(lines), found
+
+    # Most pieces of a region angr's CFG does not reach that are decompiled on their own.
+    UNREACHED_PARTS = 16
+
+    def unreached_starts(self, covered, start, end):
+        """The stretches `(start, end)` of `[start, end)` outside the blocks angr lifted
+        (`covered`, biased `(address, end)` pairs), each starting past the padding compilers put
+        between pieces."""
+        padding = {0x90, 0xCC, 0x00} if self.project.arch.name == "AMD64" else {0x00}
+        memory = self.project.loader.memory
+        starts = []
+        cursor = start
+        for block_start, block_end in sorted(covered) + [(end, end)]:
+            gap = cursor
+            while gap < min(block_start, end):
+                byte = memory.load(gap, 1)[0]
+                if byte not in padding:
+                    break
+                gap += 1
+            if self.project.arch.name != "AMD64":
+                gap = (gap + 3) // 4 * 4
+                while gap + 4 <= block_start and memory.load(gap, 4) in (b"\x1f\x20\x03\xd5", b"\0\0\0\0"):
+                    gap += 4
+            if gap < block_start and gap < end:
+                starts.append((gap, min(block_start, end)))
+            cursor = max(cursor, block_end)
+        return starts
+
+    def add_unreached(self, text, found, function, start, end, limitations, calls):
+        """Decompiles, each on its own, the code of the region angr's CFG of the procedure did
+        not reach from its entry (cleanup code that runs while an exception unwinds, reached
+        only through the unwind tables, or code after a call angr takes for one that does not
+        return), and appends it after the procedure, so every call rea decodes in the region is
+        shown. Only stretches holding one of rea's direct call sites (`calls`: biased site and
+        rea's target) are decompiled: a stretch of data in the code (a jump table) holds none. A
+        block angr lifted whose call its code still does not show (structuring dropped it, after
+        a jump it could not resolve) is decompiled on its own too. Returns the text and
+        references with the parts added."""
+        angr = self.angr
+        project = self.project
+        covered = [(b.addr, b.addr + b.size) for b in function.blocks if b.size]
+        lifted = list(covered)
+        sites = [site for site, _ in calls]
+        done = set()
+        for _ in range(self.UNREACHED_PARTS):
+            def uncovered(site):
+                return not any(a <= site < b for a, b in covered)
+
+            pending = [
+                a
+                for a, b in self.unreached_starts(covered, start, end)
+                if a not in done and any(a <= site < b and uncovered(site) for site in sites)
+            ]
+            if not pending:
+                shown = {r["address"] for r in found if r["kind"] in ("call", "function")}
+                pending = [
+                    a
+                    for a, b in lifted
+                    if a not in done
+                    and any(a <= site < b and target not in shown for site, target in calls)
+                ]
+            if not pending:
+                break
+            part = pending[0]
+            done.add(part)
+            kb = angr.KnowledgeBase(project, name="rea_part")
+            project.kb = kb
+            self._label(kb)
+            try:
+                cfg = project.analyses.CFGFast(
+                    kb=kb,
+                    function_starts=[part],
+                    regions=[(start, end)],
+                    normalize=True,
+                    data_references=True,
+                    cross_references=False,
+                    force_smart_scan=False,
+                    force_complete_scan=False,
+                    show_progressbar=False,
+                )
+            except Exception:
+                continue
+            if part not in kb.functions:
+                continue
+            piece = kb.functions[part]
+            blocks = [(b.addr, b.addr + b.size) for b in piece.blocks if b.size]
+            if not blocks:
+                continue
+            covered.extend(blocks)
+            self.name_callees(kb, part)
+            piece.name = f"sub_{self.rea_address(part):x}_unreached"
+            variables = angr.KnowledgeBase(project, name="rea_part_variables")
+            self._label(variables)
+            try:
+                decompiler = project.analyses.Decompiler(piece, cfg=cfg.model, kb=kb, variable_kb=variables)
+            except Exception:
+                continue
+            codegen = decompiler.codegen
+            if codegen is None or codegen.text is None:
+                continue
+            if self.bias:
+                self.unbias(codegen)
+            left_out = any(a == part for a, _ in lifted)
+            if left_out:
+                why = "that angr lifted but its code above leaves out"
+                reason = (
+                    "is lifted by angr but left out of its code of the procedure (structuring "
+                    "stops at a jump it could not resolve)"
+                )
+            else:
+                why = (
+                    "that angr's CFG does not reach from its entry (such as cleanup run while an "
+                    "exception unwinds)"
+                )
+                reason = (
+                    "is not reached from the procedure's entry in angr's CFG (cleanup code run "
+                    "while an exception unwinds, or code after a call angr takes for one that "
+                    "does not return)"
+                )
+            header = f"/* {self.rea_address(part):#x}: code of this procedure {why}, decompiled on its own */\n"
+            base = text.rstrip("\n") + "\n\n" + header
+            offset = base.count("\n")
+            first = offset + 1
+            for reference in references(codegen.text, codegen, self.rea_address):
+                reference["line"] += offset
+                found.append(reference)
+            text = base + codegen.text
+            last = text.rstrip("\n").count("\n") + 1
+            limitations.append(
+                f"lines {first}-{last}: the code at {self.rea_address(part):#x} {reason}; it is "
+                "decompiled on its own"
+            )
+        return text, found
+
+    def name_callees(self, kb, start):
+        """rea's names, and angr's library prototypes for imports, for the callees of a piece
+        decompiled on its own."""
+        for callee in list(kb.functions.values()):
+            if callee.addr == start:
+                continue
+            imported = self.imports.get(callee.addr)
+            if imported is not None:
+                callee.name = imported
+                try:
+                    callee.find_declaration(ignore_binary_name=True)
+                except Exception:
+                    pass
+            if callee.addr in self.names:
+                callee.name = self.names[callee.addr]
+            elif callee.is_default_name:
+                callee.name = f"sub_{self.rea_address(callee.addr):x}"
+
     def unbias_labels(self, text):
         """Writes goto labels (`LABEL_0x4048c8`, named by the biased address of their block) in
         rea's numbering. Only characters inside lines change, so reference lines stay right."""
@@ -1119,6 +1308,13 @@ class Worker:
                         "show"
                     )
         return found
+
+
+def set_platform(project, platform):
+    """A blob has no operating system, so angr takes the System V convention; a PE document's
+    code follows Microsoft's (arguments in rcx, rdx, r8, r9), which angr picks by this name."""
+    if platform == "windows" and project.simos is not None:
+        project.simos.name = "Win32"
 
 
 def references(text, codegen, rea_address):

@@ -55,6 +55,7 @@ pub use bytes::{
     TypedValues,
 };
 pub use datarefs::DataRef;
+pub(crate) use datarefs::{DataName, DataNames};
 pub use format::{
     FatSlice, HEAD_LEN, fat_slices, macho_cpu_name, macho_filetype, macho_is_64, sniff,
     thin_architecture,
