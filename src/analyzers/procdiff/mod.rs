@@ -20,6 +20,8 @@ mod matcher;
 mod profile;
 
 #[cfg(test)]
+mod public_code;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeSet;
