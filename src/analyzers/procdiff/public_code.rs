@@ -138,7 +138,9 @@ fn accuracy(
     // A name that several functions share (static helpers of different files) proves nothing.
     let by_address = |names: &BTreeMap<String, u64>| -> HashMap<u64, String> {
         let mut count: HashMap<u64, usize> = HashMap::new();
-        names.values().for_each(|a| *count.entry(*a).or_default() += 1);
+        names
+            .values()
+            .for_each(|a| *count.entry(*a).or_default() += 1);
         names
             .iter()
             .filter(|(_, a)| count[*a] == 1)
