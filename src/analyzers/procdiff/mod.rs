@@ -240,12 +240,19 @@ pub struct ProcedureSide {
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
-    /// Bytes of code, trailing padding excluded.
+    /// Bytes of code, trailing padding excluded (the extent, padding included, when the
+    /// documents are byte-identical and nothing was decoded).
     pub size: u64,
-    /// Instructions, trailing padding excluded.
+    /// Instructions, trailing padding excluded; absent when nothing was decoded.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub instructions: u32,
-    /// Basic blocks.
+    /// Basic blocks; absent when nothing was decoded.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub blocks: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A number that differs between the sides.
@@ -532,6 +539,9 @@ pub fn compare_images(left: &Image, right: &Image) -> ProcedureDiff {
             return ProcedureDiff::unknown(lref, rref, reason);
         }
     }
+    if left.contents() == right.contents() {
+        return identical(lref, rref, left);
+    }
     let (lp, rp) = match (profile::profiles(left), profile::profiles(right)) {
         (Ok(l), Ok(r)) => (l, r),
         (l, r) => {
@@ -547,6 +557,59 @@ pub fn compare_images(left: &Image, right: &Image) -> ProcedureDiff {
     };
     let m = matcher::match_procedures(&lp, &rp);
     assemble(lref, rref, &lp, &rp, &m)
+}
+
+/// Two byte-identical documents: every procedure is its own counterpart, unchanged, without
+/// matching or decoding anything.
+fn identical(lref: DocumentRef, rref: DocumentRef, image: &Image) -> ProcedureDiff {
+    let entries: Vec<ProcedureEntry> = image
+        .procedures()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            // The extent, not the decoded body: nothing is decoded, so counts are absent.
+            let side = ProcedureSide {
+                analyst: None,
+                address: p.address,
+                name: p.name.clone(),
+                size: image.procedure_end(i, u64::MAX) - p.address,
+                instructions: 0,
+                blocks: 0,
+            };
+            ProcedureEntry {
+                status: ProcedureStatus::Unchanged,
+                left: Some(side.clone()),
+                right: Some(side),
+                matched_by: Some(MatchReason::Bytes),
+                confidence: Some(MatchClass::Exact),
+                agreed: vec![Feature::Bytes],
+                candidates: Vec::new(),
+                score: None,
+                changes: None,
+            }
+        })
+        .collect();
+    let n = entries.len() as u64;
+    ProcedureDiff {
+        left: lref,
+        right: rref,
+        summary: ProceduresSummary {
+            status: DimensionStatus::Equal,
+            reasons: Vec::new(),
+            added_total: 0,
+            removed_total: 0,
+            changed_total: 0,
+            unchanged_total: n,
+            ambiguous_total: 0,
+            uncertain_total: 0,
+            matched_by: MatchedBy {
+                bytes: n,
+                ..MatchedBy::default()
+            },
+        },
+        notes: vec!["the documents are byte for byte identical".to_string()],
+        entries,
+    }
 }
 
 fn side(p: &Profile) -> ProcedureSide {

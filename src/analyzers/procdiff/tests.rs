@@ -579,3 +579,29 @@ fn a_new_callee_is_named_and_matched_callees_are_not_changes_regression_28() {
         );
     }
 }
+
+#[test]
+fn byte_identical_documents_are_equal_without_matching_regression_28() {
+    // 7za for x86-64 macOS is the same file in 7zip-bin 5.1.1 and 5.2.0.
+    let left = document("7zip-bin-5.1.1/package/mac/x64/7za", None);
+    let right = document("7zip-bin-5.2.0/package/mac/x64/7za", None);
+    let started = std::time::Instant::now();
+    let (l, r) = (Image::load(&left).unwrap(), Image::load(&right).unwrap());
+    let loaded = started.elapsed();
+    let diff = compare_images(&l, &r);
+    eprintln!(
+        "identical 7za mac/x64: {:?}; loaded in {loaded:?}, compared in {:?}",
+        diff.summary(),
+        started.elapsed() - loaded
+    );
+    let s = diff.summary();
+    assert_eq!(s.status, DimensionStatus::Equal);
+    assert_eq!(s.unchanged_total, diff.left().procedures);
+    assert_eq!(s.matched_by.bytes, s.unchanged_total);
+    assert_eq!(diff.notes(), ["the documents are byte for byte identical"]);
+    assert!(
+        diff.entries()
+            .iter()
+            .all(|e| e.left == e.right && e.confidence == Some(MatchClass::Exact))
+    );
+}
