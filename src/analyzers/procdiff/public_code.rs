@@ -123,10 +123,10 @@ fn class_of(e: &ProcedureEntry) -> Option<&'static str> {
         ProcedureStatus::Changed | ProcedureStatus::Unchanged => {}
         _ => return None,
     }
-    e.matched_by.map(|r| match r {
-        MatchReason::Bytes => "exact",
-        MatchReason::Name | MatchReason::Shape => "strong",
-        MatchReason::Similarity => "weak",
+    e.confidence.map(|c| match c {
+        MatchClass::Exact => "exact",
+        MatchClass::Strong => "strong",
+        MatchClass::Weak => "weak",
     })
 }
 
@@ -151,8 +151,12 @@ fn accuracy(
     let listed = |which: bool| -> std::collections::HashSet<u64> {
         diff.entries()
             .iter()
-            .filter_map(|e| if which { &e.left } else { &e.right }.as_ref())
-            .map(|s| s.address)
+            .flat_map(|e| {
+                // An ambiguous procedure's candidates are right procedures too.
+                let side = if which { &e.left } else { &e.right };
+                let candidates = if which { &[][..] } else { &e.candidates[..] };
+                side.iter().chain(candidates).map(|s| s.address)
+            })
             .collect()
     };
     let (ll, rl) = (listed(true), listed(false));
