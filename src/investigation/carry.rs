@@ -15,7 +15,7 @@ use super::annotations::MAX_RATIONALE_BYTES;
 use super::compare::{comparison, manifest_target, procedure_diff, side_document};
 use super::observe::{self, EvidenceInline, Observed, Qualifiers, in_document, subject_of};
 use super::{CompareProceduresArgs, Investigation, Result};
-use crate::analyzers::procdiff::{MatchReason, ProcedureEntry, ProcedureStatus};
+use crate::analyzers::procdiff::{MatchClass, MatchReason, ProcedureEntry, ProcedureStatus};
 use crate::evidence::{Authority, Confidence};
 use crate::ids::{Address, AnnotationId, EvidenceId, ManifestId};
 use crate::store::{
@@ -37,20 +37,21 @@ const MAX_ENTRIES: usize = 1000;
 pub enum MatchConfidence {
     /// Similar only (mnemonics, size, blocks, callees, strings, position).
     Weak,
-    /// The same name, or the same control-flow shape with the same callees and strings.
+    /// The same name, the same control-flow shape with the same callees and strings, or
+    /// identical bytes told apart from duplicates by callees, context or position.
     #[default]
     Strong,
-    /// Identical bytes once addresses are masked.
+    /// Identical bytes once addresses are masked, a body that occurs once on each side.
     Exact,
 }
 
 impl MatchConfidence {
-    /// The class of a pair matched by `reason`.
-    pub fn of(reason: MatchReason) -> Self {
-        match reason {
-            MatchReason::Bytes => Self::Exact,
-            MatchReason::Name | MatchReason::Shape => Self::Strong,
-            MatchReason::Similarity => Self::Weak,
+    /// The carry class of a match of the comparison's class.
+    pub fn of(class: MatchClass) -> Self {
+        match class {
+            MatchClass::Exact => Self::Exact,
+            MatchClass::Strong => Self::Strong,
+            MatchClass::Weak => Self::Weak,
         }
     }
 
@@ -124,6 +125,10 @@ pub enum NotCarriedReason {
     NotLocated,
     /// The counterpart already has an annotation of that kind, which is kept.
     AlreadyAnnotated,
+    /// Its procedure has several candidates and none is clearly the counterpart.
+    Ambiguous,
+    /// Its procedure was paired by position only, below the similarity threshold.
+    Uncertain,
 }
 
 /// One annotation not carried, and why.
@@ -214,14 +219,41 @@ fn fate<'a>(
             format!("{address} lies in no procedure the comparison matched"),
         );
     };
-    let (Some(left), Some(right), Some(reason)) = (&entry.left, &entry.right, entry.matched_by)
-    else {
+    // Neither a guess among candidates nor a pairing by position alone is carried.
+    match entry.status {
+        ProcedureStatus::Ambiguous => {
+            return Fate::Not(
+                NotCarriedReason::Ambiguous,
+                format!(
+                    "the procedure at {address} has {} candidates and none is clearly its counterpart",
+                    entry.candidates.len()
+                ),
+            );
+        }
+        ProcedureStatus::Uncertain => {
+            return Fate::Not(
+                NotCarriedReason::Uncertain,
+                format!(
+                    "the procedure at {address} was paired by position only, score {} below {}",
+                    entry.score.unwrap_or_default(),
+                    crate::analyzers::procdiff::SIMILARITY_THRESHOLD
+                ),
+            );
+        }
+        _ => {}
+    }
+    let (Some(left), Some(right), Some(reason), Some(class)) = (
+        &entry.left,
+        &entry.right,
+        entry.matched_by,
+        entry.confidence,
+    ) else {
         return Fate::Not(
             NotCarriedReason::NoMatch,
             format!("the procedure at {address} has no counterpart (removed)"),
         );
     };
-    let class = MatchConfidence::of(reason);
+    let class = MatchConfidence::of(class);
     if class < min {
         let score = entry
             .score
@@ -356,7 +388,10 @@ impl Investigation {
                 continue;
             }
             let matched_by = entry.as_ref().and_then(|e| e.matched_by);
-            let confidence = matched_by.map(MatchConfidence::of);
+            let confidence = entry
+                .as_ref()
+                .and_then(|e| e.confidence)
+                .map(MatchConfidence::of);
             let changed = entry
                 .as_ref()
                 .is_some_and(|e| e.status == ProcedureStatus::Changed);

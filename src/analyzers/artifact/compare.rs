@@ -169,11 +169,74 @@ pub struct ProcedurePartDiff {
     pub changed_total: u64,
     /// Exact number of matched procedures that do not differ.
     pub unchanged_total: u64,
+    /// Exact number of left procedures with several candidates, none clearly the match.
+    #[serde(default)]
+    pub ambiguous_total: u64,
+    /// Exact number of pairs below the similarity threshold, neither changed nor unchanged.
+    #[serde(default)]
+    pub uncertain_total: u64,
     /// Matched pairs per pass.
     pub matched_by: MatchedBy,
+    /// The first procedures of each kind, by name where there is one, else by address.
+    #[serde(default)]
+    pub listed: ProcedureLists,
+}
+
+/// The first [`MAX_LISTED_PROCEDURES`] procedures of each status, as `name (0x…)` or `0x…`
+/// (right side's for added, left side's otherwise); the totals beside them are exact.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProcedureLists {
+    /// Changed.
+    pub changed: Vec<String>,
+    /// Added.
+    pub added: Vec<String>,
+    /// Removed.
+    pub removed: Vec<String>,
+    /// Uncertain.
+    pub uncertain: Vec<String>,
+}
+
+/// Most procedures [`ProcedureLists`] names per status.
+pub const MAX_LISTED_PROCEDURES: usize = 50;
+
+impl ProcedureLists {
+    fn of(diff: &procdiff::ProcedureDiff) -> ProcedureLists {
+        use procdiff::ProcedureStatus as S;
+        let named = |status: S| -> Vec<String> {
+            diff.entries()
+                .iter()
+                .filter(|e| e.status == status)
+                .filter_map(|e| {
+                    let side = if status == S::Added {
+                        &e.right
+                    } else {
+                        &e.left
+                    };
+                    side.as_ref().map(|s| match &s.name {
+                        Some(name) => format!("{name} (0x{:x})", s.address),
+                        None => format!("0x{:x}", s.address),
+                    })
+                })
+                .take(MAX_LISTED_PROCEDURES)
+                .collect()
+        };
+        ProcedureLists {
+            changed: named(S::Changed),
+            added: named(S::Added),
+            removed: named(S::Removed),
+            uncertain: named(S::Uncertain),
+        }
+    }
 }
 
 impl ProcedurePartDiff {
+    fn of_diff(part: &str, diff: &procdiff::ProcedureDiff) -> ProcedurePartDiff {
+        ProcedurePartDiff {
+            listed: ProcedureLists::of(diff),
+            ..Self::of(part, diff.summary())
+        }
+    }
+
     fn of(part: &str, summary: &ProceduresSummary) -> ProcedurePartDiff {
         ProcedurePartDiff {
             part: part.to_owned(),
@@ -183,7 +246,10 @@ impl ProcedurePartDiff {
             removed_total: summary.removed_total,
             changed_total: summary.changed_total,
             unchanged_total: summary.unchanged_total,
+            ambiguous_total: summary.ambiguous_total,
+            uncertain_total: summary.uncertain_total,
             matched_by: summary.matched_by,
+            listed: ProcedureLists::default(),
         }
     }
 
@@ -196,7 +262,10 @@ impl ProcedurePartDiff {
             removed_total: 0,
             changed_total: 0,
             unchanged_total: 0,
+            ambiguous_total: 0,
+            uncertain_total: 0,
             matched_by: MatchedBy::default(),
+            listed: ProcedureLists::default(),
         }
     }
 }
@@ -714,7 +783,7 @@ fn compare_procedures(
     for change in changed {
         let entry = match (left_docs.get(&change.path), right_docs.get(&change.path)) {
             (Some(l), Some(r)) => {
-                ProcedurePartDiff::of(&change.path, procdiff::compare_documents(l, r).summary())
+                ProcedurePartDiff::of_diff(&change.path, &procdiff::compare_documents(l, r))
             }
             (l, r) => {
                 let missing = match (l.is_none(), r.is_none()) {

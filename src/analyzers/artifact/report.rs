@@ -323,6 +323,28 @@ pub fn render_comparison_report(comparison: &Comparison) -> String {
                 part.changed_total,
                 part.unchanged_total
             );
+            let totals = [
+                ("changed", &part.listed.changed, part.changed_total),
+                ("added", &part.listed.added, part.added_total),
+                ("removed", &part.listed.removed, part.removed_total),
+                ("uncertain", &part.listed.uncertain, part.uncertain_total),
+            ];
+            for (label, list, total) in totals {
+                if total == 0 {
+                    continue;
+                }
+                let _ = writeln!(out, "  - {label} ({total}): {}", list.join(", "));
+                if (list.len() as u64) < total {
+                    let _ = writeln!(out, "    … and {} more", total - list.len() as u64);
+                }
+            }
+            if part.ambiguous_total > 0 {
+                let _ = writeln!(
+                    out,
+                    "  - ambiguous ({}): several candidates, none clearly the match",
+                    part.ambiguous_total
+                );
+            }
         }
     }
     out

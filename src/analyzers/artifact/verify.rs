@@ -853,5 +853,7 @@ fn status_word(status: ProcedureStatus) -> &'static str {
         ProcedureStatus::Changed => "changed",
         ProcedureStatus::Added => "added",
         ProcedureStatus::Removed => "removed",
+        ProcedureStatus::Ambiguous => "ambiguous",
+        ProcedureStatus::Uncertain => "uncertain",
     }
 }

@@ -5,11 +5,17 @@
 
 use std::collections::BTreeMap;
 
-use super::MatchReason;
 use super::profile::{Callee, Profile};
+use super::{Feature, MatchClass, MatchReason};
 
 /// Similarity below this is not a match: the pair is reported as one removed, one added.
+/// Pairs singled out by their position may score less (down to [`STRUCTURAL_THRESHOLD`]); they
+/// are reported `uncertain`, never `changed`.
 pub const SIMILARITY_THRESHOLD: f64 = 0.6;
+
+/// A similarity candidate whose runner-up (another partner of either side) scores within this
+/// much is not clearly the better one: the procedure is reported `ambiguous` with both.
+pub const TIE_MARGIN: f64 = 0.005;
 
 /// Gaps between matched neighbours holding at most this many unmatched procedures on each side
 /// are paired in order as candidates.
@@ -30,8 +36,17 @@ const MAX_SCORED_PAIRS: u64 = 40_000_000;
 pub(super) struct Pair {
     pub(super) right: u32,
     pub(super) reason: MatchReason,
+    /// How sure the pass that made the pair is.
+    pub(super) class: MatchClass,
+    /// The features that agreed, as bits of [`Feature`].
+    pub(super) agreed: u16,
     /// Similarity score, for pairs found by similarity.
     pub(super) score: Option<f64>,
+}
+
+/// The bit of one feature in [`Pair::agreed`].
+pub(super) fn bit(f: Feature) -> u16 {
+    1 << (f as u16)
 }
 
 /// The matching between two sides, both directions kept in step.
@@ -41,6 +56,19 @@ pub(super) struct Matching {
     pub(super) right: Vec<Option<u32>>,
     /// Why a pass stopped short, when one did.
     pub(super) notes: Vec<String>,
+    /// Left procedures with several candidates none of which is clearly better, each with the
+    /// right candidates still unmatched (see [`Matching::ambiguities`]).
+    ambiguous: Vec<(u32, Vec<u32>)>,
+    /// Procedures held out of every later pass because their group of identical bodies could
+    /// not be told apart.
+    blocked_left: Vec<bool>,
+    blocked_right: Vec<bool>,
+    /// Left procedures whose ambiguity came from a group of identical bodies (reconsidered at
+    /// the end of the matching).
+    blocked_from_bytes: std::collections::BTreeSet<u32>,
+    /// Per procedure: its masked bytes occur once on each side (see [`unique_bodies`]).
+    unique_left: Vec<bool>,
+    unique_right: Vec<bool>,
 }
 
 impl Matching {
@@ -49,20 +77,63 @@ impl Matching {
             left: vec![None; left],
             right: vec![None; right],
             notes: Vec::new(),
+            ambiguous: Vec::new(),
+            blocked_left: vec![false; left],
+            blocked_right: vec![false; right],
+            blocked_from_bytes: std::collections::BTreeSet::new(),
+            unique_left: vec![false; left],
+            unique_right: vec![false; right],
         }
     }
 
-    fn pair(&mut self, l: u32, r: u32, reason: MatchReason, score: Option<f64>) -> bool {
-        if self.left[l as usize].is_some() || self.right[r as usize].is_some() {
+    fn pair(
+        &mut self,
+        l: u32,
+        r: u32,
+        reason: MatchReason,
+        class: MatchClass,
+        agreed: u16,
+        score: Option<f64>,
+    ) -> bool {
+        if self.left[l as usize].is_some()
+            || self.right[r as usize].is_some()
+            || self.blocked_left[l as usize]
+            || self.blocked_right[r as usize]
+        {
             return false;
         }
         self.left[l as usize] = Some(Pair {
             right: r,
             reason,
+            class,
+            agreed,
             score,
         });
         self.right[r as usize] = Some(l);
         true
+    }
+
+    /// The ambiguous left procedures that stayed unmatched, each with its unmatched right
+    /// candidates, by left index; a right procedure listed here is no one's counterpart yet
+    /// and is not reported as added.
+    pub(super) fn ambiguities(&self) -> BTreeMap<u32, Vec<u32>> {
+        let mut out: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (l, rs) in &self.ambiguous {
+            if self.left[*l as usize].is_some() {
+                continue;
+            }
+            let free = rs
+                .iter()
+                .copied()
+                .filter(|&r| self.right[r as usize].is_none());
+            out.entry(*l).or_default().extend(free);
+        }
+        out.retain(|_, rs| {
+            rs.sort_unstable();
+            rs.dedup();
+            !rs.is_empty()
+        });
+        out
     }
 }
 
@@ -133,6 +204,9 @@ pub(super) fn callee_keys<'a>(
 /// callers and callees, which are best known once everything else has been matched.
 pub(super) fn match_procedures(left: &[Profile], right: &[Profile]) -> Matching {
     let mut m = Matching::new(left.len(), right.len());
+    let (unique_l, unique_r) = unique_bodies(left, right);
+    m.unique_left = unique_l;
+    m.unique_right = unique_r;
     by_name(left, right, &mut m);
     exact_rounds(left, right, &mut m);
     if similarity(left, right, &mut m, true) > 0 {
@@ -147,7 +221,38 @@ pub(super) fn match_procedures(left: &[Profile], right: &[Profile]) -> Matching 
         }
         exact_rounds(left, right, &mut m);
     }
+    // Groups of identical bodies held back earlier may be told apart by the callers and
+    // callees matched since; what still cannot be is reported ambiguous.
+    m.blocked_left.iter_mut().for_each(|b| *b = false);
+    m.blocked_right.iter_mut().for_each(|b| *b = false);
+    m.ambiguous
+        .retain(|(l, _)| !m.blocked_from_bytes.contains(l));
+    m.blocked_from_bytes.clear();
+    while ambiguous_bytes(left, right, &mut m) > 0 {
+        exact_rounds(left, right, &mut m);
+    }
     m
+}
+
+/// Whether each procedure's masked bytes occur exactly once on its side and once on the other:
+/// only such pairs are `exact`.
+fn unique_bodies(left: &[Profile], right: &[Profile]) -> (Vec<bool>, Vec<bool>) {
+    let mut count: BTreeMap<BytesKey, (u32, u32)> = BTreeMap::new();
+    for p in left {
+        if let Some(k) = bytes_key(p) {
+            count.entry(k).or_default().0 += 1;
+        }
+    }
+    for p in right {
+        if let Some(k) = bytes_key(p) {
+            count.entry(k).or_default().1 += 1;
+        }
+    }
+    let unique = |p: &Profile| bytes_key(p).is_some_and(|k| count[&k] == (1, 1));
+    (
+        left.iter().map(unique).collect(),
+        right.iter().map(unique).collect(),
+    )
 }
 
 /// Repeats the unique exact passes until none finds anything.
@@ -178,7 +283,10 @@ fn by_name(left: &[Profile], right: &[Profile], m: &mut Matching) {
             && ls.len() == rs.len()
         {
             for (&l, &r) in ls.iter().zip(rs) {
-                m.pair(l, r, MatchReason::Name, None);
+                let same = bytes_key(&left[l as usize]).is_some()
+                    && bytes_key(&left[l as usize]) == bytes_key(&right[r as usize]);
+                let agreed = bit(Feature::Name) | if same { bit(Feature::Bytes) } else { 0 };
+                m.pair(l, r, MatchReason::Name, MatchClass::Strong, agreed, None);
             }
         }
     }
@@ -245,18 +353,25 @@ fn unique_bytes(left: &[Profile], right: &[Profile], m: &mut Matching) -> usize 
         unmatched_left(m).filter_map(|i| with_callees(Which::Left, left, i, m)),
         unmatched_right(m).filter_map(|i| with_callees(Which::Right, right, i, m)),
     );
+    // A body that occurs once on each side is `exact`; one that several procedures share,
+    // told apart by its callees (or left alone once the others were matched), is `strong`.
+    let take = |m: &mut Matching, l: u32, r: u32, extra: u16| {
+        let (class, agreed) = if m.unique_left[l as usize] && m.unique_right[r as usize] {
+            (MatchClass::Exact, bit(Feature::Bytes))
+        } else {
+            (MatchClass::Strong, bit(Feature::Bytes) | extra)
+        };
+        m.pair(l, r, MatchReason::Bytes, class, agreed, None)
+    };
     let mut found = pairs
         .into_iter()
-        .filter(|&(l, r)| m.pair(l, r, MatchReason::Bytes, None))
+        .filter(|&(l, r)| take(m, l, r, bit(Feature::Callees)))
         .count();
     let pairs = unique_pairs(
         unmatched_left(m).filter_map(|i| bytes_key(&left[i as usize]).map(|k| (k, i))),
         unmatched_right(m).filter_map(|i| bytes_key(&right[i as usize]).map(|k| (k, i))),
     );
-    found += pairs
-        .into_iter()
-        .filter(|&(l, r)| m.pair(l, r, MatchReason::Bytes, None))
-        .count();
+    found += pairs.into_iter().filter(|&(l, r)| take(m, l, r, 0)).count();
     found
 }
 
@@ -342,7 +457,17 @@ fn unique_shape<'a>(left: &'a [Profile], right: &'a [Profile], m: &mut Matching)
         .collect();
     pairs
         .into_iter()
-        .filter(|&(l, r)| m.pair(l, r, MatchReason::Shape, None))
+        .filter(|&(l, r)| {
+            let (lp, rp) = (&left[l as usize], &right[r as usize]);
+            let mut agreed = bit(Feature::Shape);
+            if !(lp.callees.is_empty() && rp.callees.is_empty()) {
+                agreed |= bit(Feature::Callees);
+            }
+            if !lp.strings.is_empty() {
+                agreed |= bit(Feature::Strings);
+            }
+            m.pair(l, r, MatchReason::Shape, MatchClass::Strong, agreed, None)
+        })
         .count()
 }
 
@@ -436,27 +561,20 @@ fn context_share(left: &[Profile], right: &[Profile], l: u32, r: u32, m: &Matchi
     (n > 0).then(|| 2.0 * f64::from(context(left, right, l, r, m)) / n as f64)
 }
 
-/// A candidate pair inside a group of identical bodies, in the order it is taken: most
-/// corresponding neighbours, inside the bracket, nearest the predicted position, then by index.
-type GroupCandidate = (
-    std::cmp::Reverse<u32>,
-    std::cmp::Reverse<bool>,
-    i64,
-    u32,
-    u32,
-);
-
-/// Identical masked bytes held by several procedures (small thunks, duplicated helpers): each
-/// group is paired by context (matched callers and callees that correspond), then by position
-/// between matched neighbours.
+/// Identical masked bytes held by several procedures (small thunks, duplicated helpers): a
+/// pair of a group is taken only when it is clearly the best of both its members, first by
+/// context (more matched callers and callees that correspond than any other candidate of
+/// either), then by position (the only candidate of either between their matched neighbours).
+/// The members left are held out of later passes and reported `ambiguous` with their
+/// candidates, rather than paired in address order.
 fn ambiguous_bytes(left: &[Profile], right: &[Profile], m: &mut Matching) -> usize {
     let mut groups: BTreeMap<BytesKey, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
-    for i in unmatched_left(m) {
+    for i in unmatched_left(m).filter(|&i| !m.blocked_left[i as usize]) {
         if let Some(k) = bytes_key(&left[i as usize]) {
             groups.entry(k).or_default().0.push(i);
         }
     }
-    for i in unmatched_right(m) {
+    for i in unmatched_right(m).filter(|&i| !m.blocked_right[i as usize]) {
         if let Some(k) = bytes_key(&right[i as usize]) {
             groups.entry(k).or_default().1.push(i);
         }
@@ -467,23 +585,86 @@ fn ambiguous_bytes(left: &[Profile], right: &[Profile], m: &mut Matching) -> usi
         if ls.is_empty() || rs.is_empty() {
             continue;
         }
-        let mut candidates: Vec<GroupCandidate> = Vec::with_capacity(ls.len() * rs.len());
-        for &l in &ls {
-            for &r in &rs {
-                candidates.push((
-                    std::cmp::Reverse(context(left, right, l, r, m)),
-                    std::cmp::Reverse(brackets.contains(l, r)),
-                    brackets.distance(l, r),
-                    l,
-                    r,
-                ));
+        let contexts: Vec<Vec<u32>> = ls
+            .iter()
+            .map(|&l| rs.iter().map(|&r| context(left, right, l, r, m)).collect())
+            .collect();
+        // Order alone is no evidence (two copies, one removed, look the same either way): only
+        // a sole candidate between the matched neighbours counts.
+        let inside: Vec<Vec<u32>> = ls
+            .iter()
+            .map(|&l| {
+                rs.iter()
+                    .map(|&r| u32::from(brackets.contains(l, r)))
+                    .collect()
+            })
+            .collect();
+        let mut taken_l = vec![false; ls.len()];
+        let mut taken_r = vec![false; rs.len()];
+        // A value of (i, j) that is the only best of row i and of column j among the free.
+        let clear = |value: &dyn Fn(usize, usize) -> u32,
+                     taken_l: &[bool],
+                     taken_r: &[bool],
+                     i: usize,
+                     j: usize| {
+            let v = value(i, j);
+            v > 0
+                && (0..rs.len()).all(|k| k == j || taken_r[k] || value(i, k) < v)
+                && (0..ls.len()).all(|k| k == i || taken_l[k] || value(k, j) < v)
+        };
+        let by_context = |i: usize, j: usize| contexts[i][j];
+        let by_position = |i: usize, j: usize| inside[i][j];
+        for (value, feature) in [
+            (
+                &by_context as &dyn Fn(usize, usize) -> u32,
+                Feature::Context,
+            ),
+            (&by_position, Feature::Position),
+        ] {
+            loop {
+                let mut progress = false;
+                for i in 0..ls.len() {
+                    for j in 0..rs.len() {
+                        if taken_l[i] || taken_r[j] || !clear(value, &taken_l, &taken_r, i, j) {
+                            continue;
+                        }
+                        let agreed = bit(Feature::Bytes) | bit(feature);
+                        if m.pair(
+                            ls[i],
+                            rs[j],
+                            MatchReason::Bytes,
+                            MatchClass::Strong,
+                            agreed,
+                            None,
+                        ) {
+                            taken_l[i] = true;
+                            taken_r[j] = true;
+                            found += 1;
+                            progress = true;
+                        }
+                    }
+                }
+                if !progress {
+                    break;
+                }
             }
         }
-        candidates.sort_unstable();
-        for (_, _, _, l, r) in candidates {
-            if m.pair(l, r, MatchReason::Bytes, None) {
-                found += 1;
-            }
+        let free_r: Vec<u32> = (0..rs.len())
+            .filter(|&j| !taken_r[j])
+            .map(|j| rs[j])
+            .collect();
+        if free_r.is_empty() {
+            continue;
+        }
+        for i in (0..ls.len()).filter(|&i| !taken_l[i]) {
+            m.blocked_left[ls[i] as usize] = true;
+            m.blocked_from_bytes.insert(ls[i]);
+            m.ambiguous.push((ls[i], free_r.clone()));
+        }
+        if ls.iter().enumerate().any(|(i, _)| !taken_l[i]) {
+            free_r
+                .iter()
+                .for_each(|&r| m.blocked_right[r as usize] = true);
         }
     }
     found
@@ -762,10 +943,110 @@ fn similarity(left: &[Profile], right: &[Profile], m: &mut Matching, hold_shared
              some procedures reported as added or removed may have a counterpart"
         ));
     }
-    candidates
-        .into_iter()
-        .filter(|&(s, l, r)| m.pair(l, r, MatchReason::Similarity, Some(s)))
-        .count()
+    // A candidate is taken only when no other free partner of either side scores within
+    // TIE_MARGIN of it; otherwise both stay unmatched and the left one is ambiguous.
+    let mut by_l: BTreeMap<u32, Vec<(f64, u32)>> = BTreeMap::new();
+    let mut by_r: BTreeMap<u32, Vec<(f64, u32)>> = BTreeMap::new();
+    for &(s, l, r) in &candidates {
+        by_l.entry(l).or_default().push((s, r));
+        by_r.entry(r).or_default().push((s, l));
+    }
+    let mut found = 0;
+    for (s, l, r) in candidates {
+        if m.left[l as usize].is_some() || m.right[r as usize].is_some() {
+            continue;
+        }
+        let close = |list: Option<&Vec<(f64, u32)>>, skip: u32, free: &dyn Fn(u32) -> bool| {
+            list.into_iter()
+                .flatten()
+                .filter(|&&(t, o)| o != skip && free(o) && t >= s - TIE_MARGIN)
+                .map(|&(_, o)| o)
+                .collect::<Vec<u32>>()
+        };
+        let rivals_r = close(by_l.get(&l), r, &|o| m.right[o as usize].is_none());
+        let rivals_l = close(by_r.get(&r), l, &|o| m.left[o as usize].is_none());
+        if !rivals_r.is_empty() || !rivals_l.is_empty() {
+            let mut rs = rivals_r;
+            rs.push(r);
+            m.ambiguous.push((l, rs));
+            continue;
+        }
+        let lkeys = callee_keys(Which::Left, left, l as usize, m);
+        let rk = rkeys[r as usize]
+            .clone()
+            .unwrap_or_else(|| callee_keys(Which::Right, right, r as usize, m));
+        let agreed = agreement(
+            &left[l as usize],
+            &right[r as usize],
+            &lkeys,
+            &rk,
+            context_share(left, right, l, r, m),
+            brackets.contains(l, r),
+        );
+        if m.pair(
+            l,
+            r,
+            MatchReason::Similarity,
+            MatchClass::Weak,
+            agreed,
+            Some(s),
+        ) {
+            found += 1;
+        }
+    }
+    found
+}
+
+/// The features of a similarity pair that agree: most of the mnemonics, size, blocks and
+/// edges; at least half of the callees, strings and constants (when either side has some);
+/// at least half of the call-graph neighbours; the position between matched neighbours.
+fn agreement(
+    lp: &Profile,
+    rp: &Profile,
+    lkeys: &[CalleeKey<'_>],
+    rkeys: &[CalleeKey<'_>],
+    context: Option<f64>,
+    in_bracket: bool,
+) -> u16 {
+    let (lf, rf) = (&lp.facts, &rp.facts);
+    let mut out = 0;
+    let mut add = |yes: bool, f: Feature| {
+        if yes {
+            out |= bit(f);
+        }
+    };
+    add(
+        histogram_similarity(&lf.mnemonics, &rf.mnemonics) >= 0.8,
+        Feature::Mnemonics,
+    );
+    add(
+        ratio(lf.instructions, rf.instructions) >= 0.8,
+        Feature::Size,
+    );
+    add(
+        ratio(lf.blocks, rf.blocks) >= 0.8 && ratio(lf.edges, rf.edges) >= 0.8,
+        Feature::Blocks,
+    );
+    add(
+        !(lkeys.is_empty() && rkeys.is_empty())
+            && jaccard(lkeys, rkeys, |k| *k != CalleeKey::Unmatched) >= 0.5,
+        Feature::Callees,
+    );
+    add(
+        !(lp.strings.is_empty() && rp.strings.is_empty())
+            && jaccard(&lp.strings, &rp.strings, |_| true) >= 0.5,
+        Feature::Strings,
+    );
+    let (mut lc, mut rc) = (lf.constants.clone(), rf.constants.clone());
+    lc.dedup();
+    rc.dedup();
+    add(
+        !(lc.is_empty() && rc.is_empty()) && jaccard(&lc, &rc, |_| true) >= 0.5,
+        Feature::Constants,
+    );
+    add(context.is_some_and(|c| c >= 0.5), Feature::Context);
+    add(in_bracket, Feature::Position);
+    out
 }
 
 #[cfg(test)]

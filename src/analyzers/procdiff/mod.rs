@@ -20,9 +20,11 @@ mod matcher;
 mod profile;
 
 #[cfg(test)]
+mod public_code;
+#[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,7 +35,7 @@ use crate::providers::native::{DocumentSpec, Image, hex};
 use matcher::{CalleeKey, Matching, Which, callee_key};
 use profile::{Callee, Profile};
 
-pub use matcher::{SIMILARITY_THRESHOLD, STRUCTURAL_THRESHOLD};
+pub use matcher::{SIMILARITY_THRESHOLD, STRUCTURAL_THRESHOLD, TIE_MARGIN};
 
 /// Most entries one page returns.
 pub const MAX_PAGE: usize = 1_000;
@@ -57,6 +59,65 @@ pub enum MatchReason {
     Similarity,
 }
 
+/// How sure a match is, weakest first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum MatchClass {
+    /// Similarity only; see `score` and `agreed`.
+    Weak,
+    /// A name, or the same control-flow shape with matched callees and strings, or identical
+    /// bytes told apart from their duplicates by callees, context or position.
+    Strong,
+    /// Identical masked bytes, a body that occurs once on each side.
+    Exact,
+}
+
+/// A feature of two procedures that agreed when they were matched.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Feature {
+    /// The same name.
+    Name,
+    /// Identical masked bytes.
+    Bytes,
+    /// The same control-flow graph.
+    Shape,
+    /// Matched callees (at least half, for similarity).
+    Callees,
+    /// The same strings (at least half, for similarity).
+    Strings,
+    /// Most mnemonics.
+    Mnemonics,
+    /// Instruction count within 20%.
+    Size,
+    /// Blocks and edges within 20%.
+    Blocks,
+    /// At least half of the constants.
+    Constants,
+    /// Callers and callees matched to each other's.
+    Context,
+    /// Between the same matched neighbours.
+    Position,
+}
+
+const FEATURES: [Feature; 11] = [
+    Feature::Name,
+    Feature::Bytes,
+    Feature::Shape,
+    Feature::Callees,
+    Feature::Strings,
+    Feature::Mnemonics,
+    Feature::Size,
+    Feature::Blocks,
+    Feature::Constants,
+    Feature::Context,
+    Feature::Position,
+];
+
 /// What became of a procedure.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -71,6 +132,12 @@ pub enum ProcedureStatus {
     Added,
     /// Only on the left.
     Removed,
+    /// Several candidates, none clearly better (identical bodies, close scores): listed in
+    /// `candidates`, not counted as matched.
+    Ambiguous,
+    /// Paired by position alone with a score below 0.6: likely one removed and one added,
+    /// so not counted as changed.
+    Uncertain,
 }
 
 /// How many pairs each pass matched.
@@ -104,7 +171,13 @@ pub struct ProceduresSummary {
     pub changed_total: u64,
     /// Exact number of matched procedures that do not differ.
     pub unchanged_total: u64,
-    /// Matched pairs per pass.
+    /// Exact number of left procedures with several candidates and no match.
+    #[serde(default)]
+    pub ambiguous_total: u64,
+    /// Exact number of pairs below the similarity threshold (neither changed nor unchanged).
+    #[serde(default)]
+    pub uncertain_total: u64,
+    /// Matched (changed or unchanged) pairs per pass.
     pub matched_by: MatchedBy,
 }
 
@@ -123,6 +196,8 @@ impl ProceduresSummary {
             removed_total: 0,
             changed_total: 0,
             unchanged_total: 0,
+            ambiguous_total: 0,
+            uncertain_total: 0,
             matched_by: MatchedBy::default(),
         };
         let mut unknown = false;
@@ -137,6 +212,8 @@ impl ProceduresSummary {
             out.removed_total += part.removed_total;
             out.changed_total += part.changed_total;
             out.unchanged_total += part.unchanged_total;
+            out.ambiguous_total += part.ambiguous_total;
+            out.uncertain_total += part.uncertain_total;
             out.matched_by.name += part.matched_by.name;
             out.matched_by.bytes += part.matched_by.bytes;
             out.matched_by.shape += part.matched_by.shape;
@@ -163,12 +240,19 @@ pub struct ProcedureSide {
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
     pub analyst: Option<crate::ids::AnalystName>,
-    /// Bytes of code, trailing padding excluded.
+    /// Bytes of code, trailing padding excluded (the extent, padding included, when the
+    /// documents are byte-identical and nothing was decoded).
     pub size: u64,
-    /// Instructions, trailing padding excluded.
+    /// Instructions, trailing padding excluded; absent when nothing was decoded.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub instructions: u32,
-    /// Basic blocks.
+    /// Basic blocks; absent when nothing was decoded.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub blocks: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A number that differs between the sides.
@@ -199,12 +283,15 @@ pub struct Changes {
     /// Bytes of code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<Delta>,
-    /// Basic blocks, present when their number or the graph's shape differs.
+    /// Basic blocks, present when their number differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocks: Option<Delta>,
-    /// Instructions, present when the masked bytes differ (the counts may be equal).
+    /// Instructions, present when their number differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<Delta>,
+    /// The masked bytes (or the control-flow graph) differ, whatever the counts say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub code: bool,
     /// Callees: imports by name, procedures by name or address on their side. A callee
     /// without a counterpart on the other side counts as changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +309,7 @@ impl Changes {
         self.size.is_some()
             || self.blocks.is_some()
             || self.instructions.is_some()
+            || self.code
             || self.callees.is_some()
             || self.strings.is_some()
             || self.constants.is_some()
@@ -231,14 +319,23 @@ impl Changes {
 /// One procedure's fate: a matched pair, or a procedure on one side only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProcedureEntry {
-    /// Unchanged, changed, added or removed.
+    /// Unchanged, changed, added, removed, ambiguous or uncertain.
     pub status: ProcedureStatus,
     /// The left procedure (absent when added).
     pub left: Option<ProcedureSide>,
-    /// The right procedure (absent when removed).
+    /// The right procedure (absent when removed or ambiguous).
     pub right: Option<ProcedureSide>,
-    /// The pass that matched the pair (absent when added or removed).
+    /// The pass that matched the pair (absent when unpaired).
     pub matched_by: Option<MatchReason>,
+    /// How sure the match is (absent when unpaired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<MatchClass>,
+    /// The features that agreed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agreed: Vec<Feature>,
+    /// For an ambiguous procedure, the right procedures it could be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<ProcedureSide>,
     /// Similarity score in `[0, 1]` (four decimals) for pairs matched by similarity.
     pub score: Option<f64>,
     /// What differs, for changed pairs.
@@ -286,8 +383,8 @@ pub struct ProcedureDiffPage {
     pub offset: usize,
     /// Exact number of entries the filter selects.
     pub total: u64,
-    /// Entries `[offset, offset + limit)`: changed first, then added, removed and unchanged,
-    /// each by address.
+    /// Entries `[offset, offset + limit)`: changed first, then added, removed, uncertain,
+    /// ambiguous and unchanged, each by address.
     pub entries: Vec<ProcedureEntry>,
     /// Offset of the next page, when there is one.
     pub next_offset: Option<usize>,
@@ -382,6 +479,8 @@ impl ProcedureDiff {
                 removed_total: 0,
                 changed_total: 0,
                 unchanged_total: 0,
+                ambiguous_total: 0,
+                uncertain_total: 0,
                 matched_by: MatchedBy::default(),
             },
             notes: Vec::new(),
@@ -440,6 +539,9 @@ pub fn compare_images(left: &Image, right: &Image) -> ProcedureDiff {
             return ProcedureDiff::unknown(lref, rref, reason);
         }
     }
+    if left.contents() == right.contents() {
+        return identical(lref, rref, left);
+    }
     let (lp, rp) = match (profile::profiles(left), profile::profiles(right)) {
         (Ok(l), Ok(r)) => (l, r),
         (l, r) => {
@@ -457,6 +559,59 @@ pub fn compare_images(left: &Image, right: &Image) -> ProcedureDiff {
     assemble(lref, rref, &lp, &rp, &m)
 }
 
+/// Two byte-identical documents: every procedure is its own counterpart, unchanged, without
+/// matching or decoding anything.
+fn identical(lref: DocumentRef, rref: DocumentRef, image: &Image) -> ProcedureDiff {
+    let entries: Vec<ProcedureEntry> = image
+        .procedures()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            // The extent, not the decoded body: nothing is decoded, so counts are absent.
+            let side = ProcedureSide {
+                analyst: None,
+                address: p.address,
+                name: p.name.clone(),
+                size: image.procedure_end(i, u64::MAX) - p.address,
+                instructions: 0,
+                blocks: 0,
+            };
+            ProcedureEntry {
+                status: ProcedureStatus::Unchanged,
+                left: Some(side.clone()),
+                right: Some(side),
+                matched_by: Some(MatchReason::Bytes),
+                confidence: Some(MatchClass::Exact),
+                agreed: vec![Feature::Bytes],
+                candidates: Vec::new(),
+                score: None,
+                changes: None,
+            }
+        })
+        .collect();
+    let n = entries.len() as u64;
+    ProcedureDiff {
+        left: lref,
+        right: rref,
+        summary: ProceduresSummary {
+            status: DimensionStatus::Equal,
+            reasons: Vec::new(),
+            added_total: 0,
+            removed_total: 0,
+            changed_total: 0,
+            unchanged_total: n,
+            ambiguous_total: 0,
+            uncertain_total: 0,
+            matched_by: MatchedBy {
+                bytes: n,
+                ..MatchedBy::default()
+            },
+        },
+        notes: vec!["the documents are byte for byte identical".to_string()],
+        entries,
+    }
+}
+
 fn side(p: &Profile) -> ProcedureSide {
     ProcedureSide {
         analyst: None,
@@ -465,6 +620,31 @@ fn side(p: &Profile) -> ProcedureSide {
         size: p.facts.code_bytes,
         instructions: p.facts.instructions,
         blocks: p.facts.blocks,
+    }
+}
+
+fn features(agreed: u16) -> Vec<Feature> {
+    FEATURES
+        .into_iter()
+        .filter(|&f| agreed & matcher::bit(f) != 0)
+        .collect()
+}
+
+fn unpaired(
+    status: ProcedureStatus,
+    left: Option<ProcedureSide>,
+    right: Option<ProcedureSide>,
+) -> ProcedureEntry {
+    ProcedureEntry {
+        status,
+        left,
+        right,
+        matched_by: None,
+        confidence: None,
+        agreed: Vec::new(),
+        candidates: Vec::new(),
+        score: None,
+        changes: None,
     }
 }
 
@@ -478,57 +658,66 @@ fn assemble(
 ) -> ProcedureDiff {
     let mut entries = Vec::with_capacity(left.len().max(right.len()));
     let mut matched_by = MatchedBy::default();
+    let ambiguous = m.ambiguities();
+    let mut candidate_of = vec![false; right.len()];
     for (l, pair) in m.left.iter().enumerate() {
         let lp = &left[l];
         let Some(pair) = pair else {
-            entries.push(ProcedureEntry {
-                status: ProcedureStatus::Removed,
-                left: Some(side(lp)),
-                right: None,
-                matched_by: None,
-                score: None,
-                changes: None,
-            });
+            let mut entry = unpaired(ProcedureStatus::Removed, Some(side(lp)), None);
+            if let Some(rs) = ambiguous.get(&(l as u32)) {
+                entry.status = ProcedureStatus::Ambiguous;
+                entry.candidates = rs.iter().map(|&r| side(&right[r as usize])).collect();
+                rs.iter().for_each(|&r| candidate_of[r as usize] = true);
+            }
+            entries.push(entry);
             continue;
         };
-        match pair.reason {
-            MatchReason::Name => matched_by.name += 1,
-            MatchReason::Bytes => matched_by.bytes += 1,
-            MatchReason::Shape => matched_by.shape += 1,
-            MatchReason::Similarity => matched_by.similarity += 1,
-        }
         let r = pair.right as usize;
-        let changes = changes(left, right, l, r, m);
+        let changes = changes(left, right, l, r, m, &ambiguous);
+        let uncertain = pair.score.is_some_and(|s| s < SIMILARITY_THRESHOLD);
+        let status = if uncertain {
+            ProcedureStatus::Uncertain
+        } else if changes.any() {
+            ProcedureStatus::Changed
+        } else {
+            ProcedureStatus::Unchanged
+        };
+        if !uncertain {
+            match pair.reason {
+                MatchReason::Name => matched_by.name += 1,
+                MatchReason::Bytes => matched_by.bytes += 1,
+                MatchReason::Shape => matched_by.shape += 1,
+                MatchReason::Similarity => matched_by.similarity += 1,
+            }
+        }
         entries.push(ProcedureEntry {
-            status: if changes.any() {
-                ProcedureStatus::Changed
-            } else {
-                ProcedureStatus::Unchanged
-            },
+            status,
             left: Some(side(lp)),
             right: Some(side(&right[r])),
             matched_by: Some(pair.reason),
+            confidence: Some(pair.class),
+            agreed: features(pair.agreed),
+            candidates: Vec::new(),
             score: pair.score,
             changes: changes.any().then_some(changes),
         });
     }
     for (r, pair) in m.right.iter().enumerate() {
-        if pair.is_none() {
-            entries.push(ProcedureEntry {
-                status: ProcedureStatus::Added,
-                left: None,
-                right: Some(side(&right[r])),
-                matched_by: None,
-                score: None,
-                changes: None,
-            });
+        if pair.is_none() && !candidate_of[r] {
+            entries.push(unpaired(
+                ProcedureStatus::Added,
+                None,
+                Some(side(&right[r])),
+            ));
         }
     }
     let rank = |s: ProcedureStatus| match s {
         ProcedureStatus::Changed => 0,
         ProcedureStatus::Added => 1,
         ProcedureStatus::Removed => 2,
-        ProcedureStatus::Unchanged => 3,
+        ProcedureStatus::Uncertain => 3,
+        ProcedureStatus::Ambiguous => 4,
+        ProcedureStatus::Unchanged => 5,
     };
     entries.sort_by_key(|e| {
         let address = e
@@ -539,13 +728,15 @@ fn assemble(
         (rank(e.status), address)
     });
     let count = |s: ProcedureStatus| entries.iter().filter(|e| e.status == s).count() as u64;
-    let (added, removed, changed, unchanged) = (
+    let (added, removed, changed, unchanged, ambiguous, uncertain) = (
         count(ProcedureStatus::Added),
         count(ProcedureStatus::Removed),
         count(ProcedureStatus::Changed),
         count(ProcedureStatus::Unchanged),
+        count(ProcedureStatus::Ambiguous),
+        count(ProcedureStatus::Uncertain),
     );
-    let status = if added + removed + changed == 0 {
+    let status = if added + removed + changed + ambiguous + uncertain == 0 {
         DimensionStatus::Equal
     } else {
         DimensionStatus::Different
@@ -560,6 +751,8 @@ fn assemble(
             removed_total: removed,
             changed_total: changed,
             unchanged_total: unchanged,
+            ambiguous_total: ambiguous,
+            uncertain_total: uncertain,
             matched_by,
         },
         notes: m.notes.clone(),
@@ -630,21 +823,22 @@ fn callee_difference(
     l: usize,
     r: usize,
     m: &Matching,
+    ambiguous: &BTreeMap<u32, Vec<u32>>,
 ) -> (Vec<String>, Vec<String>) {
     fn keyed<'a>(
         which: Which,
         profiles: &'a [Profile],
         i: usize,
         m: &Matching,
-    ) -> Vec<(CalleeKey<'a>, String)> {
+    ) -> Vec<(CalleeKey<'a>, &'a Callee)> {
         profiles[i]
             .callees
             .iter()
-            .map(|c| (callee_key(which, profiles, c, m), callee_text(profiles, c)))
+            .map(|c| (callee_key(which, profiles, c, m), c))
             .collect()
     }
     // An unmatched callee equals nothing: the procedure it stands for has no counterpart.
-    fn shared<'a>(keys: &[(CalleeKey<'a>, String)]) -> BTreeSet<CalleeKey<'a>> {
+    fn shared<'a>(keys: &[(CalleeKey<'a>, &Callee)]) -> BTreeSet<CalleeKey<'a>> {
         keys.iter()
             .map(|(k, _)| k.clone())
             .filter(|k| *k != CalleeKey::Unmatched)
@@ -655,36 +849,63 @@ fn callee_difference(
         keyed(Which::Right, right, r, m),
     );
     let (lset, rset) = (shared(&lk), shared(&rk));
-    let mut removed: Vec<String> = lk
+    let mut gone: Vec<&Callee> = lk
         .iter()
         .filter(|(k, _)| !rset.contains(k))
-        .map(|(_, t)| t.clone())
+        .map(|(_, c)| *c)
         .collect();
-    let mut added: Vec<String> = rk
+    let mut new: Vec<&Callee> = rk
         .iter()
         .filter(|(k, _)| !lset.contains(k))
-        .map(|(_, t)| t.clone())
+        .map(|(_, c)| *c)
         .collect();
+    // An ambiguous callee whose candidate the other side calls is the same call, as far as
+    // anything can tell: no change.
+    gone.retain(|c| {
+        let Callee::Procedure(j) = c else { return true };
+        let Some(candidates) = ambiguous.get(j) else {
+            return true;
+        };
+        match new
+            .iter()
+            .position(|n| matches!(n, Callee::Procedure(k) if candidates.contains(k)))
+        {
+            Some(at) => {
+                new.remove(at);
+                false
+            }
+            None => true,
+        }
+    });
+    let mut removed: Vec<String> = gone.iter().map(|c| callee_text(left, c)).collect();
+    let mut added: Vec<String> = new.iter().map(|c| callee_text(right, c)).collect();
     removed.sort();
     added.sort();
     (removed, added)
 }
 
 /// What differs between a matched pair.
-fn changes(left: &[Profile], right: &[Profile], l: usize, r: usize, m: &Matching) -> Changes {
+fn changes(
+    left: &[Profile],
+    right: &[Profile],
+    l: usize,
+    r: usize,
+    m: &Matching,
+    ambiguous: &BTreeMap<u32, Vec<u32>>,
+) -> Changes {
     let (lp, rp) = (&left[l], &right[r]);
     let (lf, rf) = (&lp.facts, &rp.facts);
     let delta = |a: u64, b: u64| Delta { left: a, right: b };
-    let (removed_callees, added_callees) = callee_difference(left, right, l, r, m);
+    let (removed_callees, added_callees) = callee_difference(left, right, l, r, m, ambiguous);
     let (removed_strings, added_strings) = multiset_difference(&lp.strings, &rp.strings);
     let (removed_constants, added_constants) = multiset_difference(&lf.constants, &rf.constants);
     let hex = |v: Vec<u64>| v.into_iter().map(|c| format!("{c:#x}")).collect::<Vec<_>>();
     Changes {
         size: (lf.code_bytes != rf.code_bytes).then(|| delta(lf.code_bytes, rf.code_bytes)),
-        blocks: (lf.blocks != rf.blocks || lf.shape_digest != rf.shape_digest)
-            .then(|| delta(u64::from(lf.blocks), u64::from(rf.blocks))),
-        instructions: (lf.masked_digest != rf.masked_digest || lf.instructions != rf.instructions)
+        blocks: (lf.blocks != rf.blocks).then(|| delta(u64::from(lf.blocks), u64::from(rf.blocks))),
+        instructions: (lf.instructions != rf.instructions)
             .then(|| delta(u64::from(lf.instructions), u64::from(rf.instructions))),
+        code: lf.masked_digest != rf.masked_digest || lf.shape_digest != rf.shape_digest,
         callees: set_change(added_callees, removed_callees),
         strings: set_change(added_strings, removed_strings),
         constants: set_change(hex(added_constants), hex(removed_constants)),

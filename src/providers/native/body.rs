@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use iced_x86::{
-    Decoder, DecoderOptions, FlowControl, Instruction as X86Instruction, Mnemonic, OpKind,
+    Decoder, DecoderOptions, FlowControl, Instruction as X86Instruction, Mnemonic, OpKind, Register,
 };
 use yaxpeax_arch::{Decoder as _, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Opcode, Operand};
@@ -209,10 +209,22 @@ impl Image {
                     Some(instr.ip_rel_memory_address())
                 } else {
                     let d = instr.memory_displacement64();
-                    self.is_address(d).then_some(d)
+                    // A small displacement added to a register by `lea` is arithmetic
+                    // (`x * b + 0x1337`), even where it falls in the first mapped page.
+                    let arithmetic = instr.mnemonic() == Mnemonic::Lea
+                        && instr.memory_base() != Register::None
+                        && d < 0x1_0000;
+                    (!arithmetic && self.is_address(d)).then_some(d)
                 };
                 if address.is_some() {
                     zero(offsets.displacement_offset(), offsets.displacement_size());
+                } else if instr.mnemonic() == Mnemonic::Lea
+                    && !instr.is_ip_rel_memory_operand()
+                    && instr.memory_displacement64() != 0
+                {
+                    // `lea` computes with its displacement (`x * 3 + 0x1337`), so it is a
+                    // constant of the body like an immediate; other displacements are offsets.
+                    constants.push(instr.memory_displacement64());
                 }
             }
             if offsets.has_immediate() {

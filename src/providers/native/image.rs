@@ -264,6 +264,11 @@ impl Image {
         })
     }
 
+    /// Every byte of the document, for telling two identical documents apart from equal ones.
+    pub(crate) fn contents(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The document this image was loaded from.
     pub fn document(&self) -> &DocumentSpec {
         &self.doc

@@ -1,0 +1,1 @@
+//! Nothing: this crate only names the Lua sources `cargo fetch` brings (see Cargo.toml).
