@@ -5,6 +5,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash .ci/fixtures.sh
+# The public C code (Lua 5.4.6 and 5.4.7, bundled in the lua-src crates) that the matching and
+# discovery tests build at two releases: Cargo's registry keeps their sources.
+cargo fetch --locked --manifest-path scripts/lua-src/Cargo.toml
 cargo build --locked
 # The angr provider's tests decompile with the venv .ci/angr-venv.sh creates.
 export REA_ANGR_PYTHON="${REA_ANGR_PYTHON:-$root/.venv-angr/bin/python}"

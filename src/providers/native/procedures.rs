@@ -158,7 +158,10 @@ pub(crate) fn collect(
         object::File::Pe64(f) => pe_unwind_starts(f, &mut starts),
         _ => {}
     }
+    // Go's pclntab lists every function of the program, assembly ones included.
+    let before_go = starts.len();
     go_starts(file, bytes, sections, &mut starts);
+    let go_listed = starts.len() > before_go;
     if is_macho {
         for name in starts.iter_mut().filter_map(|s| s.name.as_mut()) {
             name.macho = matches!(name.source, NameSource::Global | NameSource::Local);
@@ -202,6 +205,7 @@ pub(crate) fn collect(
     // Whether a symbol table lists the functions: then the walk below only adds the roots
     // the file points at; without one, it follows code to find them.
     let listed = complete_starts
+        || go_listed
         || starts.iter().any(|s| {
             s.name
                 .as_ref()
@@ -1023,8 +1027,93 @@ mod tests {
             expected.insert(hex_field(address));
         }
         assert!(plt_names.len() > 50, "ls imports many functions");
-        let ours: BTreeSet<u64> = image.procedures().iter().map(|p| p.address).collect();
-        assert_eq!(ours, expected);
+        // The procedures the file points at and no table lists: `DT_INIT`/`DT_FINI` as
+        // readelf shows them, and the init/fini arrays' pointers as objdump dumps them.
+        let mut roots = BTreeMap::new();
+        let dynamic = tool_output("readelf", &["-d", "-W", "/usr/bin/ls"]).unwrap();
+        for line in dynamic.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            match fields.get(1..3) {
+                Some(["(INIT)", value]) => roots.insert(hex_field(value), FoundBy::DtInit),
+                Some(["(FINI)", value]) => roots.insert(hex_field(value), FoundBy::DtFini),
+                _ => None,
+            };
+        }
+        for (section, by) in [
+            (".init_array", FoundBy::InitArray),
+            (".fini_array", FoundBy::FiniArray),
+        ] {
+            let dump = tool_output("objdump", &["-s", "-j", section, "/usr/bin/ls"]).unwrap();
+            let words: Vec<u8> = dump
+                .lines()
+                .skip_while(|l| !l.starts_with("Contents of section"))
+                .skip(1)
+                .flat_map(|l| {
+                    l.split_whitespace()
+                        .skip(1)
+                        .take(4)
+                        .take_while(|w| w.len() == 8 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .collect::<Vec<_>>()
+                })
+                .flat_map(|w| {
+                    (0..w.len())
+                        .step_by(2)
+                        .map(|i| u8::from_str_radix(&w[i..i + 2], 16).unwrap())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for pointer in words.chunks_exact(8) {
+                let value = u64::from_le_bytes(pointer.try_into().unwrap());
+                if !expected.contains(&value) {
+                    roots.insert(value, by);
+                }
+            }
+        }
+        assert_eq!(roots.len(), 4, "{roots:x?}");
+        for (&address, &by) in &roots {
+            let p = image.procedure_starting_at(address).unwrap();
+            assert_eq!(p.found_by, Some(by), "{address:#x}");
+        }
+        expected.extend(roots.keys());
+        // The C runtime's routines compiled without unwind entries (`register_tm_clones`,
+        // ...) are found by following code from those roots: each is the target of a direct
+        // `call` or `jmp` objdump shows.
+        let disassembly =
+            tool_output("objdump", &["-d", "--no-show-raw-insn", "/usr/bin/ls"]).unwrap();
+        let branch_targets: BTreeSet<u64> = disassembly
+            .lines()
+            .filter_map(|l| {
+                let (_, text) = l.split_once(":\t")?;
+                let mut words = text.split_whitespace();
+                let mnemonic = words.next()?;
+                let target = words.next()?;
+                (mnemonic == "call" || mnemonic == "jmp")
+                    .then(|| u64::from_str_radix(target, 16).ok())
+                    .flatten()
+            })
+            .collect();
+        let mut followed = 0;
+        for p in image.procedures() {
+            if expected.contains(&p.address) {
+                assert!(
+                    roots.contains_key(&p.address) || p.found_by.is_none(),
+                    "{:#x}: {:?}",
+                    p.address,
+                    p.found_by
+                );
+                continue;
+            }
+            assert!(
+                matches!(p.found_by, Some(FoundBy::Call | FoundBy::TailJump))
+                    && branch_targets.contains(&p.address),
+                "{:#x}: {:?}",
+                p.address,
+                p.found_by
+            );
+            followed += 1;
+        }
+        eprintln!("ls: {followed} procedures found by following code");
+        assert_eq!(followed, 2);
         assert_eq!(image.entry(), Some(entry));
         for (address, name) in plt_names {
             let p = image.procedure_starting_at(address).unwrap();
@@ -1227,7 +1316,11 @@ mod tests {
         let image = Image::load(&doc).unwrap();
         assert_inside_code(&image);
         let procs = image.procedures();
-        assert!((3500..=4200).contains(&procs.len()), "{}", procs.len());
+        // `.pdata` lists the functions with unwind entries; leaf functions have none, so
+        // the rest are found by following code from them and the other roots.
+        let listed = procs.iter().filter(|p| p.found_by.is_none()).count();
+        assert!((3500..=4200).contains(&listed), "{listed}");
+        assert!(procs.len() > listed + 1000, "{} found in all", procs.len());
         assert!(procs.iter().filter(|p| p.size.is_some()).count() > 3000);
         assert!(
             image
