@@ -313,7 +313,6 @@ fn started(
     }
 }
 
-
 /// What the inventory of `document` says beyond its tables: how many procedures were found by
 /// following code or pointers from the starts the file gives, by how, and that code reached
 /// only through pointers computed at run time may still be missing. `None` when every

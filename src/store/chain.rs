@@ -984,7 +984,14 @@ pub(super) fn check_head(conn: &Connection, db: &Path) -> rusqlite::Result<Vec<S
                 r.get(0)
             })?;
         let mut check = ChainCheck::default();
-        check_head_file(conn, &mut check, &path, file, (last.is_some(), last), highest)?;
+        check_head_file(
+            conn,
+            &mut check,
+            &path,
+            file,
+            (last.is_some(), last),
+            highest,
+        )?;
         Ok(check.problems)
     })();
     if own {

@@ -408,9 +408,9 @@ impl Store {
             prepared.map_err(|e| name_exhaustion(path, e))?;
         let (ledger, ledger_thread) = ledgercheck::start(path, highest, head.chained(), deferred)
             .map_err(|source| StoreError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+            path: path.to_owned(),
+            source,
+        })?;
 
         let (tx, rx) = mpsc::channel::<Job>();
         let (done, writes_done) = mpsc::channel::<()>();

@@ -753,12 +753,7 @@ impl<'a> Walk<'a> {
     }
 
     /// The row's id and record when it is sound, else what is wrong with it.
-    fn sound(
-        &mut self,
-        seq: i64,
-        id: Option<&str>,
-        record: ValueRef<'_>,
-    ) -> Result<(), String> {
+    fn sound(&mut self, seq: i64, id: Option<&str>, record: ValueRef<'_>) -> Result<(), String> {
         let id = row_id(id)?;
         if let Some(indexed) = self.indexed.as_ref().and_then(|m| m.get(&seq))
             && indexed != id.as_str()
