@@ -391,4 +391,45 @@ mod tests {
         let fresh = Store::open(&dir.path().join("new.db")).unwrap();
         assert_eq!(fresh.ledger_check(), LedgerStatus::Clean);
     }
+    #[test]
+    fn a_large_file_is_checked_at_resume_by_its_chain_head_and_in_full_in_the_background_regression_30()
+     {
+        use crate::store::verify::{check_bounded, check_deferred};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        ledger(&path, 5);
+        let conn = Connection::open(&path).unwrap();
+        check_bounded(&conn, &path).unwrap();
+        check_deferred(&conn, &path).unwrap();
+
+        // A row deleted from the middle: the constant-time check cannot see it, what resume
+        // left to the background does, and so does the background check as a whole.
+        conn.execute("delete from evidence where seq = 3", [])
+            .unwrap();
+        check_bounded(&conn, &path).unwrap();
+        let Err(StoreError::Damaged { reason, .. }) = check_deferred(&conn, &path) else {
+            panic!("the deferred check passed a deleted row");
+        };
+        assert_eq!(
+            reason,
+            "the ledger is missing rows: 4 present, sequence numbers run to 5, 5 were stored"
+        );
+        let (watch, thread) = start(&path, 5, true, true).unwrap();
+        thread.unwrap().join().unwrap();
+        assert!(
+            matches!(watch.status(), LedgerStatus::Damaged(_)),
+            "{:?}",
+            watch.status()
+        );
+
+        // A head file ahead of the database's chain (a lost tail) is refused at once.
+        crate::store::chain::write_head(&path, 9, [7; 32], 9).unwrap();
+        let Err(StoreError::Damaged { reason, .. }) = check_bounded(&conn, &path) else {
+            panic!("a lost tail passed the bounded check");
+        };
+        assert!(
+            reason.starts_with("lost tail: the chain head file records chain row 9"),
+            "{reason}"
+        );
+    }
 }

@@ -228,7 +228,7 @@ fn check_sound(conn: &Connection, path: &Path, depth: Depth) -> Result<(), Store
 /// The constant-time checks of a bounded resume: the highest sequence number against the rows
 /// counted in (rows lost at the end), and the chain's head against its head file (a lost tail,
 /// a rewritten chain). Reads a few pages whatever the ledger's size.
-fn check_bounded(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+pub(super) fn check_bounded(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let damaged = |reason: String| StoreError::Damaged {
         path: path.to_owned(),
         reason,
