@@ -27,7 +27,7 @@ use rusqlite::{Connection, OpenFlags};
 use sha2::{Digest, Sha256};
 
 use super::chain;
-use super::verify::{BadRow, is_damage, record_of, row_id};
+use super::verify::{BadRow, check_deferred, is_damage, record_of, row_id};
 use super::{Role, StoreError, configure};
 
 /// Rows one statement of the check reads.
@@ -141,12 +141,18 @@ impl LedgerWatch {
 /// (`chain.rs`: every chain hash, every revision's content digest, every chained Evidence id), on
 /// a thread of its own. With no row to check (`highest` 0 and no chain) it is clean at once and
 /// no thread starts.
+///
+/// `deferred` when resume checked the file in constant time only (a large file,
+/// `verify::FULL_CHECK_AT_RESUME`): once the rows and the chain are clean, the check then runs
+/// what resume left out (`quick_check`, the ledger's counts, each ledger table against its
+/// indexes), and damage found there refuses later writes as a bad row does.
 pub(super) fn start(
     path: &Path,
     highest: i64,
     chained: bool,
+    deferred: bool,
 ) -> Result<(Arc<LedgerWatch>, Option<JoinHandle<()>>), std::io::Error> {
-    if highest <= 0 && !chained {
+    if highest <= 0 && !chained && !deferred {
         return Ok((Arc::new(LedgerWatch::new(LedgerStatus::Clean)), None));
     }
     let watch = Arc::new(LedgerWatch::new(LedgerStatus::Running));
@@ -155,7 +161,10 @@ pub(super) fn start(
         .spawn({
             let (watch, path) = (watch.clone(), path.to_owned());
             move || {
-                let status = run(&path, highest, &watch);
+                let status = match run(&path, highest, &watch) {
+                    LedgerStatus::Clean if deferred => run_deferred(&path, &watch),
+                    status => status,
+                };
                 watch.finish(status);
             }
         })?;
@@ -189,6 +198,30 @@ fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
             }
             Err(e) => return LedgerStatus::Unfinished(e.to_string()),
         }
+    }
+}
+
+/// What a bounded resume left out (`verify::check_deferred`), once rows and chain are clean.
+fn run_deferred(path: &Path, watch: &LedgerWatch) -> LedgerStatus {
+    if watch.stop.load(Ordering::Acquire) {
+        return LedgerStatus::Stopped;
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = match Connection::open_with_flags(path, flags)
+        .map_err(StoreError::from)
+        .and_then(|c| configure(&c, Role::Reader).map(|()| c))
+    {
+        Ok(conn) => conn,
+        Err(e) => return LedgerStatus::Unfinished(e.to_string()),
+    };
+    match check_deferred(&conn, path) {
+        Ok(()) => LedgerStatus::Clean,
+        Err(StoreError::Damaged { reason, .. }) => LedgerStatus::Damaged(BadRow {
+            seq: 0,
+            id: None,
+            problem: reason,
+        }),
+        Err(e) => LedgerStatus::Unfinished(e.to_string()),
     }
 }
 
@@ -357,5 +390,46 @@ mod tests {
         // A new, empty store has nothing to check.
         let fresh = Store::open(&dir.path().join("new.db")).unwrap();
         assert_eq!(fresh.ledger_check(), LedgerStatus::Clean);
+    }
+    #[test]
+    fn a_large_file_is_checked_at_resume_by_its_chain_head_and_in_full_in_the_background_regression_30()
+     {
+        use crate::store::verify::{check_bounded, check_deferred};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        ledger(&path, 5);
+        let conn = Connection::open(&path).unwrap();
+        check_bounded(&conn, &path).unwrap();
+        check_deferred(&conn, &path).unwrap();
+
+        // A row deleted from the middle: the constant-time check cannot see it, what resume
+        // left to the background does, and so does the background check as a whole.
+        conn.execute("delete from evidence where seq = 3", [])
+            .unwrap();
+        check_bounded(&conn, &path).unwrap();
+        let Err(StoreError::Damaged { reason, .. }) = check_deferred(&conn, &path) else {
+            panic!("the deferred check passed a deleted row");
+        };
+        assert_eq!(
+            reason,
+            "the ledger is missing rows: 4 present, sequence numbers run to 5, 5 were stored"
+        );
+        let (watch, thread) = start(&path, 5, true, true).unwrap();
+        thread.unwrap().join().unwrap();
+        assert!(
+            matches!(watch.status(), LedgerStatus::Damaged(_)),
+            "{:?}",
+            watch.status()
+        );
+
+        // A head file ahead of the database's chain (a lost tail) is refused at once.
+        crate::store::chain::write_head(&path, 9, [7; 32], 9).unwrap();
+        let Err(StoreError::Damaged { reason, .. }) = check_bounded(&conn, &path) else {
+            panic!("a lost tail passed the bounded check");
+        };
+        assert!(
+            reason.starts_with("lost tail: the chain head file records chain row 9"),
+            "{reason}"
+        );
     }
 }

@@ -58,7 +58,7 @@ pub use targets::{DocumentRow, NewDocument, NewProcedure, NewTarget, ProcedureRo
 pub use unknowns::{
     NewRevision, NewUnknown, Resolution, UnknownHead, UnknownRevision, UnknownStatus,
 };
-pub use verify::{BadRow, LedgerCheck, each_readable_evidence, verify_ledger};
+pub use verify::{BadRow, LedgerCheck, RawEvidence, each_readable_evidence, verify_ledger};
 
 use crate::completion::key::{KEY_ALGORITHM, match_key};
 use crate::fsroot::{Claim, FsError, NewFile};
@@ -342,7 +342,10 @@ impl Store {
 
     /// [`Store::open`] of an existing database that refuses it, before writing anything, when
     /// `PRAGMA quick_check` finds it damaged or ledger rows are missing ([`StoreError::Damaged`]):
-    /// resuming must not go on writing into a broken file.
+    /// resuming must not go on writing into a broken file. A file larger than
+    /// `verify::FULL_CHECK_AT_RESUME` is checked here in constant time (its chain head against
+    /// the head file, its counts) and in full by the background ledger check, which then refuses
+    /// later writes on damage.
     pub fn open_checked(path: &Path) -> Result<Arc<Store>, StoreError> {
         Store::open_inner(path, CheckpointPolicy::default(), true)
     }
@@ -369,10 +372,12 @@ impl Store {
         // Failures are named while the connection still holds its descriptors: once it is
         // dropped, a process out of them has some again and the cause is no longer visible.
         let prepared = (|| {
-            if checked {
+            let deferred = if checked {
                 conn.busy_timeout(BUSY_TIMEOUT)?;
-                verify::refuse_damaged(&conn, path)?;
-            }
+                verify::refuse_damaged(&conn, path)?
+            } else {
+                false
+            };
             let found: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
             if found != 0 && found != APPLICATION_ID {
                 return Err(StoreError::NotASessionDatabase {
@@ -392,15 +397,20 @@ impl Store {
                     r.get(0)
                 })?;
             let head = chain::HeadPublisher::open(path, &conn)?;
-            Ok((Checkpointer::start(path, &mut conn, policy)?, highest, head))
+            Ok((
+                Checkpointer::start(path, &mut conn, policy)?,
+                highest,
+                head,
+                deferred,
+            ))
         })();
-        let ((checkpointer, checkpoints), highest, head) =
+        let ((checkpointer, checkpoints), highest, head, deferred) =
             prepared.map_err(|e| name_exhaustion(path, e))?;
-        let (ledger, ledger_thread) =
-            ledgercheck::start(path, highest, head.chained()).map_err(|source| StoreError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+        let (ledger, ledger_thread) = ledgercheck::start(path, highest, head.chained(), deferred)
+            .map_err(|source| StoreError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
 
         let (tx, rx) = mpsc::channel::<Job>();
         let (done, writes_done) = mpsc::channel::<()>();

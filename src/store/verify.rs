@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::chain::{self, ChainCheck};
 use super::{APPLICATION_ID, BUSY_TIMEOUT, StoreError, immutable_uri, shm_path, wal_is_empty};
-use crate::evidence::{EvidenceRecord, StoredEvidence};
+use crate::evidence::EvidenceRecord;
 use crate::ids::EvidenceId;
 
 /// Lines of `integrity_check`/`quick_check` output kept in a report.
@@ -97,24 +97,62 @@ fn run_check(conn: &Connection, check: &str) -> Result<Vec<String>, rusqlite::Er
     Ok(lines)
 }
 
+/// Database files (with their WAL) up to this size are checked whole at resume; a larger one
+/// is checked there in constant time and whole by the background ledger check. `quick_check`
+/// and the table checks read every page: about 7 s for a ledger of ten million rows, where
+/// resume must answer within a second.
+pub(super) const FULL_CHECK_AT_RESUME: u64 = 64 << 20;
+
+/// How much of the soundness check runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    /// Everything, before anything writes (resume of a file up to [`FULL_CHECK_AT_RESUME`]).
+    Full,
+    /// Resume of a larger file: the chain's head against its head file and the ledger's
+    /// counts that need no scan; [`Depth::Deferred`] follows in the background.
+    Bounded,
+    /// The background ledger check's share of a bounded resume: everything but the chain,
+    /// which that check walks itself.
+    Deferred,
+}
+
 /// `PRAGMA quick_check` plus the ledger's own counts on `conn`, before anything writes: `Err`
 /// with [`StoreError::Damaged`] when the b-trees are unsound or rows are missing from the
-/// ledger (a sequence number without a row, or fewer rows than were counted in).
-pub(super) fn refuse_damaged(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let refused = check_sound(conn, path);
+/// ledger (a sequence number without a row, or fewer rows than were counted in). On a file
+/// larger than [`FULL_CHECK_AT_RESUME`] only the constant-time checks run (a lost tail, a
+/// rewritten chain head, rows missing at the end) and `Ok(true)` says the rest is left to the
+/// background ledger check ([`check_deferred`]), which refuses later writes on damage.
+pub(super) fn refuse_damaged(conn: &Connection, path: &Path) -> Result<bool, StoreError> {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let bounded = size(path) + size(Path::new(&wal)) > FULL_CHECK_AT_RESUME;
+    let depth = if bounded { Depth::Bounded } else { Depth::Full };
+    let refused = check_sound(conn, path, depth);
     if refused.is_err() {
         // Closing the last connection would checkpoint the WAL into the file: a refused
         // database stays as it was found, its WAL too, for verify and export.
         super::checkpoint::skip_checkpoint_on_close(conn);
     }
-    refused
+    refused.map(|()| bounded)
 }
 
-fn check_sound(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+/// What a bounded resume left out, on the background check's connection, in one snapshot.
+pub(super) fn check_deferred(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    conn.execute_batch("begin")?;
+    let checked = check_sound(conn, path, Depth::Deferred);
+    let _ = conn.execute_batch("commit");
+    checked
+}
+
+fn check_sound(conn: &Connection, path: &Path, depth: Depth) -> Result<(), StoreError> {
     let damaged = |reason: String| StoreError::Damaged {
         path: path.to_owned(),
         reason,
     };
+    if depth == Depth::Bounded {
+        return check_bounded(conn, path);
+    }
     let lines = match run_check(conn, "quick_check") {
         Ok(lines) => lines,
         Err(e) if is_damage(&e) => return Err(damaged(format!("quick_check: {e}"))),
@@ -173,6 +211,9 @@ fn check_sound(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             )));
         }
     }
+    if depth == Depth::Deferred {
+        return Ok(());
+    }
     let chain = match chain::check_chain(conn, Some(path), chain::Ids::Skip) {
         Ok(chain) => chain,
         Err(e) if is_damage(&e) => return Err(damaged(format!("the chain: {e}"))),
@@ -182,6 +223,48 @@ fn check_sound(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         return Err(damaged(summary(&chain.problems)));
     }
     Ok(())
+}
+
+/// The constant-time checks of a bounded resume: the highest sequence number against the rows
+/// counted in (rows lost at the end), and the chain's head against its head file (a lost tail,
+/// a rewritten chain). Reads a few pages whatever the ledger's size.
+pub(super) fn check_bounded(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let damaged = |reason: String| StoreError::Damaged {
+        path: path.to_owned(),
+        reason,
+    };
+    let read = (|| -> rusqlite::Result<Option<String>> {
+        let has_ledger: bool = conn.query_row(
+            "select count(*) from sqlite_schema where type = 'table' and name = 'evidence_id_prefixes'",
+            [],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !has_ledger {
+            return Ok(None);
+        }
+        let highest: i64 =
+            conn.query_row("select coalesce(max(seq), 0) from evidence", [], |r| {
+                r.get(0)
+            })?;
+        let counted: i64 = conn.query_row(
+            "select coalesce(sum(rows), 0) from evidence_id_prefixes",
+            [],
+            |r| r.get(0),
+        )?;
+        if highest != counted {
+            return Ok(Some(format!(
+                "the ledger is missing rows: sequence numbers run to {highest}, {counted} were stored"
+            )));
+        }
+        let problems = chain::check_head(conn, path)?;
+        Ok((!problems.is_empty()).then(|| summary(&problems)))
+    })();
+    match read {
+        Ok(None) => Ok(()),
+        Ok(Some(reason)) => Err(damaged(reason)),
+        Err(e) if is_damage(&e) => Err(damaged(format!("the ledger's head: {e}"))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// `PRAGMA integrity_check(table)`: that table's b-tree and every index of it compared with it
@@ -274,10 +357,21 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
         .ok()
         .map(|n| n.max(0) as u64);
 
+    // First, since what it finds decides how the rows are walked: on a sound file the id index
+    // holds exactly the table's ids (integrity_check compares every index with its table), so
+    // comparing each row with the index, and naming lost rows by it, can find nothing. The walk
+    // then keeps nothing per row, and a ledger of ten million rows is verified in constant
+    // memory. Only a file integrity_check faults has its id index read whole.
+    let integrity = match run_check(&conn, "integrity_check") {
+        Ok(lines) => lines.join("; "),
+        Err(e) => format!("unreadable: {e}"),
+    };
     let mut walk = Walk::new(&conn, None);
-    walk.load_index();
-    if let Some(p) = walk.index_problem.take() {
-        problems.push(p);
+    if integrity != "ok" {
+        walk.load_index();
+        if let Some(p) = walk.index_problem.take() {
+            problems.push(p);
+        }
     }
     walk.run();
     let Walk {
@@ -290,12 +384,7 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
     } = walk;
     // Annotation rows repeat their Evidence records; an edited one no longer does.
     problems.extend(super::annotations::check_annotation_rows(&conn));
-    let indexed = indexed.unwrap_or_default();
 
-    let integrity = match run_check(&conn, "integrity_check") {
-        Ok(lines) => lines.join("; "),
-        Err(e) => format!("unreadable: {e}"),
-    };
     for b in &bad_rows {
         problems.push(format!(
             "seq {} {}: {}",
@@ -323,7 +412,12 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
     if integrity != "ok" {
         problems.push(format!("integrity_check: {integrity}"));
     }
-    let chain = match chain::check_chain(&conn, Some(path), chain::Ids::Map(&indexed)) {
+    let ids = match &indexed {
+        Some(map) => chain::Ids::Map(map),
+        // A sound table: each chain row's Evidence id is read beside it, in the chain's order.
+        None => chain::Ids::Join,
+    };
+    let chain = match chain::check_chain(&conn, Some(path), ids) {
         Ok(chain) => chain,
         Err(e) => ChainCheck {
             problems: vec![format!("the chain could not be checked: {e}")],
@@ -352,17 +446,29 @@ impl BadRow {
 
 const UNREADABLE: &str = "row unreadable";
 
+/// A sound ledger row as [`each_readable_evidence`] hands it: the stored record's bytes as they
+/// are (the canonical JSON its id is the digest of, checked to hash to it and to parse as JSON),
+/// borrowed from the row for the one call.
+#[derive(Debug, Clone, Copy)]
+pub struct RawEvidence<'r> {
+    pub id: &'r EvidenceId,
+    pub seq: i64,
+    pub created_at: &'r str,
+    /// Canonical JSON of the record, as stored.
+    pub record: &'r [u8],
+}
+
 /// Where [`each_readable_evidence`] hands a sound row.
-type Sink<'a> = &'a mut dyn FnMut(StoredEvidence) -> Result<(), StoreError>;
+type Sink<'a> = &'a mut dyn FnMut(RawEvidence<'_>) -> Result<(), StoreError>;
 
 /// Every ledger row of the database at `path` that reads, parses and hashes to its id, in
-/// sequence order, handed to `each`; the rows that do not are skipped and returned with their
-/// sequence numbers and ids, in order. Reads past damage as [`verify_ledger`] does, so a bad row
-/// or page costs only the rows it held. An error from `each` ends the walk and is returned.
-/// Blocking.
+/// sequence order, handed to `each` as its stored bytes; the rows that do not are skipped and
+/// returned with their sequence numbers and ids, in order. Reads past damage as
+/// [`verify_ledger`] does, so a bad row or page costs only the rows it held. An error from `each`
+/// ends the walk and is returned. Blocking.
 pub fn each_readable_evidence(
     path: &Path,
-    mut each: impl FnMut(StoredEvidence) -> Result<(), StoreError>,
+    mut each: impl FnMut(RawEvidence<'_>) -> Result<(), StoreError>,
 ) -> Result<Vec<BadRow>, StoreError> {
     let conn = damaged_reader(path)?;
     let mut walk = Walk::new(&conn, Some(&mut each));
@@ -606,14 +712,10 @@ impl<'a> Walk<'a> {
             .as_bytes()
             .ok()
             .map(|b| String::from_utf8_lossy(b).into_owned());
-        match self.sound(seq, id_text.as_deref(), record) {
-            Ok((id, record)) => {
-                let Some(sink) = self.sink.as_mut() else {
-                    return;
-                };
-                let created_at = match created_at.as_str() {
-                    Ok(t) => t.to_owned(),
-                    Err(_) => {
+        if self.sink.is_some() {
+            match export_sound(id_text.as_deref(), record) {
+                Ok((id, bytes)) => {
+                    let Ok(created_at) = created_at.as_str() else {
                         let problem = "the row's created_at is not text".to_owned();
                         self.bad.push(BadRow {
                             seq,
@@ -621,39 +723,39 @@ impl<'a> Walk<'a> {
                             problem,
                         });
                         return;
+                    };
+                    let sink = self.sink.as_mut().expect("checked above");
+                    if let Err(e) = sink(RawEvidence {
+                        id: &id,
+                        seq,
+                        created_at,
+                        record: bytes,
+                    }) {
+                        self.failed = Some(e);
                     }
-                };
-                if let Err(e) = sink(StoredEvidence {
-                    id,
-                    seq,
-                    created_at,
-                    record,
-                }) {
-                    self.failed = Some(e);
                 }
+                Err(problem) => self.bad_row(seq, id_text, problem),
             }
-            Err(problem) => {
-                // An id the row no longer holds readably is named as the index holds it.
-                let id = match id_text.filter(|t| EvidenceId::parse(t).is_ok()) {
-                    Some(id) => Some(id),
-                    None => self.indexed_id(seq),
-                };
-                self.bad.push(BadRow { seq, id, problem });
-            }
+            return;
+        }
+        if let Err(problem) = self.sound(seq, id_text.as_deref(), record) {
+            self.bad_row(seq, id_text, problem);
         }
     }
 
+    fn bad_row(&mut self, seq: i64, id_text: Option<String>, problem: String) {
+        // An id the row no longer holds readably is named as the index holds it.
+        let id = match id_text.filter(|t| EvidenceId::parse(t).is_ok()) {
+            Some(id) => Some(id),
+            None => self.indexed_id(seq),
+        };
+        self.bad.push(BadRow { seq, id, problem });
+    }
+
     /// The row's id and record when it is sound, else what is wrong with it.
-    fn sound(
-        &mut self,
-        seq: i64,
-        id: Option<&str>,
-        record: ValueRef<'_>,
-    ) -> Result<(EvidenceId, EvidenceRecord), String> {
+    fn sound(&mut self, seq: i64, id: Option<&str>, record: ValueRef<'_>) -> Result<(), String> {
         let id = row_id(id)?;
-        // Exporting needs only what the row holds; the index is read there to name lost rows.
-        if self.sink.is_none()
-            && let Some(indexed) = self.indexed.as_ref().and_then(|m| m.get(&seq))
+        if let Some(indexed) = self.indexed.as_ref().and_then(|m| m.get(&seq))
             && indexed != id.as_str()
         {
             return Err(format!("the id index names {indexed} for this row"));
@@ -667,9 +769,6 @@ impl<'a> Walk<'a> {
             Ok(r) => r,
             Err(e) => return Err(format!("the record does not parse: {e}")),
         };
-        if self.sink.is_some() {
-            return Ok((id, parsed));
-        }
         let mut missing_links = vec![];
         for link in &parsed.links {
             let present = self
@@ -688,6 +787,27 @@ impl<'a> Walk<'a> {
                 missing_links.join(", ")
             ));
         }
-        Ok((id, parsed))
+        Ok(())
     }
+}
+
+/// An exported row's id and stored record when it is sound, else what is wrong with it: the
+/// record hashes to the id and parses as JSON. Exporting needs only what the row holds (the index
+/// is read to name lost rows), and writes the stored bytes as they are, so they are checked
+/// without building the record.
+fn export_sound<'r>(
+    id: Option<&str>,
+    record: ValueRef<'r>,
+) -> Result<(EvidenceId, &'r [u8]), String> {
+    let id = row_id(id)?;
+    let bytes = record_of(&id, record)?;
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => return Err(format!("the record is not UTF-8: {e}")),
+    };
+    // Well-formed JSON, one value, without allocating its tree.
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        return Err(format!("the record does not parse: {e}"));
+    }
+    Ok((id, bytes))
 }
