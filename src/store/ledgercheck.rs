@@ -171,12 +171,16 @@ pub(super) fn start(
     Ok((watch, Some(thread)))
 }
 
-fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
+/// A read-only connection of the check's own, configured as a reader.
+fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = match Connection::open_with_flags(path, flags)
-        .map_err(StoreError::from)
-        .and_then(|c| configure(&c, Role::Reader).map(|()| c))
-    {
+    let conn = Connection::open_with_flags(path, flags)?;
+    configure(&conn, Role::Reader)?;
+    Ok(conn)
+}
+
+fn run(path: &Path, highest: i64, watch: &LedgerWatch) -> LedgerStatus {
+    let conn = match open_reader(path) {
         Ok(conn) => conn,
         Err(e) => return LedgerStatus::Unfinished(e.to_string()),
     };
@@ -206,11 +210,7 @@ fn run_deferred(path: &Path, watch: &LedgerWatch) -> LedgerStatus {
     if watch.stop.load(Ordering::Acquire) {
         return LedgerStatus::Stopped;
     }
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = match Connection::open_with_flags(path, flags)
-        .map_err(StoreError::from)
-        .and_then(|c| configure(&c, Role::Reader).map(|()| c))
-    {
+    let conn = match open_reader(path) {
         Ok(conn) => conn,
         Err(e) => return LedgerStatus::Unfinished(e.to_string()),
     };
