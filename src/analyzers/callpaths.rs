@@ -16,7 +16,10 @@ use serde::{Deserialize, Serialize};
 use crate::providers::native::{Image, ProviderError, hex, hex_opt};
 
 /// Longest path, in calls, a query may ask for.
-pub const MAX_DEPTH: usize = 12;
+pub const MAX_DEPTH: usize = 32;
+
+/// The depth bound of a query that names none, in calls.
+pub const DEFAULT_DEPTH: usize = 12;
 
 /// Most paths one answer lists; the count is exact regardless.
 pub const MAX_PATHS: usize = 1_000;
@@ -201,6 +204,13 @@ pub struct CallPaths {
     pub gaps: Vec<PathGap>,
     /// Exact number of such gaps (absent when the time budget ran out first).
     pub gaps_total: Option<u64>,
+    /// Whether `to` can be reached from `from` by direct calls at all, at any depth: the search
+    /// goes on past `max_depth` when no path was found within it. Absent when the time budget
+    /// ran out before that was known.
+    pub reachable: Option<bool>,
+    /// When no path is found within `max_depth` but one exists deeper: the length of the
+    /// shortest, in calls (ask again with that `max_depth`, at most the limit, to list them).
+    pub shortest_beyond: Option<usize>,
     /// Whether the time budget ran out; `total`, `paths` and `gaps` are then incomplete.
     pub deadline_hit: bool,
 }
@@ -350,6 +360,8 @@ impl CallGraph {
             truncated: false,
             gaps: Vec::new(),
             gaps_total: None,
+            reachable: None,
+            shortest_beyond: None,
             deadline_hit: false,
         };
         // Breadth-first levels with shortest-path counts; the search stops after the level
@@ -362,6 +374,7 @@ impl CallGraph {
         count[from as usize] = 1;
         let mut found = (from == to).then_some(0usize);
         let mut steps = 0u64;
+        let mut exhausted = false;
         while found.is_none() && levels.len() <= query.max_depth {
             if out_of_time() {
                 answer.deadline_hit = true;
@@ -387,6 +400,7 @@ impl CallGraph {
                 }
             }
             if next.is_empty() {
+                exhausted = true;
                 break;
             }
             next.sort_by_key(|&v| self.nodes[v as usize].address);
@@ -418,8 +432,40 @@ impl CallGraph {
         }
         answer.gaps_total = Some(gaps_total);
         let Some(length) = found else {
+            // Nothing within the bound: whether `to` lies deeper, from the last level on.
+            if exhausted {
+                answer.reachable = Some(false);
+                return Ok(answer);
+            }
+            let mut frontier = levels.last().cloned().unwrap_or_default();
+            let mut level = levels.len() as u32;
+            while !frontier.is_empty() {
+                let mut next = Vec::new();
+                for &u in &frontier {
+                    for e in &self.edges[u as usize] {
+                        steps += 1;
+                        if steps.is_multiple_of(4096) && out_of_time() {
+                            answer.deadline_hit = true;
+                            return Ok(answer);
+                        }
+                        if depth[e.to as usize] == UNSEEN {
+                            depth[e.to as usize] = level;
+                            next.push(e.to);
+                        }
+                    }
+                }
+                if depth[to as usize] == level {
+                    answer.reachable = Some(true);
+                    answer.shortest_beyond = Some(level as usize);
+                    return Ok(answer);
+                }
+                frontier = next;
+                level += 1;
+            }
+            answer.reachable = Some(false);
             return Ok(answer);
         };
+        answer.reachable = Some(true);
         // Which nodes of the search lead to `to` along shortest-path edges.
         let mut leads = vec![false; self.nodes.len()];
         leads[to as usize] = true;
@@ -616,6 +662,14 @@ mod tests {
                 // Nothing calls main.
                 let p = query(&graph, at("c"), at("main"), 12);
                 assert_eq!((p.shortest, p.total, p.paths.len()), (None, Some(0), 0));
+                assert_eq!((p.reachable, p.shortest_beyond), (Some(false), None));
+                // main -> a -> b -> c is three calls, main -> d -> c two: past a bound of one,
+                // the answer says c lies two calls deep.
+                let p = query(&graph, at("main"), at("c"), 1);
+                assert_eq!((p.shortest, p.total), (None, Some(0)), "{case}");
+                assert_eq!((p.reachable, p.shortest_beyond), (Some(true), Some(2)));
+                let p = query(&graph, at("main"), at("c"), MAX_DEPTH);
+                assert_eq!((p.shortest, p.reachable), (Some(2), Some(true)));
 
                 // The bound: c is two calls from main.
                 let p = query(&graph, at("main"), at("c"), 1);
@@ -666,13 +720,13 @@ mod tests {
         let too_deep = graph.paths(&PathQuery {
             from: sym["main"],
             to: sym["c"],
-            max_depth: 13,
+            max_depth: 33,
             limit: 10,
             budget: Duration::from_secs(1),
         });
         assert!(matches!(
             too_deep,
-            Err(CallPathError::DepthTooLarge { max_depth: 13 })
+            Err(CallPathError::DepthTooLarge { max_depth: 33 })
         ));
         let nowhere = graph.paths(&PathQuery {
             from: sym["main"] + 1,

@@ -73,7 +73,8 @@ pub struct CallPathsArgs {
     #[serde(default)]
     #[serde(deserialize_with = "cap::name_opt")]
     pub document: Option<String>,
-    /// Longest path in calls (default and most 12).
+    /// Longest path in calls (default 12, at most 32); when none is found within it, the
+    /// answer still says whether the target is reachable deeper.
     #[serde(default)]
     pub max_depth: Option<usize>,
     /// Paths to list (default 20, at most 1000); the count is exact regardless.
@@ -198,7 +199,7 @@ impl Investigation {
 
     /// `call_paths`: the shortest direct call paths between two procedures of the active target.
     pub async fn call_paths(&self, args: CallPathsArgs) -> Result<Observed<CallPaths>> {
-        let max_depth = args.max_depth.unwrap_or(callpaths::MAX_DEPTH);
+        let max_depth = args.max_depth.unwrap_or(callpaths::DEFAULT_DEPTH);
         if max_depth == 0 || max_depth > callpaths::MAX_DEPTH {
             return Err(InvestigationError::InvalidArgument(format!(
                 "max_depth must be 1 to {}",

@@ -448,7 +448,7 @@ async fn call_paths_follow_the_sources_call_graph() {
     let err = h
         .call_err(
             "call_paths",
-            json!({ "from": "main", "to": "leaf_mul", "max_depth": 13 }),
+            json!({ "from": "main", "to": "leaf_mul", "max_depth": 33 }),
         )
         .await;
     assert!(err.contains("max_depth"), "{err}");
@@ -461,6 +461,30 @@ async fn call_paths_follow_the_sources_call_graph() {
     assert_eq!(short["shortest"], Value::Null, "{short}");
     assert_eq!(short["total"], 0, "{short}");
     assert_eq!(short["paths"].as_array().unwrap().len(), 0);
+    // chain_a -> chain_b -> chain_c -> leaf_mul (graph.c): three calls, past the bound of two,
+    // so the answer says the target lies deeper and how deep.
+    assert_eq!(short["reachable"], true, "{short}");
+    assert_eq!(short["shortest_beyond"], 3, "{short}");
+    let deep = h
+        .call(
+            "call_paths",
+            json!({ "from": "chain_a", "to": "leaf_mul", "max_depth": 32 }),
+        )
+        .await;
+    assert_eq!(deep["shortest"], 3, "{deep}");
+    assert_eq!(deep["shortest_beyond"], Value::Null, "{deep}");
+    // Nothing calls main: unreachable at any depth, said as such.
+    let back = h
+        .call(
+            "call_paths",
+            json!({ "from": "leaf_mul", "to": "main", "max_depth": 1 }),
+        )
+        .await;
+    assert_eq!(
+        (&back["reachable"], &back["shortest_beyond"]),
+        (&json!(false), &Value::Null),
+        "{back}"
+    );
 }
 
 /// `rea compare LEFT RIGHT` with `extra` arguments, in a fresh state directory; its stdout.
