@@ -663,17 +663,14 @@ mod tests {
                 let p = query(&graph, at("c"), at("main"), 12);
                 assert_eq!((p.shortest, p.total, p.paths.len()), (None, Some(0), 0));
                 assert_eq!((p.reachable, p.shortest_beyond), (Some(false), None));
-                // main -> a -> b -> c is three calls, main -> d -> c two: past a bound of one,
+                let p = query(&graph, at("main"), at("c"), MAX_DEPTH);
+                assert_eq!((p.shortest, p.reachable), (Some(2), Some(true)));
+
+                // The bound: c is two calls from main (main -> d -> c), so past a bound of one
                 // the answer says c lies two calls deep.
                 let p = query(&graph, at("main"), at("c"), 1);
                 assert_eq!((p.shortest, p.total), (None, Some(0)), "{case}");
                 assert_eq!((p.reachable, p.shortest_beyond), (Some(true), Some(2)));
-                let p = query(&graph, at("main"), at("c"), MAX_DEPTH);
-                assert_eq!((p.shortest, p.reachable), (Some(2), Some(true)));
-
-                // The bound: c is two calls from main.
-                let p = query(&graph, at("main"), at("c"), 1);
-                assert_eq!((p.shortest, p.total), (None, Some(0)), "{case}");
                 assert!(p.gaps.iter().all(|g| g.depth == 0));
             }
         }
