@@ -6,21 +6,26 @@
 //! provider, never the page) and every later page, in this call or another, is cut from that
 //! record in the ledger: asking again costs a lookup, not a decompilation.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::args::cap;
+use super::decompilers::InFlight;
 use super::observe::{self, EvidenceInline, Observed, Qualifiers, in_document, subject_of};
-use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking};
+use super::session::{ActiveTarget, Snapshot};
+use super::{
+    Cancel, DocumentSelector, Investigation, InvestigationError, Progress, Result, blocking,
+};
 use crate::evidence::{Authority, Confidence, ProviderStamp};
 use crate::fsroot::Deadline;
 use crate::ids::{Address, EvidenceId};
-use crate::providers::angr::{self, Angr};
+use crate::providers::angr;
 use crate::providers::decompile::{
-    AnalystHints, DEFAULT_PAGE_LINES, DataHint, DeclarationCheck, DecompileError, Decompiler,
-    MAX_PAGE_LINES, ProcedureHint, PseudoCode, PseudoCodePage,
+    AnalystHints, DEFAULT_PAGE_LINES, DataHint, MAX_PAGE_LINES, ProcedureHint, PseudoCode,
+    PseudoCodePage,
 };
 use crate::providers::native::{ByteHit, BytePattern, ByteRead, Image, MAX_HITS_PAGE};
 use crate::store::{AnnotationKind, AnnotationScope, LiveAnnotation, RecordOutcome};
@@ -49,150 +54,162 @@ pub struct PseudoCodeArgs {
     /// Lines in the page (default 200, at most 2000).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// Seconds to wait for a decompilation not yet recorded (default 45, 1 to 600). Past
+    /// them the answer says what is done; angr goes on and records the result, which the next
+    /// ask returns.
+    #[serde(default)]
+    pub wait_seconds: Option<u64>,
 }
 
 /// What a pseudo-code record is about: its parameters in the ledger, whatever page was asked.
 /// `annotations` are the Evidence ids of the annotation revisions the decompiler applied, so a
 /// new revision that affects the procedure asks anew, and an unchanged set finds the record.
-#[derive(Debug, Serialize)]
-struct PseudoCodeKey<'a> {
-    document: &'a str,
+#[derive(Debug, Clone, Serialize)]
+struct PseudoCodeKey {
+    document: String,
     procedure: Address,
-    provider: &'a str,
+    provider: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     annotations: Vec<EvidenceId>,
 }
 
-/// Where a decompiler thread's answer goes.
-type Reply<T> = tokio::sync::oneshot::Sender<std::result::Result<T, DecompileError>>;
+/// How long a call waits for a decompilation by default before it answers that it goes on:
+/// below the 60 s request timeout of the MCP SDKs.
+const DEFAULT_WAIT_SECONDS: u64 = 45;
 
-/// Work asked of a session's decompiler thread.
-enum Job {
-    /// A procedure's pseudo-code with the analyst's hints applied.
-    Decompile(Arc<Image>, u64, AnalystHints, Reply<Arc<PseudoCode>>),
-    /// A C declaration parsed as the decompiler parses it: kind, text, the document's types.
-    Check(
-        Arc<Image>,
-        &'static str,
-        String,
-        Vec<String>,
-        Reply<DeclarationCheck>,
-    ),
+/// The longest wait a call may ask for.
+const MAX_WAIT_SECONDS: u64 = 600;
+
+/// At most this many direct callees of a procedure just decompiled are decompiled ahead.
+const AHEAD: usize = 8;
+
+/// One procedure's decompilation as the ledger knows it: its key, and the hints it applies.
+struct Ask {
+    key: PseudoCodeKey,
+    hints: AnalystHints,
 }
 
-/// The decompiler of one binary session: a thread of its own that owns the angr session and its
-/// worker, started on the first call that needs it and stopped when the session closes or
-/// switches target. The worker dies with the thread that started it (its parent-death signal
-/// is per thread), so it must be a thread that lives as long as the session, never one of the
-/// runtime's blocking threads, which end when idle; and with rea, since that thread does.
-#[derive(Debug, Default)]
-pub(crate) struct Decompilers(Mutex<Option<DecompilerThread>>);
-
-#[derive(Debug)]
-struct DecompilerThread {
-    jobs: std::sync::mpsc::Sender<Job>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Decompilers {
-    /// The pseudo-code of the procedure starting at `start`, from the session's decompiler
-    /// (started now when it is not running).
-    async fn decompile(
-        &self,
-        image: Arc<Image>,
+impl Ask {
+    /// The decompilation of the procedure at `start` of `document`, with the annotations of
+    /// `heads` that apply to it.
+    async fn of(
+        image: &Arc<Image>,
+        document: &str,
         start: u64,
-        hints: AnalystHints,
-    ) -> Result<Arc<PseudoCode>> {
-        self.ask(|reply| Job::Decompile(image, start, hints, reply))
-            .await
-    }
-
-    /// A C declaration parsed by the session's decompiler as it would parse it when
-    /// decompiling; `None` when no decompiler is installed (nothing is started then).
-    pub(crate) async fn check(
-        &self,
-        image: Arc<Image>,
-        kind: &'static str,
-        text: String,
-        types: Vec<String>,
-    ) -> Result<Option<DeclarationCheck>> {
-        if !self.running() && angr::locate().is_err() {
-            return Ok(None);
-        }
-        self.ask(|reply| Job::Check(image, kind, text, types, reply))
-            .await
-            .map(Some)
-    }
-
-    fn running(&self) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_some()
-    }
-
-    /// Sends one job to the decompiler thread (started now when it is not running) and waits
-    /// for its answer.
-    async fn ask<T>(&self, job: impl FnOnce(Reply<T>) -> Job) -> Result<T> {
-        let answer = {
-            let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            if slot.is_none() {
-                let angr = Angr::from_environment()?;
-                *slot = Some(DecompilerThread::start(angr)?);
-            }
-            let (reply, answer) = tokio::sync::oneshot::channel();
-            let running = slot.as_ref().expect("started above");
-            if running.jobs.send(job(reply)).is_err() {
-                *slot = None;
-                return Err(thread_gone());
-            }
-            answer
+        heads: &[LiveAnnotation],
+    ) -> Result<Ask> {
+        let (hints, used) = if heads.is_empty() {
+            (AnalystHints::default(), Vec::new())
+        } else {
+            let callees = {
+                let image = image.clone();
+                blocking(move || {
+                    Ok(image
+                        .callees(start)
+                        .map(|e| e.callees.iter().map(|c| c.target).collect::<Vec<_>>())
+                        .unwrap_or_default())
+                })
+                .await?
+            };
+            analyst_hints(heads, start, &callees)
         };
-        Ok(answer.await.map_err(|_| thread_gone())??)
-    }
-
-    /// Stops the session's decompiler and its worker. Blocking: waits for a call in progress.
-    pub fn stop(&self) {
-        let running = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(running) = running {
-            drop(running.jobs);
-            let _ = running.thread.join();
-        }
-    }
-}
-
-impl DecompilerThread {
-    fn start(mut angr: Angr) -> Result<DecompilerThread> {
-        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-        let thread = std::thread::Builder::new()
-            .name("rea-decompiler".into())
-            .spawn(move || {
-                for job in queue {
-                    match job {
-                        Job::Decompile(image, start, hints, reply) => {
-                            let _ = reply
-                                .send(angr.decompile_with(&image, start, &hints).map(|d| d.code));
-                        }
-                        Job::Check(image, kind, text, types, reply) => {
-                            let _ = reply.send(angr.check_declaration(&image, kind, &text, &types));
-                        }
-                    }
-                }
-                angr.close();
-            })
-            .map_err(|source| DecompileError::Io {
+        Ok(Ask {
+            key: PseudoCodeKey {
+                document: document.to_owned(),
+                procedure: Address(start),
                 provider: angr::PROVIDER_ID,
-                operation: "start the decompiler thread",
-                source,
-            })?;
-        Ok(DecompilerThread { jobs, thread })
+                annotations: used,
+            },
+            hints,
+        })
+    }
+
+    /// The key of the decompilation in flight: the target and the record's parameters.
+    fn flight(&self, sha256: &str) -> Result<String> {
+        flight_of(sha256, &self.key)
     }
 }
 
-fn thread_gone() -> InvestigationError {
-    DecompileError::Crashed {
-        provider: angr::PROVIDER_ID,
-        status: "its thread in rea ended".into(),
-        stderr: String::new(),
+fn flight_of(sha256: &str, key: &PseudoCodeKey) -> Result<String> {
+    Ok(format!("{sha256} {}", serde_json::to_string(key)?))
+}
+
+/// The page of the recorded pseudo-code `key` names, when the ledger has it; `fresh` when this
+/// call waited for it to be recorded.
+fn stored(
+    s: &Snapshot,
+    a: &ActiveTarget,
+    key: &PseudoCodeKey,
+    offset: usize,
+    limit: usize,
+    fresh: bool,
+) -> Result<Option<Observed<PseudoCodePage>>> {
+    let Some(stored) = s
+        .store()
+        .find_observation(PSEUDO_CODE, &a.target.sha256, key)?
+    else {
+        return Ok(None);
+    };
+    let code: PseudoCode = serde_json::from_value(stored.record.result.clone())?;
+    let outcome = RecordOutcome {
+        id: stored.id,
+        seq: stored.seq,
+        created_at: stored.created_at,
+        new: fresh,
+    };
+    Ok(Some(Observed {
+        result: code.page(offset, limit),
+        evidence: EvidenceInline::new(outcome, stored.record),
+    }))
+}
+
+/// Whether the callee at `address` is worth decompiling ahead: a procedure of the inventory,
+/// not a stub that jumps to an import (its pseudo-code is one call).
+fn decompiled_ahead(image: &Image, address: u64) -> bool {
+    let Some(procedure) = image.procedure_starting_at(address) else {
+        return false;
+    };
+    let stub_name = procedure
+        .name
+        .as_deref()
+        .is_some_and(|n| n.ends_with("@plt") || n.ends_with("@thunk"));
+    let stub_section = image.section_at(address).is_some_and(|s| {
+        let name = s.name.as_str();
+        name.contains("plt") || name.contains("stubs") || name == ".idata"
+    });
+    !stub_name && !stub_section
+}
+
+/// Records `code`, the decompilation `key` names, as Evidence of `subject`.
+async fn record_pseudo_code(
+    store: Arc<crate::store::Store>,
+    subject: crate::evidence::Subject,
+    key: PseudoCodeKey,
+    code: Arc<PseudoCode>,
+) -> Result<()> {
+    let mut limitations = code.limitations.clone();
+    if !key.annotations.is_empty() {
+        limitations.push(format!(
+            "the decompiler applied {} analyst annotation revision(s) (linked): names, prototypes and types they give are analyst-inference, not read from the file",
+            key.annotations.len()
+        ));
     }
-    .into()
+    let q = Qualifiers {
+        confidence: Confidence::Derived,
+        authority: Authority::ShippedArtifact,
+        provider: ProviderStamp {
+            id: code.provider.id.clone(),
+            name: code.provider.name.clone(),
+            version: code.provider.version.clone(),
+        },
+        limitations,
+        links: key.annotations.clone(),
+        ..Qualifiers::observed()
+    }
+    .at(in_document(&key.document, Some(key.procedure.to_string())));
+    let record = observe::record(PSEUDO_CODE, Some(subject), &key, &*code, q)?;
+    store.commit(crate::store::Recording::of(record)).await?;
+    Ok(())
 }
 
 /// The analyst's annotations a decompilation of the procedure at `start` applies, and the
@@ -328,9 +345,14 @@ pub struct BytesRead {
 impl Investigation {
     /// `procedure_pseudo_code`: a page of the pseudo-C of one procedure, decompiled once per
     /// document and procedure, its references resolved to rea's procedures, imports and strings.
+    /// `progress` hears angr's stages; `cancel` stops it (the worker keeps the document). Past
+    /// the wait, the answer says what is done while angr goes on and records the result. Once
+    /// a procedure is decompiled, its direct callees are decompiled ahead in the background.
     pub async fn procedure_pseudo_code(
         &self,
         args: PseudoCodeArgs,
+        progress: Arc<dyn Progress>,
+        cancel: &Cancel,
     ) -> Result<Observed<PseudoCodePage>> {
         match args.provider_id.as_deref() {
             None | Some("auto") | Some(angr::PROVIDER_ID) => {}
@@ -340,6 +362,12 @@ impl Investigation {
                     angr::PROVIDER_ID
                 )));
             }
+        }
+        let wait = args.wait_seconds.unwrap_or(DEFAULT_WAIT_SECONDS);
+        if !(1..=MAX_WAIT_SECONDS).contains(&wait) {
+            return Err(InvestigationError::InvalidArgument(format!(
+                "wait_seconds is {wait}; it is 1 to {MAX_WAIT_SECONDS}"
+            )));
         }
         let (s, a, r, image) = self
             .procedure_image(&args.procedure, args.document.as_deref())
@@ -354,74 +382,120 @@ impl Investigation {
             .store()
             .annotation_heads(&a.target.sha256, Some(&r.doc.name))?;
         let start = r.procedure.address.0;
-        let (hints, used) = if heads.is_empty() {
-            (AnalystHints::default(), Vec::new())
-        } else {
-            let callees = {
-                let image = image.clone();
-                blocking(move || {
-                    Ok(image
-                        .callees(start)
-                        .map(|e| e.callees.iter().map(|c| c.target).collect::<Vec<_>>())
-                        .unwrap_or_default())
-                })
-                .await?
-            };
-            analyst_hints(&heads, start, &callees)
-        };
-        let key = PseudoCodeKey {
-            document: &r.doc.name,
-            procedure: r.procedure.address,
-            provider: angr::PROVIDER_ID,
-            annotations: used.clone(),
-        };
-        if let Some(stored) = s
-            .store()
-            .find_observation(PSEUDO_CODE, &a.target.sha256, &key)?
-        {
-            let code: PseudoCode = serde_json::from_value(stored.record.result.clone())?;
-            let outcome = RecordOutcome {
-                id: stored.id,
-                seq: stored.seq,
-                created_at: stored.created_at,
-                new: false,
-            };
-            return Ok(Observed {
-                result: code.page(offset, limit),
-                evidence: EvidenceInline::new(outcome, stored.record),
-            });
+        let ask = Ask::of(&image, &r.doc.name, start, &heads).await?;
+        if let Some(found) = stored(&s, &a, &ask.key, offset, limit, false)? {
+            return Ok(found);
         }
-        let code = s
-            .session
+        let mut flight = self.launch(&s, &a, &image, ask.key.clone(), ask.hints.clone(), true)?;
+        let mut outcome = flight
+            .wait(Duration::from_secs(wait), progress.clone(), cancel)
+            .await;
+        // Joined a decompilation another caller cancelled: this call did not, so it asks anew.
+        if matches!(outcome, Some(Err(_))) && flight.running.cancelled() && !cancel.is_cancelled() {
+            flight = self.launch(&s, &a, &image, ask.key.clone(), ask.hints, true)?;
+            outcome = flight
+                .wait(Duration::from_secs(wait), progress, cancel)
+                .await;
+        }
+        match outcome {
+            Some(Ok(())) => {}
+            Some(Err(failure)) => return Err(InvestigationError::Shared(failure)),
+            None => {
+                let name = r
+                    .procedure
+                    .name
+                    .as_deref()
+                    .map(|n| format!("{n} at "))
+                    .unwrap_or_default();
+                return Err(InvestigationError::Pending(format!(
+                    "angr has not finished decompiling {name}{} within {wait} s: {}. It goes on in the background and records the pseudo-code in the ledger; ask again (a longer wait_seconds waits for it) to get it",
+                    r.procedure.address,
+                    flight.running.summary()
+                )));
+            }
+        }
+        let found = stored(&s, &a, &ask.key, offset, limit, true)?.ok_or_else(|| {
+            InvestigationError::SessionState(
+                "the pseudo-code was recorded but is not in the ledger any more".into(),
+            )
+        })?;
+        self.decompile_ahead(&s, &a, &image, &r.doc.name, start, &heads)
+            .await;
+        Ok(found)
+    }
+
+    /// Starts (or joins) the decompilation `key` names; its result is recorded in the ledger.
+    fn launch(
+        &self,
+        s: &Snapshot,
+        a: &Arc<ActiveTarget>,
+        image: &Arc<Image>,
+        key: PseudoCodeKey,
+        hints: AnalystHints,
+        wanted: bool,
+    ) -> Result<InFlight> {
+        let flight = flight_of(&a.target.sha256, &key)?;
+        let (store, subject) = (s.store().clone(), subject_of(&a.target));
+        let start = key.procedure.0;
+        s.session
             .decompilers
-            .decompile(image, r.procedure.address.0, hints)
-            .await?;
-        let page = code.page(offset, limit);
-        let mut limitations = code.limitations.clone();
-        if !used.is_empty() {
-            limitations.push(format!(
-                "the decompiler applied {} analyst annotation revision(s) (linked): names, prototypes and types they give are analyst-inference, not read from the file",
-                used.len()
-            ));
+            .launch(flight, image.clone(), start, hints, wanted, move |code| {
+                record_pseudo_code(store, subject, key, code)
+            })
+    }
+
+    /// Queues, in the background, the decompilation of up to [`AHEAD`] direct callees of the
+    /// procedure at `start` that are neither recorded nor in flight (import stubs left out), so
+    /// that the agent's next ask of one answers from the ledger. Best effort: a failure here is
+    /// only logged.
+    async fn decompile_ahead(
+        &self,
+        s: &Snapshot,
+        a: &Arc<ActiveTarget>,
+        image: &Arc<Image>,
+        document: &str,
+        start: u64,
+        heads: &[LiveAnnotation],
+    ) {
+        let callees = {
+            let image = image.clone();
+            blocking(move || {
+                let edges = image.callees(start).map(|e| e.callees).unwrap_or_default();
+                Ok(edges
+                    .iter()
+                    .map(|c| c.target)
+                    .filter(|&c| c != start && decompiled_ahead(&image, c))
+                    .collect::<Vec<_>>())
+            })
+            .await
+            .unwrap_or_default()
+        };
+        let mut queued = 0;
+        for callee in callees {
+            if queued == AHEAD {
+                break;
+            }
+            let outcome = async {
+                let ask = Ask::of(image, document, callee, heads).await?;
+                let flight = ask.flight(&a.target.sha256)?;
+                if s.session.decompilers.in_flight(&flight, false).is_some()
+                    || stored(s, a, &ask.key, 0, 1, false)?.is_some()
+                {
+                    return Ok(false);
+                }
+                self.launch(s, a, image, ask.key, ask.hints, false)?;
+                Ok::<_, InvestigationError>(true)
+            }
+            .await;
+            match outcome {
+                Ok(true) => queued += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::debug!(callee, error = %e, "not decompiled ahead");
+                    break;
+                }
+            }
         }
-        let q = Qualifiers {
-            confidence: Confidence::Derived,
-            authority: Authority::ShippedArtifact,
-            provider: ProviderStamp {
-                id: code.provider.id.clone(),
-                name: code.provider.name.clone(),
-                version: code.provider.version.clone(),
-            },
-            limitations,
-            links: used,
-            ..Qualifiers::observed()
-        }
-        .at(in_document(
-            &r.doc.name,
-            Some(r.procedure.address.to_string()),
-        ));
-        let record = observe::record(PSEUDO_CODE, Some(subject_of(&a.target)), &key, &*code, q)?;
-        observe::commit(s.store(), crate::store::Recording::of(record), page).await
     }
 
     /// `read_bytes`: up to 4096 bytes at an address with their section, symbol, procedure and

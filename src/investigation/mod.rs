@@ -35,6 +35,7 @@ mod cache;
 mod capture;
 mod carry;
 mod compare;
+mod decompilers;
 mod depth;
 mod doctor;
 mod javascript;
@@ -191,6 +192,13 @@ pub enum InvestigationError {
     /// A worker thread of the operation failed.
     #[error("the operation's worker failed: {0}")]
     Worker(#[from] tokio::task::JoinError),
+    /// The operation goes on after this call's deadline; the message says what is done, what
+    /// runs now, and how to get the result.
+    #[error("{0}")]
+    Pending(String),
+    /// A failure of work another call started and this one waited for, as that work reported it.
+    #[error("{0}")]
+    Shared(std::sync::Arc<str>),
 }
 
 /// Result of an operation.

@@ -176,7 +176,7 @@ pub(crate) struct OpenSession {
     /// The last procedure comparison and call graph.
     pub analyses: super::cache::AnalysisCache,
     /// Decompilers started for this session's documents.
-    pub decompilers: super::depth::Decompilers,
+    pub decompilers: super::decompilers::Decompilers,
     /// Its share of the server's live-session budget, returned with it.
     _permit: super::budget::Permit,
 }

@@ -39,10 +39,49 @@ pub trait Decompiler: Send {
         image: &Image,
         procedure: u64,
         hints: &AnalystHints,
+    ) -> Result<Decompiled, DecompileError> {
+        self.decompile_controlled(image, procedure, hints, &Control::default())
+    }
+
+    /// [`Decompiler::decompile_with`], reporting its stages to `control` while it runs and
+    /// stopping (with [`DecompileError::Cancelled`]) once `control` asks it to.
+    fn decompile_controlled(
+        &mut self,
+        image: &Image,
+        procedure: u64,
+        hints: &AnalystHints,
+        control: &Control<'_>,
     ) -> Result<Decompiled, DecompileError>;
 
     /// Stops whatever the decompiler keeps running. Dropping it does the same.
     fn close(&mut self);
+}
+
+/// A decompilation's progress reporter: the share done (0 to 100) and what it does now.
+pub type Report<'a> = dyn Fn(u64, &str) + Sync + 'a;
+
+/// What a running decompilation tells its caller, and how the caller stops it. The default hears
+/// nothing and never stops.
+#[derive(Default)]
+pub struct Control<'a> {
+    /// Called with the share done (0 to 100) and what is being done now; never decreasing.
+    pub report: Option<&'a Report<'a>>,
+    /// Polled while the decompiler works; `true` stops it.
+    pub stop: Option<&'a (dyn Fn() -> bool + Sync + 'a)>,
+}
+
+impl Control<'_> {
+    /// Reports `percent` done (0 to 100) and what is being done.
+    pub fn report(&self, percent: u64, message: &str) {
+        if let Some(report) = self.report {
+            report(percent.min(100), message);
+        }
+    }
+
+    /// Whether the caller asks the decompiler to stop.
+    pub fn stopped(&self) -> bool {
+        self.stop.is_some_and(|stop| stop())
+    }
 }
 
 /// What the analyst has said that a decompilation uses (from the annotations of the document):
@@ -408,6 +447,17 @@ pub enum DecompileError {
         provider: &'static str,
         /// What was wrong.
         reason: String,
+    },
+    /// The caller asked the decompiler to stop, and it did.
+    #[error(
+        "{provider} stopped decompiling at the caller's request{}",
+        if *kept { "; its worker keeps the document loaded for the next call" } else { "; it did not stop in time and was killed, so the next call starts it afresh" }
+    )]
+    Cancelled {
+        /// Provider id.
+        provider: &'static str,
+        /// Whether the worker stopped by itself and stays loaded (else it was killed).
+        kept: bool,
     },
     /// The decompiler ran and reported that it could not decompile the procedure.
     #[error("{provider} could not decompile {} ({kind}): {message}", format_address(*address))]

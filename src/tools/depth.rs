@@ -2,9 +2,10 @@
 //! bytes at an address or matching a pattern.
 
 use rmcp::handler::server::wrapper::{Json, Parameters};
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, tool, tool_router};
 
-use super::{ToolError, Tools};
+use super::{ToolError, Tools, cancellation, progress};
 use crate::investigation::{
     BytesFound, BytesRead, Observed, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs,
 };
@@ -13,7 +14,9 @@ use crate::providers::decompile::PseudoCodePage;
 #[tool_router(router = depth_tools, vis = "pub(crate)")]
 impl Tools {
     /// Pseudo-C of one procedure from the angr decompiler, paged by lines; calls, strings and
-    /// data it shows are resolved to rea's procedures, imports and strings. Decompiled once.
+    /// data it shows are resolved to rea's procedures, imports and strings. Decompiled once,
+    /// with progress; cancellable; past wait_seconds it says what is done and finishes in the
+    /// background. Direct callees are decompiled ahead.
     #[tool(
         name = "procedure_pseudo_code",
         title = "Procedure pseudo-code",
@@ -22,8 +25,14 @@ impl Tools {
     pub async fn procedure_pseudo_code(
         &self,
         Parameters(args): Parameters<PseudoCodeArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<Observed<PseudoCodePage>>, ToolError> {
-        Ok(Json(self.investigation.procedure_pseudo_code(args).await?))
+        let (progress, cancel) = (progress(&context), cancellation(&context));
+        Ok(Json(
+            self.investigation
+                .procedure_pseudo_code(args, progress, cancel.token())
+                .await?,
+        ))
     }
 
     /// Up to 4096 bytes at an address: hex, printable text, section, symbol, procedure, and the

@@ -322,6 +322,16 @@ impl StdioServer {
         id
     }
 
+    /// The next frame, response or notification.
+    pub fn read_frame(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "server closed stdout"
+        );
+        serde_json::from_str(&line).expect("stdout carries only JSON-RPC frames")
+    }
+
     pub fn read(&mut self) -> Value {
         loop {
             let mut line = String::new();

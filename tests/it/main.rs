@@ -39,6 +39,7 @@ mod invariants;
 mod javascript;
 mod jsonrpc;
 mod listing;
+mod long_decompile_27;
 mod names_15;
 mod objc_names;
 mod parity;

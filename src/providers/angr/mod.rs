@@ -31,7 +31,7 @@ pub use discover::{
 };
 
 use crate::providers::decompile::{
-    AnalystHints, CodeReference, DeclarationCheck, DecompileError, Decompiled, Decompiler,
+    AnalystHints, CodeReference, Control, DeclarationCheck, DecompileError, Decompiled, Decompiler,
     DecompilerIdentity, PseudoCode, PseudoCodePage, ReferenceKind, Referent, Timings,
 };
 use crate::providers::native::{DocumentSpec, Image, display_name};
@@ -45,6 +45,12 @@ pub const PROVIDER_NAME: &str = "angr decompiler";
 
 /// The worker script rea ships.
 const WORKER_SCRIPT: &str = include_str!("worker.py");
+
+/// Where a decompilation's stages begin on its progress scale (0 to 100): starting angr from 0,
+/// loading the document, recovering the procedure's control flow, then decompiling to 100.
+const LOADING: u64 = 5;
+const CFG: u64 = 15;
+const DECOMPILING: u64 = 30;
 
 /// How many recent results a session keeps, so the pages of one procedure cost one run.
 const RECENT: usize = 8;
@@ -90,6 +96,9 @@ pub struct Limits {
     pub max_text_bytes: usize,
     /// Largest procedure region handed to angr, in bytes.
     pub region_cap: u64,
+    /// Longest wait, once a call is stopped, for the worker to say it stopped; past it the
+    /// worker is killed (and the next call starts a fresh one).
+    pub cancel_grace: Duration,
 }
 
 impl Default for Limits {
@@ -102,6 +111,7 @@ impl Default for Limits {
             reply_cap: 16 << 20,
             max_text_bytes: 4 << 20,
             region_cap: 1 << 20,
+            cancel_grace: Duration::from_secs(5),
         }
     }
 }
@@ -254,11 +264,12 @@ impl Decompiler for Angr {
         PROVIDER_ID
     }
 
-    fn decompile_with(
+    fn decompile_controlled(
         &mut self,
         image: &Image,
         procedure: u64,
         hints: &AnalystHints,
+        control: &Control<'_>,
     ) -> Result<Decompiled, DecompileError> {
         let began = Instant::now();
         let doc = image.document();
@@ -287,7 +298,7 @@ impl Decompiler for Angr {
                 },
             });
         }
-        let (code, mut timings) = self.run(image, procedure, hints)?;
+        let (code, mut timings) = self.run(image, procedure, hints, control)?;
         timings.total = began.elapsed();
         let code = Arc::new(code);
         self.remember(doc, procedure, hints, code.clone());
@@ -310,6 +321,7 @@ impl Angr {
         _: &Image,
         _: u64,
         _: &AnalystHints,
+        _: &Control<'_>,
     ) -> Result<(PseudoCode, Timings), DecompileError> {
         Err(DecompileError::NotInstalled {
             provider: PROVIDER_ID,
@@ -336,8 +348,14 @@ impl Angr {
 
 #[cfg(target_os = "linux")]
 impl Angr {
-    /// Starts a worker for `image`'s document unless one has it loaded already.
-    fn ensure(&mut self, image: &Image, timings: &mut Timings) -> Result<(), DecompileError> {
+    /// Starts a worker for `image`'s document unless one has it loaded already. A worker
+    /// stopped by `control` while it starts or loads is killed: it has no document to keep.
+    fn ensure(
+        &mut self,
+        image: &Image,
+        timings: &mut Timings,
+        control: &Control<'_>,
+    ) -> Result<(), DecompileError> {
         if self
             .live
             .as_ref()
@@ -347,10 +365,32 @@ impl Angr {
         }
         // Another document, or none yet: the old worker (if any) goes first.
         self.live = None;
+        let stopped = DecompileError::Cancelled {
+            provider: PROVIDER_ID,
+            kept: false,
+        };
+        if control.stopped() {
+            return Err(stopped);
+        }
+        control.report(0, "starting angr");
+        match self.start(image, timings, control) {
+            Err(_) if control.stopped() => Err(stopped),
+            outcome => outcome,
+        }
+    }
+
+    fn start(
+        &mut self,
+        image: &Image,
+        timings: &mut Timings,
+        control: &Control<'_>,
+    ) -> Result<(), DecompileError> {
+        let stop = || control.stopped();
         let limits = self.limits;
         let process_limits = process::ProcessLimits {
             memory_bytes: limits.memory_bytes,
             reply_cap: limits.reply_cap,
+            cancel_grace: limits.cancel_grace,
         };
         let started = Instant::now();
         let mut process = process::Process::spawn(
@@ -359,17 +399,26 @@ impl Angr {
             &image.bytes,
             process_limits,
         )?;
-        let line = process.next_line(limits.start_timeout, "start", limits.reply_cap)?;
+        let line = process.reply(
+            limits.start_timeout,
+            "start",
+            limits.reply_cap,
+            &mut |_| {},
+            &stop,
+        )?;
         process.script_read();
         let ready = protocol::ready(&line).map_err(|e| protocol_error(e, 0))?;
         timings.start = Some(started.elapsed());
+        control.report(LOADING, "loading the document into angr");
         let load = load_request(image)?;
         let loading = Instant::now();
-        let line = process.request(
+        let line = process.call(
             &protocol::encode(&Request::Load(load)),
             limits.load_timeout,
             "load the document",
             limits.reply_cap,
+            &mut |_| {},
+            &stop,
         )?;
         let _: protocol::Loaded = protocol::reply(&line).map_err(|e| protocol_error(e, 0))?;
         timings.load = Some(loading.elapsed());
@@ -412,7 +461,7 @@ impl Angr {
         types: &[String],
         timings: &mut Timings,
     ) -> Result<DeclarationCheck, DecompileError> {
-        self.ensure(image, timings)?;
+        self.ensure(image, timings, &Control::default())?;
         let limits = self.limits;
         let live = self.live.as_mut().expect("ensure leaves a worker");
         let request = Request::Check {
@@ -452,13 +501,18 @@ impl Angr {
         image: &Image,
         start: u64,
         hints: &AnalystHints,
+        control: &Control<'_>,
     ) -> Result<(PseudoCode, Timings), DecompileError> {
         let mut timings = Timings::default();
-        let outcome = self.run_in_worker(image, start, hints, &mut timings);
+        let outcome = self.run_in_worker(image, start, hints, &mut timings, control);
         if let Err(error) = &outcome {
-            // Only a failure the worker reported leaves it in a known state; after any other
-            // it is already killed, and the next call starts a fresh one.
-            if !matches!(error, DecompileError::Failed { .. }) {
+            // Only a failure the worker reported (or a stop it made itself) leaves it in a
+            // known state; after any other it is already killed, and the next call starts a
+            // fresh one.
+            if !matches!(
+                error,
+                DecompileError::Failed { .. } | DecompileError::Cancelled { kept: true, .. }
+            ) {
                 self.live = None;
             }
         }
@@ -471,8 +525,9 @@ impl Angr {
         start: u64,
         hints: &AnalystHints,
         timings: &mut Timings,
+        control: &Control<'_>,
     ) -> Result<PseudoCode, DecompileError> {
-        self.ensure(image, timings)?;
+        self.ensure(image, timings, control)?;
         let limits = self.limits;
         let index = image
             .procedure_index(start)
@@ -494,11 +549,27 @@ impl Angr {
             targets,
             hints: hints.clone(),
         };
-        let line = live.process.request(
+        control.report(CFG, "angr: recovering the control flow");
+        let mut shown = CFG;
+        let mut progress = |p: protocol::Progress| {
+            let (from, to, what) = match p.stage.as_str() {
+                "cfg" => (CFG, DECOMPILING, "recovering the control flow"),
+                _ => (DECOMPILING, 100, "decompiling"),
+            };
+            let share = p.percent.clamp(0.0, 100.0) / 100.0;
+            shown = shown.max(from + ((to - from) as f64 * share) as u64);
+            match p.text {
+                Some(text) => control.report(shown, &format!("angr: {what}: {text}")),
+                None => control.report(shown, &format!("angr: {what}")),
+            }
+        };
+        let line = live.process.call(
             &protocol::encode(&request),
             limits.call_timeout,
             "decompile",
             limits.reply_cap,
+            &mut progress,
+            &|| control.stopped(),
         )?;
         let reply: protocol::Decompiled =
             protocol::reply(&line).map_err(|e| protocol_error(e, start))?;
@@ -627,6 +698,12 @@ fn unshown_calls(
 
 fn protocol_error(error: protocol::ReplyError, address: u64) -> DecompileError {
     match error {
+        protocol::ReplyError::Failed { kind, .. } if kind == "cancelled" => {
+            DecompileError::Cancelled {
+                provider: PROVIDER_ID,
+                kept: true,
+            }
+        }
         protocol::ReplyError::Failed { kind, message } => DecompileError::Failed {
             provider: PROVIDER_ID,
             address,
@@ -794,6 +871,7 @@ mod tests {
     use crate::providers::native::test_support::document;
     use sha2::Digest;
     use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
 
     /// A fake interpreter in its own directory; `mode` (a file beside it) says how it behaves
     /// on a decompile request, `runs` counts its starts.
@@ -857,6 +935,19 @@ while read -r request; do
   case "$(cat "$dir/mode")" in
     crash) echo "Traceback: boom" >&2; exit 7 ;;
     hang) sleep 600 & echo $! > "$dir/sleeper"; wait ;;
+    slow)
+      echo '{"event":"progress","stage":"cfg","percent":50.0,"text":null}'
+      echo '{"event":"progress","stage":"decompile","percent":40.0,"text":"Structuring code"}'
+      sleep 600 & sleeper=$!
+      echo $sleeper > "$dir/sleeper"
+      trap 'kill $sleeper' INT
+      wait $sleeper
+      trap - INT
+      echo '{"ok":false,"error":{"kind":"cancelled","message":"stopped at rea'"'"'s request"}}' ;;
+    stubborn)
+      echo '{"event":"progress","stage":"cfg","percent":10.0,"text":null}'
+      trap '' INT
+      sleep 600 & echo $! > "$dir/sleeper"; wait ;;
     flood) head -c 70000 /dev/zero | tr '\0' a; echo ;;
     refuse) echo '{"ok":false,"error":{"kind":"lift","message":"no function there"}}' ;;
     garbage) echo 'Segmentation fault (core dumped)' ;;
@@ -1053,6 +1144,122 @@ done
         assert!(gone(pid_file(&fake.path("sleeper"))));
         fake.mode("answer");
         angr.decompile(&image, start).unwrap();
+    }
+
+    /// A control that keeps every report and asks to stop once angr reports decompiling.
+    fn stopping_at_decompile(
+        reports: &Mutex<Vec<(u64, String)>>,
+    ) -> (
+        impl Fn(u64, &str) + Sync + '_,
+        impl Fn() -> bool + Sync + '_,
+    ) {
+        (
+            move |p: u64, m: &str| reports.lock().unwrap().push((p, m.to_owned())),
+            move || {
+                reports
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|(_, m)| m.starts_with("angr: decompiling"))
+            },
+        )
+    }
+
+    #[test]
+    fn a_stopped_decompilation_reported_its_stages_and_the_worker_keeps_the_document() {
+        let fake = Fake::new();
+        let image = ls();
+        let start = image.procedures()[0].address;
+        let mut angr = fake.angr(quick());
+        fake.mode("slow");
+        let reports = Mutex::new(Vec::new());
+        let (report, stop) = stopping_at_decompile(&reports);
+        let control = Control {
+            report: Some(&report),
+            stop: Some(&stop),
+        };
+        let err = angr
+            .decompile_controlled(&image, start, &AnalystHints::default(), &control)
+            .unwrap_err();
+        assert!(
+            matches!(err, DecompileError::Cancelled { kept: true, .. }),
+            "{err}"
+        );
+        // Starting (0), loading (5), the control flow (15, then half of 15..30), decompiling
+        // (40% of 30..100): in order, never decreasing.
+        assert_eq!(
+            *reports.lock().unwrap(),
+            [
+                (0, "starting angr".to_string()),
+                (5, "loading the document into angr".to_string()),
+                (15, "angr: recovering the control flow".to_string()),
+                (22, "angr: recovering the control flow".to_string()),
+                (58, "angr: decompiling: Structuring code".to_string()),
+            ]
+        );
+        let pid = angr.worker_pid().expect("the worker stays");
+        assert!(gone(pid_file(&fake.path("sleeper"))));
+        fake.mode("answer");
+        angr.decompile(&image, start).unwrap();
+        assert_eq!(angr.worker_pid(), Some(pid));
+        assert_eq!(fake.runs(), 1, "the document was not loaded again");
+    }
+
+    #[test]
+    fn a_worker_that_does_not_stop_within_the_grace_is_killed_and_replaced() {
+        let fake = Fake::new();
+        let image = ls();
+        let start = image.procedures()[0].address;
+        let mut angr = fake.angr(Limits {
+            cancel_grace: Duration::from_millis(200),
+            ..quick()
+        });
+        fake.mode("stubborn");
+        let reports = Mutex::new(Vec::new());
+        let report = |p: u64, m: &str| reports.lock().unwrap().push((p, m.to_owned()));
+        let stop = || reports.lock().unwrap().iter().any(|(p, _)| *p > 15);
+        let control = Control {
+            report: Some(&report),
+            stop: Some(&stop),
+        };
+        let err = angr
+            .decompile_controlled(&image, start, &AnalystHints::default(), &control)
+            .unwrap_err();
+        assert!(
+            matches!(err, DecompileError::Cancelled { kept: false, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("killed"), "{err}");
+        assert!(angr.worker_pid().is_none());
+        assert!(gone(pid_file(&fake.path("pid"))));
+        assert!(gone(pid_file(&fake.path("sleeper"))));
+        fake.mode("answer");
+        angr.decompile(&image, start).unwrap();
+        assert_eq!(fake.runs(), 2);
+    }
+
+    #[test]
+    fn a_stop_asked_before_the_worker_runs_starts_nothing() {
+        let fake = Fake::new();
+        let image = ls();
+        let mut angr = fake.angr(quick());
+        let control = Control {
+            report: None,
+            stop: Some(&|| true),
+        };
+        let err = angr
+            .decompile_controlled(
+                &image,
+                image.procedures()[0].address,
+                &AnalystHints::default(),
+                &control,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, DecompileError::Cancelled { kept: false, .. }),
+            "{err}"
+        );
+        assert_eq!(fake.runs(), 0);
     }
 
     #[test]

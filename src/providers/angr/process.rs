@@ -17,6 +17,9 @@ const PROVIDER: &str = super::PROVIDER_ID;
 /// Longest wait, after the worker's group was killed, for its stderr to be read to the end.
 const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
+/// How often a request in progress asks whether its caller wants it stopped.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
 /// Most bytes of the worker's stderr kept for an error message.
 const STDERR_TAIL: usize = 8 * 1024;
 
@@ -148,6 +151,7 @@ pub(crate) struct Process {
     /// thread that forked, so that thread lives exactly as long as the child.
     keeper: Option<std::thread::JoinHandle<Option<ExitStatus>>>,
     status: Option<ExitStatus>,
+    cancel_grace: Duration,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// Ends (disconnects) when the stderr reader has read to the end of the pipe.
     stderr_done: mpsc::Receiver<()>,
@@ -161,6 +165,8 @@ pub(crate) struct ProcessLimits {
     pub memory_bytes: u64,
     /// Longest reply line, in bytes.
     pub reply_cap: usize,
+    /// Longest wait, after the worker was interrupted, for the reply saying it stopped.
+    pub cancel_grace: Duration,
 }
 
 impl Process {
@@ -174,39 +180,6 @@ impl Process {
         spawn_linux(python, script, document, limits)
     }
 
-    /// Waits for the next line, at most `timeout`; `phase` names what the worker is doing for
-    /// the error. Any failure but a reported one leaves the worker killed.
-    pub(crate) fn next_line(
-        &mut self,
-        timeout: Duration,
-        phase: &'static str,
-        reply_cap: usize,
-    ) -> Result<Vec<u8>, DecompileError> {
-        let deadline = Instant::now() + timeout;
-        let frame = self
-            .frames
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        match frame {
-            Ok(Frame::Line(line)) => Ok(line),
-            Ok(Frame::TooLong) => {
-                self.kill();
-                Err(DecompileError::OutputLimit {
-                    provider: PROVIDER,
-                    limit: reply_cap,
-                })
-            }
-            Ok(Frame::End) | Err(mpsc::RecvTimeoutError::Disconnected) => Err(self.crashed()),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                self.kill();
-                Err(DecompileError::Timeout {
-                    provider: PROVIDER,
-                    phase,
-                    limit: timeout,
-                })
-            }
-        }
-    }
-
     /// Sends one request line and waits for its reply.
     pub(crate) fn request(
         &mut self,
@@ -214,6 +187,22 @@ impl Process {
         timeout: Duration,
         phase: &'static str,
         reply_cap: usize,
+    ) -> Result<Vec<u8>, DecompileError> {
+        self.call(line, timeout, phase, reply_cap, &mut |_| {}, &|| false)
+    }
+
+    /// Sends one request line and waits for its reply, handing the worker's progress lines to
+    /// `progress` as they come. Once `stop` says so the worker is interrupted (SIGINT): the
+    /// reply it then gives is returned as it is (a worker that stopped says `cancelled`), and
+    /// one that does not come within the `cancel_grace` of its limits kills it.
+    pub(crate) fn call(
+        &mut self,
+        line: &[u8],
+        timeout: Duration,
+        phase: &'static str,
+        reply_cap: usize,
+        progress: &mut dyn FnMut(protocol::Progress),
+        stop: &dyn Fn() -> bool,
     ) -> Result<Vec<u8>, DecompileError> {
         let written = match self.stdin.as_mut() {
             Some(stdin) => stdin.write_all(line).and_then(|()| stdin.flush()),
@@ -223,7 +212,63 @@ impl Process {
             // A worker that cannot read its requests has ended or is ending.
             return Err(self.crashed());
         }
-        self.next_line(timeout, phase, reply_cap)
+        self.reply(timeout, phase, reply_cap, progress, stop)
+    }
+
+    /// Waits for the reply to the request last sent: see [`Process::call`].
+    pub(crate) fn reply(
+        &mut self,
+        timeout: Duration,
+        phase: &'static str,
+        reply_cap: usize,
+        progress: &mut dyn FnMut(protocol::Progress),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<u8>, DecompileError> {
+        let deadline = Instant::now() + timeout;
+        let mut interrupted: Option<Instant> = None;
+        loop {
+            if interrupted.is_none() && stop() {
+                // SAFETY: plain syscall; the child is not reaped before `kill` releases it, so
+                // its pid cannot name another process.
+                unsafe {
+                    libc::kill(self.pid, libc::SIGINT);
+                }
+                interrupted = Some(Instant::now());
+            }
+            let until = interrupted.map_or(deadline, |at| (at + self.cancel_grace).min(deadline));
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.kill();
+                return Err(match interrupted {
+                    Some(_) => DecompileError::Cancelled {
+                        provider: PROVIDER,
+                        kept: false,
+                    },
+                    None => DecompileError::Timeout {
+                        provider: PROVIDER,
+                        phase,
+                        limit: timeout,
+                    },
+                });
+            }
+            match self.frames.recv_timeout(left.min(STOP_POLL)) {
+                Ok(Frame::Line(line)) => match protocol::progress(&line) {
+                    Some(p) => progress(p),
+                    None => return Ok(line),
+                },
+                Ok(Frame::TooLong) => {
+                    self.kill();
+                    return Err(DecompileError::OutputLimit {
+                        provider: PROVIDER,
+                        limit: reply_cap,
+                    });
+                }
+                Ok(Frame::End) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(self.crashed());
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
     }
 
     /// Kills the worker and says how it had ended.
@@ -523,6 +568,7 @@ fn spawn_linux(
         release: Some(release_tx),
         keeper: Some(keeper),
         status: None,
+        cancel_grace: limits.cancel_grace,
         stderr: tail,
         stderr_done,
         script,

@@ -185,6 +185,35 @@ pub(crate) fn reply<T: for<'de> Deserialize<'de>>(line: &[u8]) -> Result<T, Repl
     serde_json::from_slice(line).map_err(|e| ReplyError::Malformed(snippet(line, &e)))
 }
 
+/// A progress line the worker writes while it decompiles, before the reply.
+#[derive(Debug, Deserialize, PartialEq)]
+pub(crate) struct Progress {
+    /// `cfg` or `decompile`.
+    pub stage: String,
+    /// Share of the stage done, 0 to 100, as angr reports it.
+    pub percent: f64,
+    /// What angr says it is doing, when it says.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// The progress a line carries, or `None` when it is not a progress line (then it is a reply).
+pub(crate) fn progress(line: &[u8]) -> Option<Progress> {
+    #[derive(Deserialize)]
+    struct Event {
+        event: String,
+        #[serde(flatten)]
+        progress: Progress,
+    }
+    if !line.starts_with(br#"{"event":"#) {
+        return None;
+    }
+    serde_json::from_slice::<Event>(line)
+        .ok()
+        .filter(|e| e.event == "progress")
+        .map(|e| e.progress)
+}
+
 /// Parses the worker's first line.
 pub(crate) fn ready(line: &[u8]) -> Result<Ready, ReplyError> {
     let ready: Ready =
@@ -346,6 +375,19 @@ mod tests {
             }]
         );
         assert_eq!(parsed.limitations, ["x"]);
+        assert_eq!(
+            progress(br#"{"event":"progress","stage":"cfg","percent":12.5,"text":null}"#),
+            Some(Progress {
+                stage: "cfg".into(),
+                percent: 12.5,
+                text: None
+            })
+        );
+        assert_eq!(progress(br#"{"event":"ready","protocol":1}"#), None);
+        assert_eq!(
+            progress(br#"{"ok":true,"text":"{\"event\":\"progress\"}"}"#),
+            None
+        );
         let failed = br#"{"ok":false,"error":{"kind":"lift","message":"no function at 0x10"}}"#;
         assert_eq!(
             reply::<Decompiled>(failed).unwrap_err(),

@@ -15,6 +15,11 @@ Requests and replies (every address in rea's numbering):
   {"op": "check", "kind": ..., "text": ..., "types": [...]}
                                                           ->  {"ok": true, "valid": ..., ...}
 A failure is {"ok": false, "error": {"kind": ..., "message": ...}}; the worker goes on serving.
+While it decompiles, the worker writes progress lines before the reply:
+  {"event": "progress", "stage": "cfg" | "decompile", "percent": 0..100, "text": ...}
+SIGINT while a request runs stops it: the reply is {"ok": false, "error": {"kind": "cancelled"}}
+and the loaded document stays, so the next request is served without loading it again. SIGINT
+between requests is ignored.
 End of stdin ends the worker. Anything angr prints goes to stderr: stdout carries only replies.
 """
 
@@ -23,6 +28,7 @@ import io
 import json
 import os
 import platform
+import signal
 import sys
 import threading
 import time
@@ -54,6 +60,49 @@ RUNTIME_PROTOTYPES = {
     "__cxa_rethrow": "void __cxa_rethrow(void);",
     "_Unwind_Resume": "void _Unwind_Resume(void *exception_object);",
 }
+
+
+class Cancelled(BaseException):
+    """rea asked (SIGINT) to stop the request in progress. A BaseException, so that angr's own
+    `except Exception` around its passes does not swallow it."""
+
+
+class Requests:
+    """The request in progress, for the SIGINT handler and the progress lines."""
+
+    def __init__(self):
+        self.busy = False
+        self.cancelled = False
+        self.sending = False
+        self.send = None
+        self.last = (None, -1.0, 0.0)
+
+    def interrupt(self, signum, frame):
+        if self.busy:
+            self.cancelled = True
+            # Never in the middle of a line on stdout: the next progress callback raises then.
+            if not self.sending:
+                raise Cancelled()
+
+    def progress(self, stage):
+        """A progress callback for an angr analysis of `stage`: a line at most every quarter
+        second (or when the text changes), and a cancellation angr caught is raised again here."""
+
+        def callback(percent, text=None, **kwargs):
+            if self.cancelled:
+                raise Cancelled()
+            now = time.monotonic()
+            last_stage, last_percent, last_time = self.last
+            if stage == last_stage and text is None and (now - last_time < 0.25 or percent <= last_percent):
+                return
+            self.last = (stage, percent, now)
+            if self.send is not None:
+                self.send({"event": "progress", "stage": stage, "percent": round(float(percent), 1), "text": text})
+
+        return callback
+
+
+REQUESTS = Requests()
 
 
 class Refusal(Exception):
@@ -637,6 +686,7 @@ class Worker:
             force_smart_scan=False,
             force_complete_scan=False,
             show_progressbar=False,
+            progress_callback=REQUESTS.progress("cfg"),
         )
         cfg_seconds = time.monotonic() - began
         if start not in kb.functions:
@@ -734,7 +784,12 @@ class Worker:
             self._label(variables)
             self.relabel(variables, labels)
             return project.analyses.Decompiler(
-                function, cfg=cfg.model, kb=kb, variable_kb=variables, **options
+                function,
+                cfg=cfg.model,
+                kb=kb,
+                variable_kb=variables,
+                progress_callback=REQUESTS.progress("decompile"),
+                **options,
             )
 
         first = run()
@@ -742,6 +797,7 @@ class Worker:
         if not text or not unassigned_reads(text):
             return first
         FOLDING[0] = False
+        REQUESTS.progress("decompile")(0.0, text="decompiling again without expression folding")
         try:
             again = run(use_cache=False)
         except Exception:
@@ -1377,8 +1433,16 @@ def main():
     threading.Thread(target=watch_parent, daemon=True).start()
 
     def send(message):
-        replies.write(json.dumps(message, separators=(",", ":")) + "\n")
-        replies.flush()
+        text = json.dumps(message, separators=(",", ":")) + "\n"
+        REQUESTS.sending = True
+        try:
+            replies.write(text)
+            replies.flush()
+        finally:
+            REQUESTS.sending = False
+
+    REQUESTS.send = send
+    signal.signal(signal.SIGINT, REQUESTS.interrupt)
 
     import logging
 
@@ -1398,7 +1462,21 @@ def main():
         line = raw.decode("utf-8", "replace").strip()
         if not line:
             continue
+        send(serve(worker, line))
+
+
+CANCELLED = {"ok": False, "error": {"kind": "cancelled", "message": "stopped at rea's request"}}
+
+
+def serve(worker, line):
+    """The reply to one request line. The request is `busy` only inside the inner `try`, and
+    the outer one catches the cancellation wherever in it the SIGINT lands, so no SIGINT ends
+    the worker. A result finished after one (angr swallowed the cancellation) is dropped: a
+    pass may have been cut short."""
+    REQUESTS.cancelled, REQUESTS.last = False, (None, -1.0, 0.0)
+    try:
         try:
+            REQUESTS.busy = True
             request = json.loads(line)
             op = request.get("op")
             if op == "load":
@@ -1419,8 +1497,14 @@ def main():
                 "ok": False,
                 "error": {"kind": "angr", "message": f"{type(error).__name__}: {error}", "trace": detail[-12:]},
             }
-        send(reply)
-
+        finally:
+            REQUESTS.busy = False
+    except Cancelled:
+        REQUESTS.busy = False
+        return CANCELLED
+    if REQUESTS.cancelled and reply.get("ok"):
+        return CANCELLED
+    return reply
 
 if __name__ == "__main__":
     main()
