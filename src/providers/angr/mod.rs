@@ -919,7 +919,9 @@ mod tests {
     }
 
     /// Reads the load request, hashes the document on descriptor 3, and answers each request
-    /// as `mode` says; the answer's text carries the digest and the request it got.
+    /// as `mode` says; the answer's text carries the digest and the request it got. A mode that
+    /// handles SIGINT sets its trap before its first progress line: rea may interrupt as soon
+    /// as it reads one.
     const FAKE: &str = r#"#!/bin/sh
 dir=$(dirname "$0")
 n=$(cat "$dir/runs" 2>/dev/null || echo 0)
@@ -936,17 +938,17 @@ while read -r request; do
     crash) echo "Traceback: boom" >&2; exit 7 ;;
     hang) sleep 600 & echo $! > "$dir/sleeper"; wait ;;
     slow)
-      echo '{"event":"progress","stage":"cfg","percent":50.0,"text":null}'
-      echo '{"event":"progress","stage":"decompile","percent":40.0,"text":"Structuring code"}'
       sleep 600 & sleeper=$!
       echo $sleeper > "$dir/sleeper"
       trap 'kill $sleeper' INT
+      echo '{"event":"progress","stage":"cfg","percent":50.0,"text":null}'
+      echo '{"event":"progress","stage":"decompile","percent":40.0,"text":"Structuring code"}'
       wait $sleeper
       trap - INT
       echo '{"ok":false,"error":{"kind":"cancelled","message":"stopped at rea'"'"'s request"}}' ;;
     stubborn)
-      echo '{"event":"progress","stage":"cfg","percent":10.0,"text":null}'
       trap '' INT
+      echo '{"event":"progress","stage":"cfg","percent":10.0,"text":null}'
       sleep 600 & echo $! > "$dir/sleeper"; wait ;;
     flood) head -c 70000 /dev/zero | tr '\0' a; echo ;;
     refuse) echo '{"ok":false,"error":{"kind":"lift","message":"no function there"}}' ;;

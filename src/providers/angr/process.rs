@@ -417,6 +417,10 @@ fn spawn_linux(
             if libc::getppid() != parent {
                 libc::_exit(127);
             }
+            // SIGINT is how a request is stopped: a rea started in the background of a
+            // non-interactive shell inherits it ignored, and a shell cannot trap a signal
+            // ignored on entry.
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
             if document_fd == 3 {
                 let flags = libc::fcntl(3, libc::F_GETFD);
                 if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
