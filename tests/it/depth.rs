@@ -415,16 +415,21 @@ fn asking_again_reuses_the_ledger_a_killed_worker_is_an_error_then_a_fresh_one_a
     assert_eq!(again["lines"], first["lines"]);
     assert_eq!(workers_of(server), Vec::<u32>::new());
 
-    // Another procedure meets the dead worker: a tool error, then a fresh worker answers.
-    let error = s.err(
+    // Another procedure meets the dead worker: a tool error, then a fresh worker answers. A
+    // callee of say_prompt decompiled ahead in the background may meet it first (when the kill
+    // lands while it runs); the foreground call then starts the fresh worker itself.
+    let first_try = s.call(
         "procedure_pseudo_code",
-        json!({"procedure": "say_carriage"}),
+        json!({"procedure": "say_carriage", "limit": 2000}),
     );
-    assert!(error.starts_with("angr"), "{error}");
-    assert!(
-        error.contains("stopped unexpectedly") || error.contains("cannot"),
-        "{error}"
-    );
+    if first_try["isError"] == true {
+        let error = first_try["content"][0]["text"].as_str().unwrap();
+        assert!(error.starts_with("angr"), "{error}");
+        assert!(
+            error.contains("stopped unexpectedly") || error.contains("cannot"),
+            "{error}"
+        );
+    }
     let carriage = pseudo(&mut s, "say_carriage");
     assert!(
         text_of(&carriage).contains("\\rProgress 100%"),

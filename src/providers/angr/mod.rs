@@ -85,7 +85,10 @@ pub struct Limits {
     pub start_timeout: Duration,
     /// Loading a document into the worker.
     pub load_timeout: Duration,
-    /// One procedure's CFG and decompilation.
+    /// One procedure's CFG and decompilation. No caller waits this long (it is answered at its
+    /// `wait_seconds` while the decompilation goes on, and can cancel it), so the limit only ends
+    /// a worker that hangs; `/usr/bin/ls`'s `main` takes 26 s alone and several times that on a
+    /// loaded machine.
     pub call_timeout: Duration,
     /// Address-space limit (`RLIMIT_AS`) of the worker, in bytes. Measured: 7za's
     /// `GetPassword` and a callee peak at 250 MiB of address space (130 MiB resident).
@@ -106,7 +109,7 @@ impl Default for Limits {
         Limits {
             start_timeout: Duration::from_secs(60),
             load_timeout: Duration::from_secs(60),
-            call_timeout: Duration::from_secs(120),
+            call_timeout: Duration::from_secs(600),
             memory_bytes: 4 << 30,
             reply_cap: 16 << 20,
             max_text_bytes: 4 << 20,
