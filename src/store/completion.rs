@@ -385,7 +385,11 @@ impl ReadOnlyStore {
                 }
             };
             let page = match super::prefixes::counted_page(conn, target, document, &lower, limit)? {
-                Some(page) => page,
+                Some(counted) => CompletionPage {
+                    has_more: counted.total > counted.head.len() as u64,
+                    values: counted.head,
+                    total: counted.total,
+                },
                 None => scan_page(
                     conn,
                     &self.reprepares,

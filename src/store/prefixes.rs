@@ -1,94 +1,158 @@
-//! Procedure completion prefix counts (migration V6): for each scope and each key prefix of up
-//! to [`COUNTED_PROCEDURE_PREFIX_CHARS`] characters, the number of matching values and the first
-//! [`HEAD_VALUES`] of them in code-point order, so completing the first characters of a procedure
-//! costs one lookup however large the inventory.
+//! Procedure completion prefix counts (migrations V6 and V9): for each scope, the number of
+//! values matching a key prefix and the first [`HEAD_VALUES`] of them in code-point order, so
+//! completing a procedure costs one lookup, or a scan of at most [`SCANNED_AT_MOST`] index
+//! entries, however large the inventory and however long the prefix.
+//!
+//! Two kinds of prefix are stored. Every prefix of up to [`COUNTED_PROCEDURE_PREFIX_CHARS`]
+//! characters of a key has a row, so a short prefix without one matches nothing. A longer prefix
+//! has a row when it is a branching point of the scope's sorted keys (two keys part there, or a
+//! key ends there while others go on) matching more than [`SCANNED_AT_MOST`] values. A longer
+//! prefix `p` that is not itself such a point matches exactly what the first stored prefix at or
+//! after `p` matches, when that one starts with `p`: the keys below `p` run on together to it.
+//! When none does, `p` matches at most [`SCANNED_AT_MOST`] values, and the caller scans them.
 
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::StoreError;
-use super::completion::CompletionPage;
 
 /// Prefixes of up to this many characters of a completion key are counted.
 pub const COUNTED_PROCEDURE_PREFIX_CHARS: usize = 2;
 
+/// A longer prefix matching more values than this is counted; one that is not is scanned.
+pub const SCANNED_AT_MOST: usize = 256;
+
 /// Values kept per prefix: the most one MCP completion answer holds.
 pub const HEAD_VALUES: usize = 100;
 
-/// One prefix's tally while the scope's values are read.
-#[derive(Default)]
-struct Tally {
-    rows: u64,
-    /// Max-heap of the smallest values seen so far.
-    head: BinaryHeap<String>,
+/// A stored prefix's exact number of matching values and the first of them in code-point order.
+pub(super) struct Counted {
+    pub(super) total: u64,
+    pub(super) head: Vec<String>,
 }
 
-impl Tally {
-    fn add(&mut self, value: &str) {
-        self.rows += 1;
-        if self.head.len() < HEAD_VALUES {
-            self.head.push(value.to_owned());
-        } else if self
-            .head
-            .peek()
-            .is_some_and(|largest| value < largest.as_str())
-        {
-            self.head.pop();
-            self.head.push(value.to_owned());
+/// The first [`HEAD_VALUES`] of `values`, in code-point order.
+fn head<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
+    // Max-heap of the smallest values seen so far.
+    let mut first: BinaryHeap<&str> = BinaryHeap::with_capacity(HEAD_VALUES + 1);
+    for value in values {
+        if first.len() < HEAD_VALUES {
+            first.push(value);
+        } else if first.peek().is_some_and(|largest| value < *largest) {
+            first.pop();
+            first.push(value);
         }
     }
+    first
+        .into_sorted_vec()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// How many characters two keys share at their start.
+fn common_chars(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
+/// The first `chars` characters of `key`.
+fn first_chars(key: &str, chars: usize) -> &str {
+    key.char_indices()
+        .nth(chars)
+        .map_or(key, |(end, _)| &key[..end])
+}
+
+/// The stored prefixes of one scope, from its `(key, value)` pairs sorted by key: each as
+/// `(prefix, rows, head)`.
+fn scope_prefixes(entries: &[(String, String)]) -> Vec<(String, u64, Vec<String>)> {
+    let mut out = Vec::new();
+    let values = |from: usize, to: usize| entries[from..=to].iter().map(|(_, v)| v.as_str());
+    // Short prefixes: the keys with a given first `length` characters are adjacent.
+    for length in 0..=COUNTED_PROCEDURE_PREFIX_CHARS {
+        let mut i = 0;
+        while i < entries.len() {
+            if entries[i].0.chars().count() < length {
+                i += 1;
+                continue;
+            }
+            let prefix = first_chars(&entries[i].0, length);
+            let mut j = i;
+            while j + 1 < entries.len() && entries[j + 1].0.starts_with(prefix) {
+                j += 1;
+            }
+            out.push((prefix.to_owned(), (j - i + 1) as u64, head(values(i, j))));
+            i = j + 1;
+        }
+    }
+    // Longer branching points, from the characters adjacent keys share: each run of keys that
+    // share at least `l` characters, bounded by neighbours that share fewer, is the point of
+    // its first `l` characters. A stack of open runs `(l, first key)` finds them in one pass.
+    let mut open: Vec<(usize, usize)> = vec![(0, 0)];
+    for i in 1..=entries.len() {
+        let shared = if i < entries.len() {
+            common_chars(&entries[i - 1].0, &entries[i].0)
+        } else {
+            0
+        };
+        let mut first = i - 1;
+        while open.last().is_some_and(|&(l, _)| shared < l) {
+            let (l, from) = open.pop().unwrap_or_default();
+            first = from;
+            let rows = i - from;
+            if l > COUNTED_PROCEDURE_PREFIX_CHARS && rows > SCANNED_AT_MOST {
+                let prefix = first_chars(&entries[from].0, l).to_owned();
+                out.push((prefix, rows as u64, head(values(from, i - 1))));
+            }
+        }
+        if open.last().is_none_or(|&(l, _)| shared > l) {
+            open.push((shared, first));
+        }
+    }
+    out
 }
 
 /// Counts the completion values of every scope of `target_id` by prefix and stores the counts,
 /// replacing any stored before. Runs in the caller's transaction.
 pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), StoreError> {
-    let mut tallies: BTreeMap<(i64, String), Tally> = BTreeMap::new();
-    {
-        let mut values = conn.prepare_cached(
-            "select document_id, key, value from procedure_completions where target_id = ?1",
-        )?;
-        let mut rows = values.query([target_id])?;
-        while let Some(row) = rows.next()? {
-            let document: i64 = row.get(0)?;
-            let key: String = row.get(1)?;
-            let value: String = row.get(2)?;
-            // The byte ends of the key's prefixes of 0, 1, … characters: each once, also for a
-            // key shorter than the counted prefixes (an empty key has only the empty prefix).
-            let ends = key
-                .char_indices()
-                .map(|(i, _)| i)
-                .chain(std::iter::once(key.len()))
-                .take(COUNTED_PROCEDURE_PREFIX_CHARS + 1);
-            for end in ends {
-                tallies
-                    .entry((document, key[..end].to_owned()))
-                    .or_default()
-                    .add(&value);
-            }
-        }
-    }
     conn.prepare_cached("delete from procedure_completion_prefixes where target_id = ?1")?
         .execute([target_id])?;
     let mut insert = conn.prepare_cached(
         "insert into procedure_completion_prefixes (target_id, document_id, prefix, rows, head)
          values (?1, ?2, ?3, ?4, ?5)",
     )?;
-    for ((document, prefix), tally) in tallies {
-        let head = serde_json::Value::from(tally.head.into_sorted_vec()).to_string();
-        insert.execute(params![
-            target_id,
-            document,
-            prefix,
-            tally.rows as i64,
-            head
-        ])?;
+    let mut store = |document: i64, entries: &[(String, String)]| -> Result<(), StoreError> {
+        for (prefix, rows, head) in scope_prefixes(entries) {
+            let head = serde_json::Value::from(head).to_string();
+            insert.execute(params![target_id, document, prefix, rows as i64, head])?;
+        }
+        Ok(())
+    };
+    // The primary key's order: scope by scope, each sorted by key.
+    let mut values = conn.prepare_cached(
+        "select document_id, key, value from procedure_completions where target_id = ?1
+         order by document_id, key, value",
+    )?;
+    let mut rows = values.query([target_id])?;
+    let mut scope: Option<i64> = None;
+    let mut entries: Vec<(String, String)> = Vec::new();
+    while let Some(row) = rows.next()? {
+        let document: i64 = row.get(0)?;
+        if scope.is_some_and(|s| s != document) {
+            store(scope.unwrap_or_default(), &entries)?;
+            entries.clear();
+        }
+        scope = Some(document);
+        entries.push((row.get(1)?, row.get(2)?));
+    }
+    if let Some(document) = scope {
+        store(document, &entries)?;
     }
     Ok(())
 }
 
 /// Recounts every target's prefixes (after its completion keys were recomputed, or for a ledger
-/// whose targets were stored before migration V6).
+/// whose targets were stored before migration V6 added the counts or V9 the longer ones).
 pub(super) fn rewrite_all_prefixes(conn: &Connection) -> Result<(), StoreError> {
     let targets: Vec<i64> = conn
         .prepare("select distinct target_id from procedure_completions")?
@@ -100,17 +164,18 @@ pub(super) fn rewrite_all_prefixes(conn: &Connection) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// The answer for `key` (a normalized prefix of at most [`COUNTED_PROCEDURE_PREFIX_CHARS`]
-/// characters) in one scope, from the stored counts: `None` when the scope's counts are not
-/// stored (a ledger a read-only reader opened before it was migrated), so the caller scans.
+/// The count for `key` (a normalized prefix) in one scope, with at most `limit` first values:
+/// `None` when the caller scans instead, which is then at most [`SCANNED_AT_MOST`] index
+/// entries for a key longer than [`COUNTED_PROCEDURE_PREFIX_CHARS`] (unless the scope's counts
+/// are not stored: a ledger a read-only reader opened before it was migrated).
 pub(super) fn counted_page(
     conn: &Connection,
     target_id: i64,
     document_id: i64,
     key: &str,
     limit: usize,
-) -> Result<Option<CompletionPage>, StoreError> {
-    if limit > HEAD_VALUES || key.chars().count() > COUNTED_PROCEDURE_PREFIX_CHARS {
+) -> Result<Option<Counted>, StoreError> {
+    if limit > HEAD_VALUES {
         return Ok(None);
     }
     let stored = conn
@@ -121,26 +186,45 @@ pub(super) fn counted_page(
     if !stored {
         return Ok(None);
     }
-    let row: Option<(i64, String)> = conn
-        .prepare_cached(
-            "select rows, head from procedure_completion_prefixes
-             where target_id = ?1 and document_id = ?2 and prefix = ?3",
-        )?
-        .query_row(params![target_id, document_id, key], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
-    let Some((rows, head)) = row else {
-        // Every prefix of a stored value has a row; none means the scope has no such value,
-        // unless the scope has no rows at all (its counts were never written).
-        let any: bool = conn
+    let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, i64, String)> {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    };
+    let row = if key.chars().count() <= COUNTED_PROCEDURE_PREFIX_CHARS {
+        let row = conn
             .prepare_cached(
-                "select 1 from procedure_completion_prefixes where target_id = ?1 and document_id = ?2 and prefix = ''",
+                "select prefix, rows, head from procedure_completion_prefixes
+                 where target_id = ?1 and document_id = ?2 and prefix = ?3",
             )?
-            .query_row(params![target_id, document_id], |_| Ok(()))
-            .optional()?
-            .is_some();
-        return Ok(any.then(CompletionPage::default));
+            .query_row(params![target_id, document_id, key], read)
+            .optional()?;
+        if row.is_none() {
+            // Every short prefix of a stored value has a row; none means the scope has no such
+            // value, unless the scope has no rows at all (its counts were never written).
+            let any: bool = conn
+                .prepare_cached(
+                    "select 1 from procedure_completion_prefixes where target_id = ?1 and document_id = ?2 and prefix = ''",
+                )?
+                .query_row(params![target_id, document_id], |_| Ok(()))
+                .optional()?
+                .is_some();
+            return Ok(any.then(|| Counted {
+                total: 0,
+                head: Vec::new(),
+            }));
+        }
+        row
+    } else {
+        // The branching point the keys below `key` run on to, if it is counted.
+        conn.prepare_cached(
+            "select prefix, rows, head from procedure_completion_prefixes
+             where target_id = ?1 and document_id = ?2 and prefix >= ?3 order by prefix limit 1",
+        )?
+        .query_row(params![target_id, document_id, key], read)
+        .optional()?
+        .filter(|(prefix, _, _)| prefix.starts_with(key))
+    };
+    let Some((_, rows, head)) = row else {
+        return Ok(None);
     };
     let mut values: Vec<String> =
         serde_json::from_str(&head).map_err(|source| StoreError::CorruptRecord {
@@ -148,10 +232,99 @@ pub(super) fn counted_page(
             source,
         })?;
     values.truncate(limit);
-    let total = rows.max(0) as u64;
-    Ok(Some(CompletionPage {
-        has_more: total > values.len() as u64,
-        values,
-        total,
+    Ok(Some(Counted {
+        total: rows.max(0) as u64,
+        head: values,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every prefix of every key, answered from the stored rows as `counted_page` does, against
+    /// counting the keys that start with it.
+    fn check(keys: &[&str]) {
+        let mut entries: Vec<(String, String)> = keys
+            .iter()
+            .map(|k| (k.to_string(), k.to_uppercase()))
+            .collect();
+        entries.sort();
+        let stored = scope_prefixes(&entries);
+        let mut sorted: Vec<&(String, u64, Vec<String>)> = stored.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut typed: Vec<String> = Vec::new();
+        for (key, _) in &entries {
+            for n in 0..=key.chars().count() {
+                typed.push(first_chars(key, n).to_owned());
+            }
+            typed.push(format!("{key}~"));
+        }
+        typed.sort();
+        typed.dedup();
+        for p in typed {
+            let matching: Vec<&(String, String)> =
+                entries.iter().filter(|(k, _)| k.starts_with(&p)).collect();
+            let found = if p.chars().count() <= COUNTED_PROCEDURE_PREFIX_CHARS {
+                sorted.iter().find(|s| s.0 == p)
+            } else {
+                sorted
+                    .iter()
+                    .find(|s| s.0 >= p)
+                    .filter(|s| s.0.starts_with(&p))
+            };
+            match found {
+                Some((_, rows, head)) => {
+                    assert_eq!(*rows as usize, matching.len(), "{p:?}");
+                    let mut want: Vec<String> = matching.iter().map(|(_, v)| v.clone()).collect();
+                    want.sort();
+                    want.truncate(HEAD_VALUES);
+                    assert_eq!(*head, want, "{p:?}");
+                }
+                None if p.chars().count() <= COUNTED_PROCEDURE_PREFIX_CHARS => {
+                    assert!(matching.is_empty(), "{p:?}");
+                }
+                None => assert!(
+                    matching.len() <= SCANNED_AT_MOST,
+                    "{p:?}: {}",
+                    matching.len()
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn every_prefix_is_counted_or_scans_at_most_the_bound() {
+        // Mach-O style addresses: all share `0x1000`, then part digit by digit.
+        let addresses: Vec<String> = (0..3000u64)
+            .map(|i| format!("0x{:x}", 0x1_0000_4000 + i * 52))
+            .collect();
+        // Names sharing long runs, keys that are prefixes of others, and non-ASCII characters.
+        let mut names: Vec<String> = (0..700)
+            .map(|i| format!("__zn4core3ptr{}drop_in_place{i}", i % 3))
+            .collect();
+        names.extend((0..400).map(|i| format!("évènement_{i}")));
+        names.extend(["a", "ab", "abc", "__zn4core"].map(str::to_owned));
+        let mut keys: Vec<&str> = addresses.iter().map(String::as_str).collect();
+        keys.extend(names.iter().map(String::as_str));
+        check(&keys);
+        check(&[]);
+        check(&["x"]);
+    }
+
+    #[test]
+    fn long_prefixes_are_stored_only_where_keys_part() {
+        let keys: Vec<String> = (0..600).map(|i| format!("0x1000{:03}", i)).collect();
+        let entries: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), k.clone())).collect();
+        let stored = scope_prefixes(&entries);
+        let long: Vec<(&str, u64)> = stored
+            .iter()
+            .filter(|s| s.0.chars().count() > COUNTED_PROCEDURE_PREFIX_CHARS)
+            .map(|s| (s.0.as_str(), s.1))
+            .collect();
+        // `0x1`, `0x10`, `0x100` run on to `0x1000` (600 keys), which parts into `0x10000`…
+        // `0x10005` (100 each): only `0x1000` matches more than the bound.
+        assert_eq!(long, [("0x1000", 600)]);
+        assert_eq!(stored.iter().filter(|s| s.0.is_empty()).count(), 1);
+    }
 }

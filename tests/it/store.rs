@@ -633,3 +633,101 @@ fn short_procedure_prefixes_are_answered_from_their_counts_exactly_regression_19
     );
     assert_eq!(s.complete_procedures(scope, "get", 100).unwrap().total, 0);
 }
+
+/// Typing a Mach-O address passes through prefixes (`0x1`, `0x10`, …, `0x1000`) that match the
+/// whole inventory: those longer than two characters are answered from their counts too, and a
+/// longer one without a count matches few enough values to scan.
+#[test]
+fn long_procedure_prefixes_with_many_matches_are_counted_regression_30() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let s = Store::open(&path).unwrap();
+    // 4,000 procedures from 0x100004000, one in three named with a long shared stem.
+    let procs: Vec<(u64, Option<String>)> = (0..4000u64)
+        .map(|i| {
+            let name = (i % 3 == 0).then(|| format!("__ZN4core3ptr13drop_in_place{}E{i}", i % 4));
+            (0x1_0000_4000 + i * 52, name)
+        })
+        .collect();
+    let borrowed: Vec<(u64, Option<&str>)> =
+        procs.iter().map(|(a, n)| (*a, n.as_deref())).collect();
+    s.open_target_blocking(target("t", &[("d", &borrowed)]))
+        .unwrap();
+    let mut values: Vec<String> = borrowed
+        .iter()
+        .map(|(a, _)| rea::ids::Address(*a).to_string())
+        .collect();
+    values.extend(borrowed.iter().filter_map(|(_, n)| n.map(str::to_owned)));
+    let typed = [
+        "0x1",
+        "0x10",
+        "0x100",
+        "0x1000",
+        "0x10000",
+        "0x100004",
+        "0x100004f",
+        "0x100007",
+        "0x10000a",
+        "0x10000b",
+        "0x10000b0",
+        "0x10001",
+        "0x100012",
+        "0x10000b04",
+        "0x10000b048",
+        "__",
+        "__z",
+        "__ZN4core",
+        "__zn4core3ptr13drop_in_place",
+        "__zn4core3ptr13drop_in_place2",
+        "__zn4core3ptr13drop_in_place2e1",
+        "__zn4core3ptr13drop_in_place2e10",
+        "__zn5",
+    ];
+    for typed in typed {
+        for limit in [100, 5] {
+            let (expected, total) = naive_page(&values, typed, limit);
+            let page = s
+                .complete_procedures(ProcedureScope::Document("d"), typed, limit)
+                .unwrap();
+            assert_eq!(page.total, total, "total for {typed:?}");
+            assert_eq!(page.values, expected, "values for {typed:?}");
+            assert_eq!(page.has_more, total > expected.len() as u64);
+            let target = s
+                .complete_procedures(ProcedureScope::Target, typed, limit)
+                .unwrap();
+            assert_eq!(target, page, "one document is the whole target");
+        }
+    }
+    s.close();
+    drop(s);
+
+    // With the values gone, prefixes matching more than the scan bound still have their totals
+    // (from the counts), and those matching fewer have none (they were scanned).
+    let totals: Vec<(&str, u64)> = ["0x1000", "0x10001", "__zn4core3ptr", "0x10000b"]
+        .into_iter()
+        .map(|t| (t, naive_page(&values, t, 100).1))
+        .collect();
+    assert_eq!(
+        totals,
+        [
+            ("0x1000", 4000),
+            ("0x10001", 1260),
+            ("__zn4core3ptr", 1334),
+            ("0x10000b", 79)
+        ]
+    );
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("delete from procedure_completions", [])
+        .unwrap();
+    drop(raw);
+    let s = Store::open(&path).unwrap();
+    let scope = ProcedureScope::Document("d");
+    for (typed, total) in totals {
+        let want = if total > 256 { total } else { 0 };
+        assert_eq!(
+            s.complete_procedures(scope, typed, 100).unwrap().total,
+            want,
+            "{typed}"
+        );
+    }
+}
