@@ -2,12 +2,16 @@
 //! takes a permit from one shared [`SessionBudget`] before it creates or resumes a session, and
 //! the permit goes back when that session is closed or released (its client gone). Each
 //! principal has a share of its own (`max_live_per_principal`), so no one caller can hold every
-//! slot and refuse everyone else.
+//! slot and refuse everyone else. The budget also knows which connection holds each live
+//! session, so its principal can take it up from another connection of the same server at once
+//! (an HTTP client that went away without ending its MCP session still holds its binary session
+//! until the idle timeout).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::InvestigationError;
+use super::session::SessionSlot;
 use crate::settings::Principal;
 
 /// Live binary sessions, counted against a maximum, in all and per principal.
@@ -18,6 +22,9 @@ pub struct SessionBudget {
     /// Sessions live now: in all, and by principal (a principal with none has no entry). One
     /// lock for both, so a permit is counted in both or in neither.
     live: Mutex<Live>,
+    /// The connection slot holding each live session, by session id, with its principal; an
+    /// entry goes with the session's permit.
+    holders: Mutex<HashMap<String, (Principal, Weak<SessionSlot>)>>,
 }
 
 #[derive(Debug, Default)]
@@ -33,6 +40,7 @@ impl SessionBudget {
             max,
             per_principal,
             live: Mutex::default(),
+            holders: Mutex::default(),
         })
     }
 
@@ -76,7 +84,25 @@ impl SessionBudget {
         Ok(Permit {
             budget: self.clone(),
             principal: principal.clone(),
+            session: None,
         })
+    }
+
+    fn holders(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (Principal, Weak<SessionSlot>)>> {
+        self.holders.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The connection slot of this server that holds live session `id` for `principal`, if one
+    /// does.
+    pub(crate) fn holder(&self, id: &str, principal: &Principal) -> Option<Arc<SessionSlot>> {
+        let holders = self.holders();
+        let (owner, slot) = holders.get(id)?;
+        if owner != principal {
+            return None;
+        }
+        slot.upgrade()
     }
 }
 
@@ -87,6 +113,7 @@ impl Default for SessionBudget {
             max: usize::MAX,
             per_principal: usize::MAX,
             live: Mutex::default(),
+            holders: Mutex::default(),
         }
     }
 }
@@ -96,10 +123,31 @@ impl Default for SessionBudget {
 pub(crate) struct Permit {
     budget: Arc<SessionBudget>,
     principal: Principal,
+    /// The session it was given to and the slot holding it, once named by [`Permit::hold`].
+    session: Option<(String, Weak<SessionSlot>)>,
+}
+
+impl Permit {
+    /// Names session `id`, held in `slot`, as the one this permit is for.
+    pub(crate) fn hold(&mut self, id: &str, slot: &Arc<SessionSlot>) {
+        let slot = Arc::downgrade(slot);
+        self.budget
+            .holders()
+            .insert(id.to_owned(), (self.principal.clone(), slot.clone()));
+        self.session = Some((id.to_owned(), slot));
+    }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        if let Some((id, slot)) = &self.session {
+            let mut holders = self.budget.holders();
+            // Only this permit's entry: another connection may hold the session already (its
+            // lock goes before its permit when a session is dropped).
+            if holders.get(id).is_some_and(|(_, s)| s.ptr_eq(slot)) {
+                holders.remove(id);
+            }
+        }
         let mut live = self.budget.counts();
         live.all = live.all.saturating_sub(1);
         if let Some(n) = live.by.get_mut(&self.principal) {

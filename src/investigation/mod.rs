@@ -276,7 +276,9 @@ impl CapturePolicy {
 pub struct Investigation {
     settings: Arc<Settings>,
     policy: Arc<CapturePolicy>,
-    session: session::SessionSlot,
+    /// Shared with the server's session budget, which names the slot holding each live session
+    /// so that its principal can resume it from another connection at once.
+    session: Arc<session::SessionSlot>,
     /// Live sessions of the whole server, when it caps them.
     budget: Arc<SessionBudget>,
     /// Set for a stateless HTTP request: with no session, an operation that needs one says the
@@ -294,7 +296,7 @@ impl Investigation {
         Investigation {
             settings,
             policy,
-            session: session::SessionSlot::default(),
+            session: Arc::default(),
             budget: Arc::default(),
             stateless: Default::default(),
             principal: Default::default(),

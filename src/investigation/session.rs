@@ -288,14 +288,31 @@ impl SessionSlot {
             slot: self,
         }
     }
+
+    /// Gives up this slot's session `id` for another connection of the same principal to take
+    /// up: `Err` when a transition of this slot runs now, `Ok(None)` when it holds no such
+    /// session. The snapshot returned still holds the session until the last call using it ends.
+    fn give_up(&self, id: &str) -> std::result::Result<Option<Snapshot>, ()> {
+        let _lock = self.lifecycle.try_lock().map_err(|_| ())?;
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        if current
+            .as_ref()
+            .is_none_or(|s| s.session.session.id() != id)
+        {
+            return Ok(None);
+        }
+        Ok(current.take())
+    }
 }
 
 /// A snapshot of a session that has just been created or resumed.
 fn started(
     session: Session,
-    permit: super::budget::Permit,
+    mut permit: super::budget::Permit,
     active: Option<ActiveTarget>,
+    slot: &Arc<SessionSlot>,
 ) -> Snapshot {
+    permit.hold(session.id(), slot);
     let opened = OpenedTargets::default();
     if let Some(a) = &active {
         opened.remember(&a.target);
@@ -388,7 +405,7 @@ impl Investigation {
         let permit = self.budget.take(&principal)?;
         let state_dir = self.settings.state_dir.clone();
         let session = blocking(move || Ok(Session::create_for(&state_dir, &principal)?)).await?;
-        let snapshot = started(session, permit, None);
+        let snapshot = started(session, permit, None, &self.session);
         t.replace(Some(snapshot.clone()));
         Ok(snapshot)
     }
@@ -477,7 +494,7 @@ impl Investigation {
                 let state_dir = self.settings.state_dir.clone();
                 let session =
                     blocking(move || Ok(Session::create_for(&state_dir, &principal)?)).await?;
-                let s = started(session, permit, None);
+                let s = started(session, permit, None, &self.session);
                 t.replace(Some(s.clone()));
                 s
             }
@@ -559,8 +576,10 @@ impl Investigation {
         })
     }
 
-    /// `resume_session`: takes up a session no live process holds. Its active target is admitted
-    /// again from its path; when that fails or the target changed, no target is active.
+    /// `resume_session`: takes up a session no live process holds, or one that another
+    /// connection of the same principal to this server holds (that connection gives it up). Its
+    /// active target is admitted again from its path; when that fails or the target changed, no
+    /// target is active.
     pub async fn resume_session(&self, args: ResumeArgs) -> Result<SessionInfo> {
         let t = self.session.begin().await;
         if let Some(s) = t.current() {
@@ -596,11 +615,42 @@ impl Investigation {
                 }
             }
         };
+        // Held by another connection of the caller's to this server (an HTTP client that went
+        // away without ending its MCP session): that connection gives it up, so it is resumed
+        // now rather than once that connection is released as idle.
+        let mut given_up = false;
+        if let Some(other) = self.budget.holder(&id, &principal)
+            && !Arc::ptr_eq(&other, &self.session)
+        {
+            let snapshot = other.give_up(&id).map_err(|()| {
+                InvestigationError::SessionState(format!(
+                    "session {id} is being opened, switched or closed by another connection of yours; ask again when that ends"
+                ))
+            })?;
+            if let Some(snapshot) = snapshot {
+                given_up = true;
+                // Its decompiler goes with it; the session closes once no call uses it.
+                blocking(move || {
+                    snapshot.session.decompilers.stop();
+                    drop(snapshot);
+                    Ok(())
+                })
+                .await?;
+            }
+        }
         let permit = self.budget.take(&principal)?;
         let (dir, resumed_id) = (state_dir.clone(), id.clone());
         let settings = self.settings.clone();
+        let slot = self.session.clone();
         let snapshot = blocking(move || {
-            let session = Session::resume_as(&dir, &resumed_id, &principal)?;
+            let session = match Session::resume_as(&dir, &resumed_id, &principal) {
+                Err(crate::session::SessionError::InUse { id }) if given_up => {
+                    return Err(InvestigationError::SessionState(format!(
+                        "session {id} is still used by a call running on another connection of yours; ask again when it ends"
+                    )));
+                }
+                other => other?,
+            };
             // The active target is admitted again through the allowed roots, as an open would
             // be: a session resumed under other roots does not reach outside them.
             let active = session.store().active_target()?.and_then(|row| {
@@ -614,7 +664,7 @@ impl Investigation {
                         target_id: row.id,
                     })
             });
-            Ok(started(session, permit, active))
+            Ok(started(session, permit, active, &slot))
         })
         .await?;
         t.replace(Some(snapshot));

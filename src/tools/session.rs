@@ -88,8 +88,9 @@ impl Tools {
         Ok(Json(self.investigation.close_binary(args).await?))
     }
 
-    /// Resume a session left by a server that stopped or was killed (a session no live process
-    /// holds). Its ledger, targets and unknowns are as they were at the last commit.
+    /// Resume a session left by a server that stopped or was killed, or held by another of your
+    /// connections to this server (which gives it up). Its ledger, targets and unknowns are as
+    /// they were at the last commit.
     #[tool(
         name = "resume_session",
         title = "Resume session",

@@ -533,3 +533,52 @@ fn a_server_whose_stderr_reader_left_still_answers_regression_16() {
         );
     }
 }
+
+/// A client that goes away without DELETE leaves its MCP session holding the binary session
+/// until the idle timeout; the same caller resumes it from a new connection at once, and the
+/// connection that held it has none from then on. Another caller cannot take it.
+#[test]
+fn a_session_held_by_a_vanished_connection_is_resumed_at_once_by_its_caller_regression_29() {
+    let state = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(state.path(), "[sessions]\nidle_timeout_secs = 3600\n");
+    let gone = server.connect();
+    let opened = server
+        .tool(&gone, "open_binary", json!({"path": "/usr/bin/ls"}))
+        .unwrap();
+    let id = opened["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(show(state.path(), &id)["live"], true);
+
+    // Another caller is told the session does not exist, as for any id not theirs.
+    let mallory = server.connect_as(BOB);
+    let refused = server
+        .tool_as(BOB, &mallory, "resume_session", json!({"session_id": id}))
+        .unwrap_err();
+    assert!(
+        refused.starts_with(&format!("no session {id} under")),
+        "{refused}"
+    );
+
+    let again = server.connect();
+    let resumed = server
+        .tool(&again, "resume_session", json!({"session_id": id}))
+        .unwrap();
+    assert_eq!(resumed["id"], id.as_str());
+    assert_eq!(resumed["live"], true);
+    let now = server.tool(&again, "binary_session", json!({})).unwrap();
+    assert_eq!(now["session_id"], id.as_str());
+    assert_eq!(now["targets"].as_array().unwrap().len(), 1);
+    let procedures = server
+        .tool(&again, "list_procedures", json!({"limit": 1}))
+        .unwrap();
+    assert!(procedures["total"].as_u64().unwrap() > 100, "{procedures}");
+    // The connection that held it gave it up.
+    let old = server.tool(&gone, "binary_session", json!({})).unwrap();
+    assert_eq!(old["open"], false, "{old}");
+    // And taking it back works the same way.
+    let back = server
+        .tool(&gone, "resume_session", json!({"session_id": id}))
+        .unwrap();
+    assert_eq!(back["id"], id.as_str());
+    let old = server.tool(&again, "binary_session", json!({})).unwrap();
+    assert_eq!(old["open"], false, "{old}");
+}
