@@ -112,3 +112,11 @@ fn a_value_angr_lost_is_named_in_limitations_regression_27() {
         "{limitations:?}"
     );
 }
+
+/// A constant that merely equals an address is a number: isqrt's `r < 4096` bound comes back as
+/// `return 0x1000;` from angr at -O2, and in the PIE the benchmark builds `_init` is at 0x1000;
+/// rea named it `_init`, which does not compile. Only addresses the instructions name are named.
+#[test]
+fn a_constant_equal_to_a_procedure_address_stays_a_number_regression_27() {
+    assert_correct("x86_64-O2", &["isqrt"]);
+}

@@ -597,7 +597,8 @@ impl Angr {
             .filter(|r| r.line >= 1 && r.line <= lines.len())
             .filter_map(|r| resolve(image, r))
             .collect();
-        render::name_data(image, &mut lines, &mut references);
+        let operands = image.operand_addresses(start);
+        render::name_data(image, operands.as_deref(), &mut lines, &mut references);
         limitations.extend(render::tail_calls_through_tables(&mut lines));
         limitations.extend(unshown_tail_jumps(image, start, &references));
         limitations.extend(unshown_calls(&calls, &references));

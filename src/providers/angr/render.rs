@@ -26,15 +26,24 @@ struct Named {
 }
 
 /// Rewrites `lines` in place and adds a reference for each rewrite (updating the `shown` text of
-/// references angr already gave for the same token on the same line).
-pub(crate) fn name_data(image: &Image, lines: &mut [String], references: &mut Vec<CodeReference>) {
+/// references angr already gave for the same token on the same line). `operands` (sorted) are the
+/// addresses the procedure's instructions name: a number is an address only when it is one of
+/// them, so a constant that merely equals one (isqrt's `return 0x1000;` in a PIE whose `_init`
+/// is at 0x1000) stays a number. `None` when the instructions could not be decoded: then any
+/// number in a mapped section is.
+pub(crate) fn name_data(
+    image: &Image,
+    operands: Option<&[u64]>,
+    lines: &mut [String],
+    references: &mut Vec<CodeReference>,
+) {
     let names = DataNames::new(image);
     for (index, line) in lines.iter_mut().enumerate() {
         let number = index + 1;
         if line.trim_start().starts_with("typedef") {
             continue;
         }
-        let (text, found) = rewrite_line(image, &names, line);
+        let (text, found) = rewrite_line(image, &names, operands, line);
         if found.is_empty() {
             continue;
         }
@@ -69,6 +78,7 @@ pub(crate) fn name_data(image: &Image, lines: &mut [String], references: &mut Ve
 fn rewrite_line(
     image: &Image,
     names: &DataNames<'_>,
+    operands: Option<&[u64]>,
     line: &str,
 ) -> (String, Vec<(String, u64, String, Named)>) {
     let bytes = line.as_bytes();
@@ -103,7 +113,9 @@ fn rewrite_line(
                 .unwrap_or(bytes.len());
             let token = &line[i..end];
             if let Some((address, named)) = number(token).and_then(|(value, hex)| {
-                if !hex && value < DECIMAL_FLOOR {
+                if (!hex && value < DECIMAL_FLOOR)
+                    || operands.is_some_and(|o| o.binary_search(&value).is_err())
+                {
                     return None;
                 }
                 lookup(image, names, value).map(|n| (value, n))
