@@ -336,6 +336,7 @@ impl Investigation {
             status: None,
             offset: 0,
             limit: None,
+            detail: None,
         };
         let (compared, _) = comparison(&s, &compare).await?;
         let comparison_id = compared.id()?;

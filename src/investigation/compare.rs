@@ -17,12 +17,17 @@ use super::analyst::AnalystView;
 use super::args::cap;
 use super::observe::{Observed, Qualifiers, in_document, subject_of};
 use super::session::Snapshot;
-use super::{DocumentSelector, Investigation, InvestigationError, Result, blocking, observe};
+use super::{
+    DocumentSelector, Investigation, InvestigationError, ProcedureSelector, Result, blocking,
+    observe,
+};
 use crate::analyzers::callpaths::{self, CallGraph, CallPaths, PathQuery};
-use crate::analyzers::procdiff::{self, ProcedureDiff, ProcedureDiffPage, ProcedureStatus};
+use crate::analyzers::procdiff::{
+    self, ProcedureDiff, ProcedureDiffPage, ProcedureEntry, ProcedureSide, ProcedureStatus,
+};
 use crate::evidence::EvidenceRecord;
 use crate::ids::{EvidenceId, ManifestId};
-use crate::providers::native::{DocumentSpec, Target};
+use crate::providers::native::{DocumentSpec, Target, format_address};
 use crate::store::Recording;
 
 /// Entries of one `compare_procedures` page unless `limit` says otherwise.
@@ -56,6 +61,12 @@ pub struct CompareProceduresArgs {
     /// Entries to return (default 50, at most 1000).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// A left procedure (0x… or a name; at most 4 KiB): the page holds its matched pair
+    /// alone, with the pair's instruction-level diff in `detail`.
+    // Left out of the recorded parameters when absent, so a page's record keeps its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "cap::name_opt")]
+    pub detail: Option<String>,
 }
 
 /// Arguments of `call_paths`.
@@ -136,6 +147,78 @@ pub(super) async fn procedure_diff(
     Ok(diff)
 }
 
+/// The matched pair `which` names, with its left and right addresses: the entry of the left
+/// procedure it names; a procedure without a counterpart is refused with its status, and one
+/// only on the right (the two sides' addresses overlap, so the left is read first) as added.
+fn pair_entry<'a>(diff: &'a ProcedureDiff, which: &str) -> Result<(&'a ProcedureEntry, u64, u64)> {
+    let selector = ProcedureSelector::parse(which);
+    let names = |side: Option<&ProcedureSide>| match (&selector, side) {
+        (ProcedureSelector::Address(a), Some(p)) => p.address == a.0,
+        (ProcedureSelector::Name { name }, Some(p)) => p.name.as_deref() == Some(name.as_str()),
+        _ => false,
+    };
+    let on_left: Vec<&ProcedureEntry> = diff
+        .entries()
+        .iter()
+        .filter(|e| names(e.left.as_ref()))
+        .collect();
+    let found = if on_left.is_empty() {
+        diff.entries()
+            .iter()
+            .filter(|e| names(e.right.as_ref()))
+            .collect()
+    } else {
+        on_left
+    };
+    let entry = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            if let ProcedureSelector::Invalid(refusal) = selector {
+                return Err(InvestigationError::InvalidArgument(refusal));
+            }
+            return Err(InvestigationError::InvalidArgument(format!(
+                "detail: no procedure {which:?} on the left side of the comparison (a \
+                 procedure start, 0x…, or its name)"
+            )));
+        }
+        several => {
+            return Err(InvestigationError::InvalidArgument(format!(
+                "detail: {} procedures are named {which:?}; name one by address: {}",
+                several.len(),
+                several
+                    .iter()
+                    .filter_map(|e| e.left.as_ref().or(e.right.as_ref()))
+                    .map(|p| format_address(p.address))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    };
+    let shown = |p: &ProcedureSide| match &p.name {
+        Some(name) => format!("{name} ({})", format_address(p.address)),
+        None => format_address(p.address),
+    };
+    let why = match (entry.status, &entry.left, &entry.right) {
+        (_, Some(l), Some(r)) => return Ok((entry, l.address, r.address)),
+        (ProcedureStatus::Ambiguous, Some(l), _) => format!(
+            "{} is ambiguous: its counterpart could be any of {} and none is clearly better",
+            shown(l),
+            entry
+                .candidates
+                .iter()
+                .map(|c| format_address(c.address))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (_, Some(l), None) => format!("{} is removed: only the left side has it", shown(l)),
+        (_, None, Some(r)) => format!("{} is added: only the right side has it", shown(r)),
+        (_, None, None) => format!("{which:?} names an entry without a procedure"),
+    };
+    Err(InvestigationError::InvalidArgument(format!(
+        "detail: {why}, so there is no pair to diff"
+    )))
+}
+
 /// The `compare_procedures` record of `args` and the page it holds, not yet committed: the tool
 /// commits it alone, `carry_annotations` with the annotations that cite it.
 pub(super) async fn comparison(
@@ -155,7 +238,29 @@ pub(super) async fn comparison(
             .clamp(1, procdiff::MAX_PAGE),
     };
     let diff = procedure_diff(s, &left_doc, &right_doc).await?;
-    let mut page = diff.page(&request);
+    let mut at = None;
+    let mut page = match args.detail.as_deref() {
+        None => diff.page(&request),
+        Some(which) => {
+            let (entry, l, r) = pair_entry(&diff, which)?;
+            let entry = entry.clone();
+            at = Some(format_address(r));
+            let left_image = s.session.images.get(&left_doc).await?;
+            let right_image = s.session.images.get(&right_doc).await?;
+            let matching = diff.clone();
+            let detail = blocking(move || {
+                Ok(procdiff::pair_detail(
+                    &matching,
+                    &left_image,
+                    &right_image,
+                    l,
+                    r,
+                )?)
+            })
+            .await?;
+            diff.pair_page(&entry, detail)
+        }
+    };
     // Each side shows the annotations of its own target.
     let left_view = AnalystView::load(s.store(), &left.sha256, Some(&left_doc.name))?;
     let right_view = AnalystView::load(s.store(), &right.sha256, Some(&right_doc.name))?;
@@ -172,7 +277,7 @@ pub(super) async fn comparison(
         left_view.qualify(
             Qualifiers::derived()
                 .linked(vec![left_ev, right_ev])
-                .at(in_document(&right_doc.name, None)),
+                .at(in_document(&right_doc.name, at)),
         ),
     );
     let record = observe::record(
@@ -216,8 +321,8 @@ impl Investigation {
         let in_from = DocumentSelector::new(Some(&from.procedure.document));
         let to = match self.resolve_procedure(&s, &a, &in_from, &args.to).await {
             Ok(r) => r.procedure.address.0,
-            Err(e) => match super::ProcedureSelector::parse(&args.to) {
-                super::ProcedureSelector::Address(address) => address.0,
+            Err(e) => match ProcedureSelector::parse(&args.to) {
+                ProcedureSelector::Address(address) => address.0,
                 _ => return Err(e),
             },
         };

@@ -1,8 +1,9 @@
 //! compare_procedures, call_paths, and compare_artifacts/verify_reconstruction at function level
 //! through MCP (issue 18), on programs built here: the versions of procdiff's `store.c`
 //! (`-DCHANGED` changes the body of `checksum`, `-DADDED` adds `export_csv`), whose truth is the
-//! source and `readelf` on the unstripped twin, the corpus' `graph.c` for call paths, and the
-//! real 7-Zip pair.
+//! source and `readelf` on the unstripped twin, procdiff's `ops.c` (`-DV2`: `op_mul` gains a
+//! constant, `run_ops` a call) for the instruction-level diff of one pair, whose truth is
+//! objdump's listing, the corpus' `graph.c` for call paths, and the real 7-Zip pair.
 
 use std::path::{Path, PathBuf};
 
@@ -23,11 +24,21 @@ pub(crate) struct Built {
     pub(crate) stripped: PathBuf,
 }
 
+const OPS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/src/analyzers/procdiff/testdata/ops.c"
+);
+
 /// Builds `store.c` with `defines` by gcc at `opt` into `dir`, and strips a copy.
 pub(crate) fn build(dir: &Path, opt: &str, defines: &[&str], stem: &str) -> Built {
+    build_source(dir, STORE, opt, defines, stem)
+}
+
+/// Builds `source` with `defines` by gcc at `opt` into `dir`, and strips a copy.
+fn build_source(dir: &Path, source: &str, opt: &str, defines: &[&str], stem: &str) -> Built {
     let plain = dir.join(format!("{stem}{opt}"));
     let stripped = dir.join(format!("{stem}{opt}-stripped"));
-    let mut args = vec![opt, "-o", plain.to_str().unwrap(), STORE];
+    let mut args = vec![opt, "-o", plain.to_str().unwrap(), source];
     args.extend(defines);
     run("gcc", &args);
     run(
@@ -336,6 +347,274 @@ async fn a_side_that_cannot_be_compared_is_unknown_not_equal() {
         cmp["procedures"]["status"], "unknown",
         "{}",
         cmp["procedures"]
+    );
+}
+
+/// objdump's instructions of `function` in `path`, trailing padding left out as rea leaves it.
+fn body_listing(path: &Path, function: &str) -> Vec<reference::Insn> {
+    let mut body: Vec<reference::Insn> =
+        reference::listing(path, Toolchain::ElfX64, Disassembler::Gnu)
+            .into_iter()
+            .filter(|i| i.function.as_deref() == Some(function))
+            .collect();
+    // `nop`, `cs nop …`, `int3`.
+    while body.last().is_some_and(|i| {
+        i.mnemonic == "int3" || format!("{} {}", i.mnemonic, i.operands).contains("nop")
+    }) {
+        body.pop();
+    }
+    body
+}
+
+/// The `(kind, left, right, text, right_text)` of each line of a detail.
+fn detail_lines(detail: &Value) -> Vec<(String, Value, Value, String, Value)> {
+    detail["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["kind"].as_str().unwrap().to_owned(),
+                l["left"].clone(),
+                l["right"].clone(),
+                l["text"].as_str().unwrap().to_owned(),
+                l["right_text"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn detail_of_one_pair_shows_the_new_constant_and_nothing_else_regression_28() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = build_source(dir.path(), OPS, "-O2", &[], "ops1");
+    let v2 = build_source(dir.path(), OPS, "-O2", &["-DV2"], "ops2");
+    // objdump's op_mul: v2 is v1 with one instruction, `add rax,0x1337`, put in.
+    let (old, new) = (
+        body_listing(&v1.plain, "op_mul"),
+        body_listing(&v2.plain, "op_mul"),
+    );
+    assert_eq!(new.len(), old.len() + 1);
+    let k = new
+        .iter()
+        .position(|i| i.mnemonic == "add" && i.operands.ends_with(",0x1337"))
+        .expect("v2's op_mul adds 0x1337");
+    // The new one, with the kept instructions within three of it, in order.
+    let first = k.saturating_sub(3);
+    let mut expected: Vec<_> = old
+        .iter()
+        .enumerate()
+        .take(k + 3)
+        .skip(first)
+        .map(|(i, kept)| {
+            let j = if i < k { i } else { i + 1 };
+            let text = format!("{} {}", kept.mnemonic, kept.operands.replace(',', ", "));
+            (
+                "kept".to_owned(),
+                json!(hex(kept.address)),
+                json!(hex(new[j].address)),
+                text.trim_end().to_owned(),
+                Value::Null,
+            )
+        })
+        .collect();
+    expected.insert(
+        k - first,
+        (
+            "added".to_owned(),
+            Value::Null,
+            json!(hex(new[k].address)),
+            "add rax, 0x1337".to_owned(),
+            Value::Null,
+        ),
+    );
+
+    let h = start().await;
+    for stripped in [false, true] {
+        let side = |b: &Built| {
+            if stripped {
+                b.stripped.clone()
+            } else {
+                b.plain.clone()
+            }
+        };
+        let m1 = inspected(&h, &side(&v1)).await;
+        let m2 = inspected(&h, &side(&v2)).await;
+        // Stripped, the pair is named by its left address; with symbols, by name.
+        let which = if stripped {
+            hex(function_at(&v1.plain, "op_mul"))
+        } else {
+            "op_mul".to_owned()
+        };
+        let page = h
+            .call(
+                "compare_procedures",
+                json!({ "left_manifest_id": m1, "right_manifest_id": m2, "detail": which }),
+            )
+            .await;
+        let case = format!("stripped {stripped}, {which}: {page}");
+        assert_eq!(page["total"], 1, "{case}");
+        assert_eq!(page["next_offset"], Value::Null, "{case}");
+        let entry = &page["entries"][0];
+        assert_eq!(entry["status"], "changed", "{case}");
+        assert_eq!(entry["left"]["address"], hex(old[0].address), "{case}");
+        assert_eq!(entry["right"]["address"], hex(new[0].address), "{case}");
+        let detail = &page["detail"];
+        assert_eq!(
+            (&detail["kept"], &detail["removed"], &detail["added"]),
+            (&json!(old.len()), &json!(0), &json!(1)),
+            "{case}"
+        );
+        assert_eq!(detail_lines(detail), expected, "{case}");
+        assert_eq!(detail["lines_total"], expected.len(), "{case}");
+        assert_eq!(detail["truncated"], false, "{case}");
+        // The diff is Evidence like any page, located at the right procedure.
+        let stored = h
+            .call(
+                "get_evidence",
+                json!({ "evidence_id": page["evidence"]["id"] }),
+            )
+            .await;
+        assert_eq!(stored["record"]["result"]["detail"], *detail, "{case}");
+        assert_eq!(stored["record"]["parameters"]["detail"], which, "{case}");
+        assert_eq!(
+            stored["record"]["locations"][0]["address"],
+            hex(new[0].address),
+            "{case}"
+        );
+    }
+    // A pair that only moved (op_add, exact) shows no line: its instructions are all kept.
+    let page = h
+        .call(
+            "compare_procedures",
+            json!({ "left_manifest_id": inspected(&h, &v1.stripped).await,
+                    "right_manifest_id": inspected(&h, &v2.stripped).await,
+                    "detail": hex(function_at(&v1.plain, "op_add")) }),
+        )
+        .await;
+    let add = body_listing(&v1.plain, "op_add");
+    assert_ne!(
+        function_at(&v1.plain, "op_add"),
+        function_at(&v2.plain, "op_add")
+    );
+    assert_eq!(page["entries"][0]["status"], "unchanged", "{page}");
+    assert_eq!(
+        page["detail"],
+        json!({ "kept": add.len(), "removed": 0, "added": 0, "lines": [], "lines_total": 0,
+                "truncated": false }),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn detail_reads_callees_through_the_matching_and_refuses_what_is_no_pair_regression_28() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = build_source(dir.path(), OPS, "-O2", &[], "ops1");
+    let v2 = build_source(dir.path(), OPS, "-O2", &["-DV2"], "ops2");
+    let at = |b: &Built, name: &str| function_at(&b.plain, name);
+    let h = start().await;
+    for stripped in [false, true] {
+        let side = |b: &Built| {
+            if stripped {
+                b.stripped.clone()
+            } else {
+                b.plain.clone()
+            }
+        };
+        let m1 = inspected(&h, &side(&v1)).await;
+        let m2 = inspected(&h, &side(&v2)).await;
+        let run_ops = hex(at(&v1, "run_ops"));
+        let page = h
+            .call(
+                "compare_procedures",
+                json!({ "left_manifest_id": m1, "right_manifest_id": m2, "detail": run_ops }),
+            )
+            .await;
+        let detail = &page["detail"];
+        let lines = detail_lines(detail);
+        // Every instruction of v1 is kept, the calls to the matched op_add, op_sub and op_mul
+        // among them; v2's others are added.
+        let (old, new) = (
+            body_listing(&v1.plain, "run_ops"),
+            body_listing(&v2.plain, "run_ops"),
+        );
+        assert_eq!(
+            (&detail["kept"], &detail["removed"], &detail["added"]),
+            (&json!(old.len()), &json!(0), &json!(new.len() - old.len())),
+            "stripped {stripped}: {detail}"
+        );
+        // The call next to the change shows its callee by name with symbols, by each side's
+        // address stripped.
+        let (l, r) = (hex(at(&v1, "op_mul")), hex(at(&v2, "op_mul")));
+        let call = if stripped {
+            (format!("call {l}"), json!(format!("call {r}")))
+        } else {
+            ("call op_mul".to_owned(), Value::Null)
+        };
+        assert!(
+            lines
+                .iter()
+                .any(|x| x.0 == "kept" && (x.3.clone(), x.4.clone()) == call),
+            "stripped {stripped}: {detail}"
+        );
+        // The one new call is added.
+        let op_neg = if stripped {
+            format!("call {}", hex(at(&v2, "op_neg")))
+        } else {
+            "call op_neg".to_owned()
+        };
+        let added: Vec<&str> = lines
+            .iter()
+            .filter(|x| x.0 == "added" && x.3.starts_with("call"))
+            .map(|x| x.3.as_str())
+            .collect();
+        assert_eq!(added, [op_neg.as_str()], "stripped {stripped}: {detail}");
+    }
+
+    // What has no pair is refused with why, in a result that is an error.
+    let m1 = inspected(&h, &v1.plain).await;
+    let m2 = inspected(&h, &v2.plain).await;
+    let refused = |which: String| {
+        let h = &h;
+        let (m1, m2) = (m1.clone(), m2.clone());
+        async move {
+            h.call_err(
+                "compare_procedures",
+                json!({ "left_manifest_id": m1, "right_manifest_id": m2, "detail": which }),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        refused("op_neg".into()).await,
+        format!(
+            "detail: op_neg ({}) is added: only the right side has it, so \
+             there is no pair to diff",
+            hex(at(&v2, "op_neg"))
+        )
+    );
+    assert_eq!(
+        refused("no_such".into()).await,
+        "detail: no procedure \"no_such\" on the left side of the comparison \
+         (a procedure start, 0x…, or its name)"
+    );
+    // Stripped, twin_a and twin_b share a body and one is gone: neither is a pair.
+    let m1 = inspected(&h, &v1.stripped).await;
+    let m2 = inspected(&h, &v2.stripped).await;
+    let err = h
+        .call_err(
+            "compare_procedures",
+            json!({ "left_manifest_id": m1, "right_manifest_id": m2, "detail": hex(at(&v1, "twin_a")) }),
+        )
+        .await;
+    assert_eq!(
+        err,
+        format!(
+            "detail: {} is ambiguous: its counterpart could be any of {} \
+             and none is clearly better, so there is no pair to diff",
+            hex(at(&v1, "twin_a")),
+            hex(at(&v2, "twin_b"))
+        )
     );
 }
 

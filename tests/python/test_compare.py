@@ -3,20 +3,25 @@ through the official SDK, which validates every structured result against the to
 schema (issue 18; issue 15, item 2: stripped builds and changed bodies compared "equal").
 
 The programs are procdiff's `store.c` in three versions (`-DCHANGED` changes the body of
-`checksum`, `-DADDED` adds `export_csv`), built here with cc -O2 and stripped; the truth is the
-source and nm on the unstripped twin."""
+`checksum`, `-DADDED` adds `export_csv`), built here with cc -O2 and stripped, and its `ops.c`
+(`-DV2`: `op_mul` gains `+ 0x1337`, `run_ops` a call to the new `op_neg`) for the
+instruction-level diff of one pair; the truth is the source and nm on the unstripped twin."""
 
 from __future__ import annotations
 
+import platform
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import tool_text
 
 pytestmark = pytest.mark.anyio
 
-STORE = Path(__file__).resolve().parents[2] / "src" / "analyzers" / "procdiff" / "testdata" / "store.c"
+TESTDATA = Path(__file__).resolve().parents[2] / "src" / "analyzers" / "procdiff" / "testdata"
+STORE = TESTDATA / "store.c"
+OPS = TESTDATA / "ops.c"
 
 CALLS = r"""
 #include <stdio.h>
@@ -137,6 +142,50 @@ async def test_stripped_versions_compare_function_by_function_regression_15(conn
         )
         assert [c["status"] for c in verdict["claims"]] == ["fail", "pass", "pass"]
         assert verdict["status"] == "fail"
+
+
+async def test_detail_of_one_pair_is_its_instruction_diff_regression_28(connect, mode, tmp_path):
+    v1, _ = build(tmp_path, "ops1", OPS)
+    v2, _ = build(tmp_path, "ops2", OPS, "-DV2")
+    old, new = nm_addresses(v1), nm_addresses(v2)
+    async with connect(mode) as rea:
+        m1, _ = await inspected(rea, v1)
+        m2, _ = await inspected(rea, v2)
+        page = await rea.tool(
+            "compare_procedures", {"left_manifest_id": m1, "right_manifest_id": m2, "detail": "op_mul"}
+        )
+        assert page["total"] == 1
+        [entry] = page["entries"]
+        assert (entry["status"], entry["left"]["address"], entry["right"]["address"]) == (
+            "changed",
+            old["op_mul"],
+            new["op_mul"],
+        )
+        detail = page["detail"]
+        assert (detail["removed"], detail["added"], detail["truncated"]) == (0, 1, False)
+        assert detail["lines_total"] == len(detail["lines"])
+        changed = [(line["kind"], line["text"]) for line in detail["lines"] if line["kind"] != "kept"]
+        if platform.machine() in ("x86_64", "AMD64"):
+            assert changed == [("added", "add rax, 0x1337")]
+        else:
+            assert [kind for kind, _ in changed] == ["added"] * len(changed)
+
+        # run_ops calls the matched op_mul (no change) and the new op_neg (added).
+        calls = await rea.tool(
+            "compare_procedures", {"left_manifest_id": m1, "right_manifest_id": m2, "detail": old["run_ops"]}
+        )
+        lines = calls["detail"]["lines"]
+        assert any(line["kind"] == "kept" and line["text"].endswith(" op_mul") for line in lines)
+        added_calls = [line["text"] for line in lines if line["kind"] == "added" and "op_" in line["text"]]
+        assert added_calls == [f"{'call' if platform.machine() in ('x86_64', 'AMD64') else 'bl'} op_neg"]
+
+        refused = await rea.call(
+            "compare_procedures", {"left_manifest_id": m1, "right_manifest_id": m2, "detail": "op_neg"}
+        )
+        assert refused.is_error
+        assert tool_text(refused) == (
+            f"detail: op_neg ({new['op_neg']}) is added: only the right side has it, so there is no pair to diff"
+        )
 
 
 async def test_call_paths_name_the_source_call_chain(connect, mode, tmp_path):

@@ -2,11 +2,13 @@
 // through the official TypeScript SDK, every result validated against its outputSchema (issue 18;
 // issue 15, item 2: stripped builds and changed bodies compared "equal"). The programs are
 // procdiff's store.c in three versions (-DCHANGED changes checksum's body, -DADDED adds
-// export_csv), built here with cc -O2 and stripped; the truth is the source and nm on the
-// unstripped twin.
+// export_csv), built here with cc -O2 and stripped, and ops.c (-DV2: op_mul gains + 0x1337,
+// run_ops a call to the new op_neg) for the instruction-level diff of one pair; the truth is the
+// source and nm on the unstripped twin.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { arch } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
@@ -14,16 +16,17 @@ import { cleanup, connectStdio, nmSymbol, REPO, serverDirs, tempDir } from './li
 import { Session } from './lib/exercise.mjs';
 
 const STORE = join(REPO, 'src', 'analyzers', 'procdiff', 'testdata', 'store.c');
+const OPS = join(REPO, 'src', 'analyzers', 'procdiff', 'testdata', 'ops.c');
 
 let root;
 let dirs;
 let builds;
 
-/** An unstripped build of store.c with `flags`, and its stripped copy. */
-function build(name, ...flags) {
+/** An unstripped build of `source` with `flags`, and its stripped copy. */
+function build(name, source, ...flags) {
   const plain = join(root, name);
   const stripped = join(root, `${name}-stripped`);
-  execFileSync('cc', ['-O2', ...flags, '-o', plain, STORE]);
+  execFileSync('cc', ['-O2', ...flags, '-o', plain, source]);
   execFileSync('strip', ['-o', stripped, plain]);
   return { plain, stripped };
 }
@@ -31,7 +34,13 @@ function build(name, ...flags) {
 before(() => {
   root = tempDir();
   dirs = serverDirs(root);
-  builds = { v1: build('v1'), v2: build('v2', '-DCHANGED'), v3: build('v3', '-DADDED') };
+  builds = {
+    v1: build('v1', STORE),
+    v2: build('v2', STORE, '-DCHANGED'),
+    v3: build('v3', STORE, '-DADDED'),
+    ops1: build('ops1', OPS),
+    ops2: build('ops2', OPS, '-DV2'),
+  };
 });
 
 after(() => cleanup(root));
@@ -98,6 +107,41 @@ test('stripped versions compare function by function', async () => {
         ['store_digest', nmSymbol(builds.v1.plain, 'store_digest').address, null],
         ['checksum', nmSymbol(builds.v1.plain, 'checksum').address, 'call'],
       ],
+    );
+  } finally {
+    await close();
+  }
+});
+
+test('the detail of one pair is its instruction-level diff', async () => {
+  const { client, close } = await connectStdio(dirs);
+  try {
+    const session = new Session(client);
+    await client.listTools();
+    const [m1] = await inspected(session, builds.ops1.plain);
+    const [m2] = await inspected(session, builds.ops2.plain);
+
+    const page = await session.tool('compare_procedures', { left_manifest_id: m1, right_manifest_id: m2, detail: 'op_mul' });
+    assert.equal(page.total, 1);
+    assert.deepEqual(
+      [page.entries[0].status, page.entries[0].left.address, page.entries[0].right.address],
+      ['changed', nmSymbol(builds.ops1.plain, 'op_mul').address, nmSymbol(builds.ops2.plain, 'op_mul').address],
+    );
+    const { detail } = page;
+    assert.deepEqual([detail.removed, detail.added, detail.truncated, detail.lines_total], [0, 1, false, detail.lines.length]);
+    const changed = detail.lines.filter((l) => l.kind !== 'kept');
+    assert.equal(changed.length, 1, JSON.stringify(detail));
+    assert.equal(changed[0].kind, 'added');
+    if (arch() === 'x64') assert.equal(changed[0].text, 'add rax, 0x1337');
+
+    const refused = await client.callTool({
+      name: 'compare_procedures',
+      arguments: { left_manifest_id: m1, right_manifest_id: m2, detail: 'op_neg' },
+    });
+    assert.equal(refused.isError, true);
+    assert.equal(
+      refused.content[0].text,
+      `detail: op_neg (${nmSymbol(builds.ops2.plain, 'op_neg').address}) is added: only the right side has it, so there is no pair to diff`,
     );
   } finally {
     await close();

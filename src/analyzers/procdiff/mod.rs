@@ -16,6 +16,7 @@
 //! masked and not compared: two bodies that differ only in which global variable they touch
 //! count as unchanged.
 
+mod detail;
 mod matcher;
 mod profile;
 
@@ -35,6 +36,9 @@ use crate::providers::native::{DocumentSpec, Image, hex};
 use matcher::{CalleeKey, Matching, Which, callee_key};
 use profile::{Callee, Profile};
 
+pub use detail::{
+    DiffLine, LineKind, MAX_DETAIL_INSTRUCTIONS, MAX_DETAIL_LINES, PairDetail, pair_detail,
+};
 pub use matcher::{SIMILARITY_THRESHOLD, STRUCTURAL_THRESHOLD, TIE_MARGIN};
 
 /// Most entries one page returns.
@@ -388,6 +392,9 @@ pub struct ProcedureDiffPage {
     pub entries: Vec<ProcedureEntry>,
     /// Offset of the next page, when there is one.
     pub next_offset: Option<usize>,
+    /// The instruction-level diff of the one pair asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<PairDetail>,
 }
 
 /// The complete comparison of two documents, held in memory so pages can be cut from it.
@@ -465,6 +472,23 @@ impl ProcedureDiff {
             total: selected.len() as u64,
             entries,
             next_offset: (limit > 0 && shown_end < selected.len()).then_some(shown_end),
+            detail: None,
+        }
+    }
+
+    /// The page of one pair: its entry alone, with its instruction-level diff.
+    pub fn pair_page(&self, entry: &ProcedureEntry, detail: PairDetail) -> ProcedureDiffPage {
+        ProcedureDiffPage {
+            left: self.left.clone(),
+            right: self.right.clone(),
+            summary: self.summary.clone(),
+            notes: self.notes.clone(),
+            status: None,
+            offset: 0,
+            total: 1,
+            entries: vec![entry.clone()],
+            next_offset: None,
+            detail: Some(detail),
         }
     }
 

@@ -434,6 +434,37 @@ fn seven_zip_19_00_to_21_07_is_not_equal_regression_15() {
             _ => assert!(e.matched_by.is_none()),
         }
     }
+    // The instruction-level diff agrees with the status (issue 28; every tenth pair, for
+    // time): an unchanged pair lists no line, a changed one at least one, and the largest
+    // body is cut at 2000 instructions and 200 lines, and says so.
+    let (l, r) = (Image::load(&left).unwrap(), Image::load(&right).unwrap());
+    let detail = |e: &ProcedureEntry| {
+        let (a, b) = (e.left.as_ref().unwrap(), e.right.as_ref().unwrap());
+        pair_detail(&diff, &l, &r, a.address, b.address).unwrap()
+    };
+    let pairs: Vec<&ProcedureEntry> = diff
+        .entries()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.status,
+                ProcedureStatus::Changed | ProcedureStatus::Unchanged
+            )
+        })
+        .collect();
+    for e in pairs.iter().step_by(10) {
+        let d = detail(e);
+        let listed = d.lines.iter().any(|x| x.kind != LineKind::Kept);
+        assert_eq!(listed, e.status == ProcedureStatus::Changed, "{e:?}: {d:?}");
+    }
+    let largest = pairs
+        .iter()
+        .max_by_key(|e| e.left.as_ref().unwrap().instructions)
+        .unwrap();
+    assert!(largest.left.as_ref().unwrap().instructions > 2000);
+    let d = detail(largest);
+    assert!(d.truncated && d.lines.len() == MAX_DETAIL_LINES);
+    assert!(d.kept + d.removed <= 2000 && d.kept + d.added <= 2000);
 }
 
 #[test]
@@ -642,4 +673,47 @@ fn byte_identical_documents_are_equal_without_matching_regression_28() {
             .iter()
             .all(|e| e.left == e.right && e.confidence == Some(MatchClass::Exact))
     );
+}
+
+#[test]
+fn the_detail_of_op_mul_adds_its_constant_and_keeps_the_rest_on_x86_64_and_arm64_regression_28() {
+    for chain in [GCC, ARM64] {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = build(dir.path(), chain, "-O2", OPS, &[], "ops1");
+        let v2 = build(dir.path(), chain, "-O2", OPS, &["-DV2"], "ops2");
+        let (l, r) = (image(&v1.stripped), image(&v2.stripped));
+        let diff = compare_images(&l, &r);
+        let (n1, n2) = (
+            nm_functions(chain, &v1.plain),
+            nm_functions(chain, &v2.plain),
+        );
+        let d = pair_detail(&diff, &l, &r, n1["op_mul"], n2["op_mul"]).unwrap();
+        let left = diff.find_left(n1["op_mul"]).unwrap().left.clone().unwrap();
+        // Every instruction of v1 is kept; what v2 adds is only added lines, and they hold
+        // the new constant (in decimal on arm64, as llvm-objdump writes it).
+        assert_eq!(
+            (d.kept, d.removed),
+            (u64::from(left.instructions), 0),
+            "{}: {d:?}",
+            chain.cc
+        );
+        let added: Vec<&str> = d
+            .lines
+            .iter()
+            .filter(|x| x.kind != LineKind::Kept)
+            .inspect(|x| assert_eq!(x.kind, LineKind::Added, "{}: {d:?}", chain.cc))
+            .map(|x| x.text.as_str())
+            .collect();
+        assert_eq!(added.len() as u64, d.added);
+        let constant = if chain.cc == ARM64.cc {
+            "#4919"
+        } else {
+            "0x1337"
+        };
+        assert!(
+            added.iter().any(|t| t.ends_with(constant)),
+            "{}: {added:?}",
+            chain.cc
+        );
+    }
 }

@@ -88,9 +88,87 @@ impl Fnv {
     }
 }
 
+/// One instruction of a body with its address-dependent fields zeroed, as the digest of
+/// [`BodyFacts`] sees it: two builds' instructions with equal masked bytes differ at most in
+/// where they and what they refer to were placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaskedInstruction {
+    /// Address of the instruction.
+    pub address: u64,
+    /// Its bytes, address-dependent fields zeroed.
+    pub masked: Vec<u8>,
+}
+
+/// A decoded body: its extent, masked bytes, instructions and constants, trailing padding
+/// dropped.
+struct Body {
+    end: u64,
+    masked: Vec<u8>,
+    steps: Vec<Step>,
+    /// Per instruction: where its masked bytes end, and its mnemonic id.
+    marks: Vec<(usize, u32)>,
+    constants: Vec<u64>,
+    /// Instructions that did not decode, trailing ones included.
+    invalid: u32,
+}
+
 impl Image {
     /// Facts about the body of the procedure starting at `start`.
     pub fn body_facts(&self, start: u64) -> Result<BodyFacts, ProviderError> {
+        let Body {
+            end,
+            masked,
+            steps,
+            marks,
+            mut constants,
+            invalid,
+        } = self.body(start)?;
+        let masked_len = marks.last().map_or(0, |m| m.0);
+        let mut digest = Fnv::new();
+        digest.bytes(&masked[..masked_len]);
+        let mut mnemonics: BTreeMap<u32, u32> = BTreeMap::new();
+        for &(_, mnemonic) in &marks {
+            *mnemonics.entry(mnemonic).or_default() += 1;
+        }
+        let (blocks, edges, shape_digest) = shape(start, &steps);
+        constants.sort_unstable();
+        Ok(BodyFacts {
+            address: start,
+            end,
+            instructions: steps.len() as u32,
+            invalid,
+            code_bytes: masked_len as u64,
+            masked_digest: digest.finish(),
+            mnemonics: mnemonics.into_iter().collect(),
+            blocks,
+            edges,
+            shape_digest,
+            constants,
+        })
+    }
+
+    /// The instructions of the body starting at `start` (trailing padding excluded), each with
+    /// its masked bytes: what an instruction-level comparison of two builds aligns.
+    pub fn masked_instructions(&self, start: u64) -> Result<Vec<MaskedInstruction>, ProviderError> {
+        let body = self.body(start)?;
+        let mut from = 0;
+        Ok(body
+            .steps
+            .iter()
+            .zip(&body.marks)
+            .map(|(step, &(to, _))| {
+                let masked = body.masked[from..to].to_vec();
+                from = to;
+                MaskedInstruction {
+                    address: step.address,
+                    masked,
+                }
+            })
+            .collect())
+    }
+
+    /// Decodes and masks the body of the procedure starting at `start`.
+    fn body(&self, start: u64) -> Result<Body, ProviderError> {
         if !disasm::supported(self.isa) {
             return Err(ProviderError::UnsupportedArchitecture {
                 architecture: self.doc.architecture.to_string(),
@@ -104,7 +182,6 @@ impl Image {
         let bytes = self.bytes_from(start, end - start).unwrap_or(&[]);
         let mut masked = Vec::with_capacity(bytes.len());
         let mut steps = Vec::new();
-        let mut mnemonics: BTreeMap<u32, u32> = BTreeMap::new();
         let mut constants = Vec::new();
         // Per instruction: where its masked bytes end and its mnemonic, so trailing padding can
         // be dropped from the digest and histogram afterwards.
@@ -133,26 +210,13 @@ impl Image {
         let kept = kept.max(steps.len().min(1));
         steps.truncate(kept);
         marks.truncate(kept);
-        let masked_len = marks.last().map_or(0, |m| m.0);
-        let mut digest = Fnv::new();
-        digest.bytes(&masked[..masked_len]);
-        for &(_, mnemonic) in &marks {
-            *mnemonics.entry(mnemonic).or_default() += 1;
-        }
-        let (blocks, edges, shape_digest) = shape(start, &steps);
-        constants.sort_unstable();
-        Ok(BodyFacts {
-            address: start,
+        Ok(Body {
             end,
-            instructions: steps.len() as u32,
-            invalid,
-            code_bytes: masked_len as u64,
-            masked_digest: digest.finish(),
-            mnemonics: mnemonics.into_iter().collect(),
-            blocks,
-            edges,
-            shape_digest,
+            masked,
+            steps,
+            marks,
             constants,
+            invalid,
         })
     }
 

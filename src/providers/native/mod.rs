@@ -49,7 +49,7 @@ pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
 };
-pub use body::BodyFacts;
+pub use body::{BodyFacts, MaskedInstruction};
 pub use bytes::{
     ByteHit, BytePattern, ByteRead, ByteSearch, BytesError, MAX_HITS_PAGE, MAX_READ_BYTES,
     TypedValues,
