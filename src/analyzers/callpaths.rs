@@ -200,7 +200,8 @@ pub struct CallPaths {
     pub truncated: bool,
     /// Indirect transfers in procedures reachable from `from` in fewer calls than the shortest
     /// path (all reachable within `max_depth` when none was found): each could hide a path no
-    /// longer than those reported. The first 200, by depth then site.
+    /// longer than those reported (a switch's jump through a recognised table is not one). The
+    /// first 200, by depth then site.
     pub gaps: Vec<PathGap>,
     /// Exact number of such gaps (absent when the time budget ran out first).
     pub gaps_total: Option<u64>,
