@@ -897,10 +897,8 @@ fn entry_signed(v: Value) -> Option<bool> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path as FsPath;
-
     use super::*;
-    use crate::analyzers::testbuild::{ARM64, GCC, Toolchain, build, image, nm_functions};
+    use crate::analyzers::testbuild::{ARM64, GCC, Toolchain, build, image, listing, nm_functions};
     use crate::providers::native::Image;
     use crate::providers::native::disasm::Disassembler;
 
@@ -950,108 +948,62 @@ mod tests {
     /// Offsets from 0x2000 to 0x1017, 0x1019, 0x1017.
     const TABLE: &[i32] = &[0x1017 - 0x2000, 0x1019 - 0x2000, 0x1017 - 0x2000];
 
+    /// gcc's form: `cmp edi, 2; ja; lea rdx, [rip+table]; mov edi, edi; movsxd rax, dword ptr
+    /// [rdx+rdi*4]; add rax, rdx; jmp rax`.
+    const GCC_FORM: [&[u8]; 7] = [
+        CMP_EDI_2,
+        JA,
+        LEA_TABLE,
+        MOV_EDI_EDI,
+        MOVSXD_RDI,
+        ADD_RAX_RDX,
+        JMP_RAX,
+    ];
+
     /// The gcc form is recognised with exactly the entries its bound allows; without a bound,
-    /// with a comparison that does not bound the index, or with an index the path does not tie
-    /// to the comparison, nothing is.
+    /// with a comparison that does not bound the index, with an index the path does not tie
+    /// to the comparison, or with a table the file has no bytes for, nothing is.
     #[test]
     fn a_table_needs_its_bound_and_its_index_regression_27() {
-        let table = x86(
-            &[
-                CMP_EDI_2,
-                JA,
-                LEA_TABLE,
-                MOV_EDI_EDI,
-                MOVSXD_RDI,
-                ADD_RAX_RDX,
-                JMP_RAX,
-            ],
-            TABLE,
-        );
         assert_eq!(
-            table,
+            x86(&GCC_FORM, TABLE),
             Some(JumpTable {
                 table: 0x2000,
                 targets: vec![0x1017, 0x1019, 0x1017]
             })
         );
-        // No comparison: the index is unbounded.
-        let no_bound: &[&[u8]] = &[
-            &[0x90; 3],
-            &[0x90; 2],
-            LEA_TABLE,
-            MOV_EDI_EDI,
-            MOVSXD_RDI,
-            ADD_RAX_RDX,
-            JMP_RAX,
-        ];
-        assert_eq!(x86(no_bound, TABLE), None);
-        // `jb` not taken says the index is at least 2, not at most.
-        let below = &[
-            CMP_EDI_2,
-            JB,
-            LEA_TABLE,
-            MOV_EDI_EDI,
-            MOVSXD_RDI,
-            ADD_RAX_RDX,
-            JMP_RAX,
-        ];
-        assert_eq!(x86(below, TABLE), None);
-        // The table is indexed by another register than the one compared.
-        let other = &[
-            CMP_EDI_2,
-            JA,
-            LEA_TABLE,
-            MOV_EDI_EDI,
-            MOVSXD_RSI,
-            ADD_RAX_RDX,
-            JMP_RAX,
-        ];
-        assert_eq!(x86(other, TABLE), None);
-        // The compared register changes before it indexes the table.
-        let changed = &[
-            CMP_EDI_2,
-            JA,
-            LEA_TABLE,
-            ADD_EDI_1,
-            MOVSXD_RDI,
-            ADD_RAX_RDX,
-            JMP_RAX,
-        ];
-        assert_eq!(x86(changed, TABLE), None);
-        // The table lies where the file has no bytes.
-        let code = &[
-            CMP_EDI_2,
-            JA,
-            LEA_TABLE,
-            MOV_EDI_EDI,
-            MOVSXD_RDI,
-            ADD_RAX_RDX,
-            JMP_RAX,
-        ];
-        assert_eq!(x86(code, &TABLE[..2]), None);
-    }
-
-    /// objdump's listing of `function`: address and text (mnemonic first) per instruction.
-    fn listing(chain: Toolchain, path: &FsPath, function: &str) -> Vec<(u64, String)> {
-        let out = std::process::Command::new(format!("{}objdump", chain.tools))
-            .args(["-d", "--no-show-raw-insn", path.to_str().unwrap()])
-            .output()
-            .expect("objdump is required (.ci/run installs it)");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut inside = false;
-        let mut found = Vec::new();
-        for line in text.lines() {
-            if line.ends_with(':') && line.contains('<') {
-                inside = line.contains(&format!("<{function}>:"));
-                continue;
+        let changed = |changes: &[(usize, &'static [u8])]| {
+            let mut code = GCC_FORM;
+            for &(i, bytes) in changes {
+                code[i] = bytes;
             }
-            if inside && let Some((address, insn)) = line.trim_start().split_once(':') {
-                if let Ok(address) = u64::from_str_radix(address.trim(), 16) {
-                    found.push((address, insn.trim().to_string()));
-                }
-            }
+            code
+        };
+        for (why, code, table) in [
+            (
+                "no comparison",
+                changed(&[(0, &[0x90; 3]), (1, &[0x90; 2])]),
+                TABLE,
+            ),
+            (
+                "`jb` not taken bounds from below",
+                changed(&[(1, JB)]),
+                TABLE,
+            ),
+            (
+                "another register indexes",
+                changed(&[(4, MOVSXD_RSI)]),
+                TABLE,
+            ),
+            (
+                "the index changes after the comparison",
+                changed(&[(3, ADD_EDI_1)]),
+                TABLE,
+            ),
+            ("the file holds two of three entries", GCC_FORM, &TABLE[..2]),
+        ] {
+            assert_eq!(x86(&code, table), None, "{why}");
         }
-        found
     }
 
     /// The function first called by straight-line code from `at` in the listing.
