@@ -13,6 +13,8 @@
 //!   rax, dword ptr [rdx+rax*4]; add rax, rdx; jmp rax` (gcc -O0 loads the index from its stack
 //!   slot and sign-extends with `cdqe`), entries 32-bit offsets from a base;
 //! - x86-64 code linked at a fixed address: `jmp qword ptr [rax*8+table]`, entries addresses;
+//! - x86-64 MSVC: `cmp eax, N; ja default; lea rdx, [__ImageBase]; mov ecx, dword ptr
+//!   [rdx+rax*4+table_rva]; add rcx, rdx; jmp rcx`, entries 32-bit offsets from the image base;
 //! - AArch64: `cmp w0, #N; b.hi default; adrp x1, table; add x1, x1, :lo12:table; ldrb w0, [x1,
 //!   w0, uxtw]; adr x1, base; add x0, x1, w0, sxtb #2; br x0` (`ldrh`/`sxth` and `ldr`/`sxtw`
 //!   for wider entries, clang's `lsl #2` for unsigned ones), entries offsets from a base in
@@ -305,7 +307,9 @@ struct State {
     /// Stack slots by base register and displacement.
     slots: Vec<((usize, i64), Value)>,
     unknowns: u32,
-    /// The unknown value a comparison just bounded, and the constant it was compared with.
+    /// The unknown value the flags hold a comparison of, and the constant it was compared
+    /// with: on x86-64 until an instruction changes the flags, on AArch64 for the next
+    /// instruction only.
     compared: Option<(u32, u64)>,
     /// The largest index each bounded value may take on this path.
     bounds: Vec<(u32, u64)>,
@@ -357,6 +361,36 @@ impl State {
         self.slots.retain(|((base, _), _)| *base != register);
     }
 
+    /// The unknown value `value` is, for a comparison to bound: itself when it is one, else
+    /// (an unknown value plus a constant, `lea rcx, [rdi-1]`) a new one that every register
+    /// and slot holding `value` then holds.
+    fn name(&mut self, value: Value) -> Option<u32> {
+        if let Some(v) = value.unknown() {
+            return Some(v);
+        }
+        if !matches!(
+            value,
+            Value::Affine {
+                scaled: Some(_),
+                ..
+            }
+        ) {
+            return None;
+        }
+        let named = self.fresh();
+        for held in self.registers.iter_mut().flatten() {
+            if *held == value {
+                *held = named;
+            }
+        }
+        for (_, held) in &mut self.slots {
+            if *held == value {
+                *held = named;
+            }
+        }
+        named.unknown()
+    }
+
     fn bound(&self, index: u32) -> Option<u64> {
         self.bounds
             .iter()
@@ -398,7 +432,12 @@ impl State {
         taken: Option<bool>,
         last: bool,
     ) -> Option<(u64, Entries)> {
-        let compared = self.compared.take();
+        // A comparison bounds through instructions that leave the flags alone (`cmp ecx, 6;
+        // mov r13, [rsp+0x28]; ja`).
+        let compared = self.compared;
+        if instr.rflags_modified() != 0 {
+            self.compared = None;
+        }
         let info = info.info(instr);
         let writes = |a: OpAccess| {
             matches!(
@@ -454,7 +493,7 @@ impl State {
                     }
                     _ => None,
                 };
-                if immediate && let Some(v) = compared.and_then(Value::unknown) {
+                if immediate && let Some(v) = compared.and_then(|v| self.name(v)) {
                     self.compared = Some((v, instr.immediate(1)));
                 }
                 None
@@ -498,6 +537,14 @@ impl State {
                     _ => None,
                 }
             }
+            Mnemonic::Movsxd if instr.op1_kind() == OpKind::Register => {
+                // MSVC's `movsxd rax, ecx` of an index its comparison bounded (below 2^31, so
+                // sign and zero extension agree).
+                let v = reg(instr.op1_register())
+                    .map(|s| self.get(s))
+                    .filter(|v| v.unknown().is_some());
+                op_reg(0).and_then(reg).zip(v)
+            }
             Mnemonic::Movsxd if instr.memory_size().size() == 4 => op_reg(0)
                 .and_then(reg)
                 .zip(self.x86_address(instr, reg).and_then(|a| a.load(4, true))),
@@ -531,8 +578,8 @@ impl State {
                 };
                 let sum = a.zip(b).and_then(|(a, b)| {
                     a.plus(b)
-                        .or_else(|| signed_entry(a).and_then(|_| Value::destination(b, a, true, 0)))
-                        .or_else(|| signed_entry(b).and_then(|_| Value::destination(a, b, true, 0)))
+                        .or_else(|| entry_signed(a).and_then(|s| Value::destination(b, a, s, 0)))
+                        .or_else(|| entry_signed(b).and_then(|s| Value::destination(a, b, s, 0)))
                 });
                 d.zip(sum)
             }
@@ -649,7 +696,7 @@ impl State {
                     Operand::ImmShift(n, s) if s < 64 => Some(u64::from(n) << s),
                     _ => None,
                 };
-                let v = self.arm_read(&ops[1]).and_then(Value::unknown);
+                let v = self.arm_read(&ops[1]).and_then(|v| self.name(v));
                 if let (Some(v), Some(n)) = (v, bound) {
                     self.compared = Some((v, n));
                 }
@@ -881,12 +928,6 @@ fn arm_is_x(op: &Operand) -> bool {
     )
 }
 
-/// A 32-bit entry sign-extended to 64 bits (`movsxd`, `cdqe`): what x86-64 adds to its base.
-fn signed_entry(v: Value) -> Option<()> {
-    matches!(v, Value::Entry { entries, .. } if entries.base.is_none() && entries.signed && entries.width == 4)
-        .then_some(())
-}
-
 /// How an entry held whole in a 64-bit register reads: as it was loaded.
 fn entry_signed(v: Value) -> Option<bool> {
     match v {
@@ -913,7 +954,18 @@ mod tests {
     /// Recognises the table of the indirect jump ending `code` (x86-64 at 0x1000), with the
     /// 32-bit words of `table` at 0x2000.
     fn x86(code: &[&[u8]], table: &[i32]) -> Option<JumpTable> {
-        let code: Vec<u8> = code.concat();
+        // `LEA_TABLE` is encoded where it lands, so that it computes 0x2000.
+        let mut bytes: Vec<u8> = Vec::new();
+        for &piece in code {
+            if piece == LEA_TABLE {
+                let next = 0x1000 + bytes.len() as i64 + 7;
+                bytes.extend([0x48, 0x8d, 0x15]);
+                bytes.extend(i32::try_from(0x2000 - next).unwrap().to_le_bytes());
+            } else {
+                bytes.extend(piece);
+            }
+        }
+        let code = bytes;
         let data: Vec<u8> = table.iter().flat_map(|e| e.to_le_bytes()).collect();
         let read = |address: u64, len: usize| {
             let (base, bytes) = if address >= 0x2000 {
@@ -933,12 +985,12 @@ mod tests {
     }
 
     const CMP_EDI_2: &[u8] = &[0x83, 0xff, 0x02];
-    /// `ja 0x1019` from 0x1003.
+    /// `ja` 0x14 bytes on.
     const JA: &[u8] = &[0x77, 0x14];
-    /// `jb 0x1019` from 0x1003.
+    /// `jb` 0x14 bytes on.
     const JB: &[u8] = &[0x72, 0x14];
-    /// `lea rdx, [rip+0xff4]` at 0x1005: the table at 0x2000.
-    const LEA_TABLE: &[u8] = &[0x48, 0x8d, 0x15, 0xf4, 0x0f, 0, 0];
+    /// `lea rdx, [rip+table]` (encoded where it lands).
+    const LEA_TABLE: &[u8] = &[0x48, 0x8d, 0x15, 0, 0, 0, 0];
     const MOV_EDI_EDI: &[u8] = &[0x89, 0xff];
     const ADD_EDI_1: &[u8] = &[0x83, 0xc7, 0x01];
     const MOVSXD_RDI: &[u8] = &[0x48, 0x63, 0x04, 0xba];
@@ -1004,6 +1056,72 @@ mod tests {
         ] {
             assert_eq!(x86(&code, table), None, "{why}");
         }
+    }
+
+    /// MSVC's form: unsigned offsets from a base the table's address is computed from
+    /// (`lea rdx, [__ImageBase]; mov ecx, dword ptr [rdx+rax*4]; add rcx, rdx; jmp rcx`),
+    /// after `cmp eax, 2; ja; movsxd rax, eax`.
+    #[test]
+    fn msvc_tables_hold_offsets_from_the_image_base_regression_27() {
+        const CMP_EAX_2: &[u8] = &[0x83, 0xf8, 0x02];
+        const MOVSXD_RAX_EAX: &[u8] = &[0x48, 0x63, 0xc0];
+        const MOV_ECX_ENTRY: &[u8] = &[0x8b, 0x0c, 0x82];
+        const ADD_RCX_RDX: &[u8] = &[0x48, 0x01, 0xd1];
+        const JMP_RCX: &[u8] = &[0xff, 0xe1];
+        let code = [
+            CMP_EAX_2,
+            JA,
+            MOVSXD_RAX_EAX,
+            LEA_TABLE,
+            MOV_ECX_ENTRY,
+            ADD_RCX_RDX,
+            JMP_RCX,
+        ];
+        assert_eq!(
+            x86(&code, &[0x10, -0x10, 0x20]).map(|t| t.targets),
+            Some(vec![0x2010, 0x2000 + 0xffff_fff0, 0x2020])
+        );
+    }
+
+    /// An index adjusted before its comparison (`lea rcx, [rdi-1]; cmp rcx, 2`) is the value
+    /// bounded, and a comparison bounds across instructions that leave the flags alone (`mov
+    /// r13, [rsp+0x28]` between `cmp` and `ja`), not across one that sets them (`test eax,
+    /// eax`).
+    #[test]
+    fn adjusted_indexes_and_comparisons_apart_from_their_branch_regression_27() {
+        const LEA_RCX_RDI_LESS_1: &[u8] = &[0x48, 0x8d, 0x4f, 0xff];
+        const CMP_RCX_2: &[u8] = &[0x48, 0x83, 0xf9, 0x02];
+        const MOVSXD_RCX: &[u8] = &[0x48, 0x63, 0x04, 0x8a];
+        const MOV_R13_FROM_STACK: &[u8] = &[0x4c, 0x8b, 0x6c, 0x24, 0x28];
+        const TEST_EAX_EAX: &[u8] = &[0x85, 0xc0];
+        let targets = Some(vec![0x1017, 0x1019, 0x1017]);
+        let adjusted = [
+            LEA_RCX_RDI_LESS_1,
+            CMP_RCX_2,
+            JA,
+            LEA_TABLE,
+            MOVSXD_RCX,
+            ADD_RAX_RDX,
+            JMP_RAX,
+        ];
+        assert_eq!(x86(&adjusted, TABLE).map(|t| t.targets), targets);
+        let apart = |between: &'static [u8]| {
+            [
+                CMP_EDI_2,
+                between,
+                JA,
+                LEA_TABLE,
+                MOV_EDI_EDI,
+                MOVSXD_RDI,
+                ADD_RAX_RDX,
+                JMP_RAX,
+            ]
+        };
+        assert_eq!(
+            x86(&apart(MOV_R13_FROM_STACK), TABLE).map(|t| t.targets),
+            targets
+        );
+        assert_eq!(x86(&apart(TEST_EAX_EAX), TABLE), None);
     }
 
     /// The function first called by straight-line code from `at` in the listing.
