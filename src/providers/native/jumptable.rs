@@ -1105,17 +1105,11 @@ mod tests {
             JMP_RAX,
         ];
         assert_eq!(x86(&adjusted, TABLE).map(|t| t.targets), targets);
+        // gcc's form with one instruction between its `cmp` and its `ja`.
         let apart = |between: &'static [u8]| {
-            [
-                CMP_EDI_2,
-                between,
-                JA,
-                LEA_TABLE,
-                MOV_EDI_EDI,
-                MOVSXD_RDI,
-                ADD_RAX_RDX,
-                JMP_RAX,
-            ]
+            let mut code = GCC_FORM.to_vec();
+            code.insert(1, between);
+            code
         };
         assert_eq!(
             x86(&apart(MOV_R13_FROM_STACK), TABLE).map(|t| t.targets),
