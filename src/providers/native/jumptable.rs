@@ -256,7 +256,10 @@ impl Value {
         match self {
             Value::Affine { constant, scaled } => Some(Value::Affine {
                 constant: constant.wrapping_mul(k),
-                scaled: scaled.map(|(v, s)| (v, s * k)),
+                scaled: match scaled {
+                    Some((v, s)) => Some((v, s.checked_mul(k)?)),
+                    None => None,
+                },
             }),
             Value::Entry { .. } => None,
         }
