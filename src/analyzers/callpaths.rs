@@ -200,7 +200,8 @@ pub struct CallPaths {
     pub truncated: bool,
     /// Indirect transfers in procedures reachable from `from` in fewer calls than the shortest
     /// path (all reachable within `max_depth` when none was found): each could hide a path no
-    /// longer than those reported. The first 200, by depth then site.
+    /// longer than those reported (a switch's jump through a recognised table is not one). The
+    /// first 200, by depth then site.
     pub gaps: Vec<PathGap>,
     /// Exact number of such gaps (absent when the time budget ran out first).
     pub gaps_total: Option<u64>,
@@ -534,32 +535,19 @@ impl CallGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyzers::testbuild::{ARM64, GCC, MINGW, Toolchain, build, image, nm_functions};
+    use crate::analyzers::testbuild::{
+        ARM64, GCC, MINGW, Toolchain, build, image, listing, nm_functions,
+    };
 
     const CALLGRAPH: &str = include_str!("testdata/callgraph.c");
 
     /// Sites in `caller` that transfer to `callee`, by the toolchain's objdump.
     fn sites(chain: Toolchain, path: &std::path::Path, caller: &str, callee: &str) -> Vec<u64> {
-        let out = std::process::Command::new(format!("{}objdump", chain.tools))
-            .args(["-d", "--no-show-raw-insn", path.to_str().unwrap()])
-            .output()
-            .expect("objdump is required (.ci/run installs it)");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut inside = false;
-        let mut found = Vec::new();
-        for line in text.lines() {
-            if line.ends_with(':') && line.contains('<') {
-                inside = line.contains(&format!("<{caller}>:"));
-                continue;
-            }
-            if inside
-                && line.trim_end().ends_with(&format!("<{callee}>"))
-                && let Some((address, _)) = line.trim_start().split_once(':')
-            {
-                found.push(u64::from_str_radix(address.trim(), 16).unwrap());
-            }
-        }
-        found
+        listing(chain, path, caller)
+            .into_iter()
+            .filter(|(_, text)| text.ends_with(&format!("<{callee}>")))
+            .map(|(address, _)| address)
+            .collect()
     }
 
     fn query(graph: &CallGraph, from: u64, to: u64, max_depth: usize) -> CallPaths {

@@ -91,6 +91,30 @@ pub(crate) fn nm_functions(chain: Toolchain, path: &Path) -> BTreeMap<String, u6
     .collect()
 }
 
+/// The instructions the toolchain's objdump lists under `function`: address and text, mnemonic
+/// first.
+pub(crate) fn listing(chain: Toolchain, path: &Path, function: &str) -> Vec<(u64, String)> {
+    let text = run(
+        &format!("{}objdump", chain.tools),
+        &["-d", "--no-show-raw-insn", path.to_str().unwrap()],
+    );
+    let mut inside = false;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.ends_with(':') && line.contains('<') {
+            inside = line.contains(&format!("<{function}>:"));
+            continue;
+        }
+        if inside
+            && let Some((address, insn)) = line.trim_start().split_once(':')
+            && let Ok(address) = u64::from_str_radix(address.trim(), 16)
+        {
+            found.push((address, insn.trim().to_string()));
+        }
+    }
+    found
+}
+
 pub(crate) fn image(path: &Path) -> Image {
     let target = admit(path).unwrap();
     Image::load(&target.documents[0]).unwrap()

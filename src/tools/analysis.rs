@@ -57,7 +57,8 @@ impl Tools {
     }
 
     /// What a procedure calls: direct calls and tail jumps resolved to procedures or imports;
-    /// indirect transfers are listed as unresolved, never guessed.
+    /// indirect transfers are listed as unresolved, never guessed (a switch's jump through a
+    /// recognised table is resolved to its cases).
     #[tool(
         name = "procedure_callees",
         title = "Procedure callees",

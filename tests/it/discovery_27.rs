@@ -21,10 +21,18 @@ const NO_UNWIND: [&str; 3] = [
     "-fno-unwind-tables",
 ];
 
-/// `graph.c` built without unwind tables into `dir`: `(unstripped, stripped)`, the stripped one
-/// also without `.eh_frame`/`.eh_frame_hdr` (the C runtime's own objects bring theirs).
-fn build_no_unwind(toolchain: Toolchain, dir: &Path) -> (PathBuf, PathBuf) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/graph.c");
+/// `source` (a C file of `tests/corpus`) built without unwind tables into `dir`:
+/// `(unstripped, stripped)`, the stripped one also without `.eh_frame`/`.eh_frame_hdr` (the C
+/// runtime's own objects bring theirs).
+pub(crate) fn build_no_unwind(
+    toolchain: Toolchain,
+    dir: &Path,
+    source: &str,
+) -> (PathBuf, PathBuf) {
+    let stem = source.trim_end_matches(".c");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(source);
     let (cc, strip, objcopy, ext) = match toolchain {
         Toolchain::ElfX64 => ("gcc", "strip", "objcopy", ""),
         Toolchain::ElfA64 => (
@@ -41,12 +49,12 @@ fn build_no_unwind(toolchain: Toolchain, dir: &Path) -> (PathBuf, PathBuf) {
         ),
         other => panic!("no build without unwind tables for {other:?}"),
     };
-    let unstripped = dir.join(format!("graph{ext}"));
-    let stripped = dir.join(format!("graph-stripped{ext}"));
+    let unstripped = dir.join(format!("{stem}{ext}"));
+    let stripped = dir.join(format!("{stem}-stripped{ext}"));
     let mut args: Vec<&str> = NO_UNWIND.to_vec();
     args.extend(["-o", unstripped.to_str().unwrap(), source.to_str().unwrap()]);
     run(cc, &args);
-    let bare = dir.join(format!("graph-bare{ext}"));
+    let bare = dir.join(format!("{stem}-bare{ext}"));
     run(
         strip,
         &["-o", bare.to_str().unwrap(), unstripped.to_str().unwrap()],
@@ -158,7 +166,7 @@ fn address(row: &Value) -> u64 {
     .unwrap()
 }
 
-async fn addresses_of(path: &Path) -> BTreeSet<u64> {
+pub(crate) async fn addresses_of(path: &Path) -> BTreeSet<u64> {
     let h = start().await;
     h.call("open_binary", json!({ "path": path })).await;
     all_procedures(&h).await.iter().map(address).collect()
@@ -168,7 +176,7 @@ async fn addresses_of(path: &Path) -> BTreeSet<u64> {
 /// calls, and only starts its unstripped twin lists too; a leaf says it was found by a call.
 async fn check_discovery(toolchain: Toolchain) {
     let dir = tempfile::tempdir().unwrap();
-    let (unstripped, stripped) = build_no_unwind(toolchain, dir.path());
+    let (unstripped, stripped) = build_no_unwind(toolchain, dir.path(), "graph.c");
     let reached = reached_from_main(toolchain, &unstripped);
     // main, the seven say_* functions, sink, apply, classify, the chains, fib, the leaves.
     assert!(reached.len() >= 17, "{toolchain:?}: {reached:?}");

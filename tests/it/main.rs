@@ -38,6 +38,7 @@ mod install_29;
 mod invariants;
 mod javascript;
 mod jsonrpc;
+mod jumptables_27;
 mod listing;
 mod long_decompile_27;
 mod names_15;

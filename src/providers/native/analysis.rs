@@ -12,6 +12,7 @@ use super::code_index::{CodeIndex, CodeRef, RefKind};
 use super::datarefs::{DataName, DataNames, DataRef};
 use super::disasm::{self, Decoded, Disassembler, Flow, MemoryUse};
 use super::image::Image;
+use super::jumptable::{self, Path};
 use super::relocations::{MAX_RELOCATIONS, relocated_pointers};
 use super::types::ProviderError;
 use crate::vocabulary::CalleeKind;
@@ -116,7 +117,8 @@ pub struct CalleeEdge {
     /// `procedure`, `import`, or `address` (a direct call to an address that starts no known
     /// procedure).
     pub kind: CalleeKind,
-    /// `call`, or `tail-jump` for a jump to another procedure's start.
+    /// `call`, or `tail-jump` for a jump to another procedure's start (directly or through a
+    /// switch's jump table).
     pub via: String,
     /// Addresses of the instructions that make the call, ascending.
     #[serde(with = "hex_list")]
@@ -536,30 +538,24 @@ impl Image {
     }
 
     /// Direct calls and tail jumps of the procedure at `start`, resolved to procedures or
-    /// imports; indirect transfers through unknown destinations are listed as unresolved.
+    /// imports; indirect transfers through unknown destinations are listed as unresolved. A
+    /// switch's jump through a table `jumptable` recognises is not: its destinations are the
+    /// procedure's own code, or tail calls where they start other procedures.
     pub fn callees(&self, start: u64) -> Result<CallGraphEdges, ProviderError> {
         self.require_decoder("procedure_callees")?;
         let index = self.require_procedure(start)?;
-        let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
-        // Text is rendered only for the few instructions reported as unresolved.
         let data = self.data_in_code();
-        let mut d = CodeWalk::new(self.isa, bytes, start, &data, false);
-        let mut refs = Vec::new();
         let mut edges: BTreeMap<(u64, &'static str), Vec<u64>> = BTreeMap::new();
         let mut unresolved = Vec::new();
-        while let Some(piece) = d.next(None) {
-            let Piece::Insn(insn) = piece else {
-                continue;
-            };
-            refs.clear();
-            classify(self, index, &insn, &mut refs);
-            let mut resolved = false;
-            for &(target, kind) in &refs {
+        self.references(index, &data, |insn, refs, switch| {
+            let mut resolved = switch;
+            for &(target, kind) in refs {
                 if let Some(via) = kind.via() {
                     edges.entry((target, via)).or_default().push(insn.address);
                     resolved = true;
                 }
             }
+            // Text is rendered only for the few instructions reported as unresolved.
             if !resolved && matches!(insn.flow, Flow::IndirectCall | Flow::IndirectJump) {
                 unresolved.push(UnresolvedCall {
                     site: insn.address,
@@ -572,7 +568,7 @@ impl Image {
                     operand: operand_text(&self.text_at(insn.address)),
                 });
             }
-        }
+        });
         let callees = edges
             .into_iter()
             .map(|((target, via), sites)| self.callee_edge(target, via, sites))
@@ -581,6 +577,76 @@ impl Image {
             callees,
             unresolved,
         })
+    }
+
+    /// Decodes the procedure at `index` across its extent and hands each instruction to
+    /// `visit` with the references it makes ([`classify`]) and whether it is a switch's jump
+    /// through a recognised table, whose destinations are then among the references. The
+    /// callees and the code index both walk procedures through here, so that they agree.
+    fn references(
+        &self,
+        index: usize,
+        data: &[(u64, u64)],
+        mut visit: impl FnMut(&Decoded, &[(u64, RefKind)], bool),
+    ) {
+        let (start, end, bytes) = self.procedure_bytes(index, SCAN_CAP);
+        let mut d = CodeWalk::new(self.isa, bytes, start, data, false);
+        let mut path = Path::default();
+        let mut refs = Vec::new();
+        while let Some(piece) = d.next(None) {
+            let Piece::Insn(insn) = piece else {
+                path.clear();
+                continue;
+            };
+            path.push(&insn);
+            refs.clear();
+            classify(self, index, &insn, &mut refs);
+            let switch = insn.flow == Flow::IndirectJump
+                && insn.slot.is_none()
+                && self.switch_refs(index, end, &path, &mut refs);
+            visit(&insn, &refs, switch);
+        }
+    }
+
+    /// The destinations of a switch's jump through its table (`path` ends at the jump), added
+    /// to `refs`: each inside the procedure (before `end`) or in a part split off it is a jump
+    /// within it, each start of another procedure or of an import stub a tail call. Whether
+    /// the table was recognised and every destination is one of these; otherwise nothing is
+    /// added and the jump stays unresolved.
+    fn switch_refs(
+        &self,
+        own: usize,
+        end: u64,
+        path: &Path,
+        refs: &mut Vec<(u64, RefKind)>,
+    ) -> bool {
+        let read = |address: u64, len: usize| self.bytes_at(address, len as u64);
+        let Some(table) = jumptable::recognise(self.isa, path, &read) else {
+            return false;
+        };
+        let start = self.procedures[own].address;
+        let mut targets = table.targets;
+        targets.sort_unstable();
+        targets.dedup();
+        let mut found = Vec::with_capacity(targets.len());
+        for t in targets {
+            let kind = if (start..end).contains(&t) {
+                RefKind::Jump
+            } else if let Some(other) = self.procedure_index(t) {
+                if is_split_part(self, own, other) {
+                    RefKind::Jump
+                } else {
+                    RefKind::TailJump
+                }
+            } else if self.import_at(t).is_some() {
+                RefKind::TailJump
+            } else {
+                return false;
+            };
+            found.push((t, kind));
+        }
+        refs.extend(found);
+        true
     }
 
     /// Renders the single instruction at `address`.
@@ -617,18 +683,10 @@ impl Image {
             if !disasm::supported(self.isa) {
                 return CodeIndex { refs };
             }
-            let mut found = Vec::new();
             let data = self.data_in_code();
             for index in 0..self.procedures.len() {
-                let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
-                let mut d = CodeWalk::new(self.isa, bytes, start, &data, false);
-                while let Some(piece) = d.next(None) {
-                    let Piece::Insn(insn) = piece else {
-                        continue;
-                    };
-                    found.clear();
-                    classify(self, index, &insn, &mut found);
-                    for &(target, kind) in &found {
+                self.references(index, &data, |insn, found, _| {
+                    for &(target, kind) in found {
                         refs.push(CodeRef {
                             target,
                             site: insn.address,
@@ -636,7 +694,7 @@ impl Image {
                             kind,
                         });
                     }
-                }
+                });
             }
             refs.sort_unstable_by_key(|r| (r.target, r.site));
             CodeIndex { refs }

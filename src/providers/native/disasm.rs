@@ -445,7 +445,7 @@ fn invalid_decoded(address: u64, len: usize) -> Decoded {
     }
 }
 
-fn is_store(opcode: Opcode) -> bool {
+pub(crate) fn is_store(opcode: Opcode) -> bool {
     matches!(
         opcode,
         Opcode::STR

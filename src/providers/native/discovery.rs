@@ -9,12 +9,17 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::disasm::{self, Disassembler, Flow, MemoryUse};
+use super::jumptable::{self, JumpTable, Path};
 use super::types::{Isa, SectionInfo};
 use crate::vocabulary::FoundBy;
 
 /// Most instructions decoded by one walk, whatever the file's size: a walk costs at most this
 /// much, and the same file always gives the same procedures (no clock decides).
 const MAX_INSTRUCTIONS: usize = 64_000_000;
+
+/// Furthest from its procedure's start an indirect jump is looked at as a switch: the jump
+/// table's procedure is decoded from its start up to the jump.
+const SCAN_SPAN: u64 = 1 << 20;
 
 /// Most procedure starts one walk adds, against code decoded from data.
 const MAX_NEW_STARTS: usize = 4_000_000;
@@ -58,6 +63,24 @@ pub(crate) fn is_noreturn(name: &str) -> bool {
     let plain = name.split('@').next().unwrap_or(name);
     let plain = plain.strip_prefix("__imp_").unwrap_or(plain);
     NORETURN.contains(&plain) || NORETURN.contains(&plain.trim_start_matches('_'))
+}
+
+/// The `len` bytes the file holds at `address`, through the section table.
+fn section_bytes<'a>(
+    sections: &[SectionInfo],
+    bytes: &'a [u8],
+    address: u64,
+    len: usize,
+) -> Option<&'a [u8]> {
+    let s = sections
+        .iter()
+        .find(|s| address >= s.address && address - s.address < s.file_size)?;
+    let in_section = address - s.address;
+    if (len as u64) > s.file_size - in_section {
+        return None;
+    }
+    let at = usize::try_from(s.file_offset?.checked_add(in_section)?).ok()?;
+    bytes.get(at..at.checked_add(len)?)
 }
 
 /// One executable range with the bytes the file holds for it.
@@ -163,6 +186,20 @@ struct Walk<'a> {
     sections: &'a [SectionInfo],
     bytes: &'a [u8],
     decoded: usize,
+    /// The jump tables of the procedure walked last, found by decoding it straight on.
+    tables: Option<Tables<'a>>,
+}
+
+/// The procedure at `start` decoded in address order up to `pos`, with the table of each
+/// indirect jump passed: a table's guard may lie on a path another run of the walk decoded
+/// (`cmp w2, #17; b.ls table; b default`), so the runs alone do not show it.
+struct Tables<'a> {
+    start: u64,
+    decoder: Disassembler<'a>,
+    path: Path,
+    /// The end of the last instruction decoded.
+    pos: u64,
+    found: HashMap<u64, Option<JumpTable>>,
 }
 
 impl<'a> Walk<'a> {
@@ -197,6 +234,7 @@ impl<'a> Walk<'a> {
             sections: inputs.sections,
             bytes: inputs.bytes,
             decoded: 0,
+            tables: None,
         }
     }
 
@@ -395,8 +433,6 @@ impl<'a> Walk<'a> {
         let (lo, hi) = (self.code[r].lo, self.code[r].hi);
         let offset = (block - lo) as usize;
         let mut d = Disassembler::new(self.isa, &self.code[r].bytes[offset..], block, false);
-        // The last data address this run computed (`lea rdx, [rip+table]`), for a jump table.
-        let mut table: Option<u64> = None;
         let mut end = block;
         // Addresses of code this run computes; kept as pointers unless the run ends in an
         // indirect jump, whose base they are (AArch64's `adr x1, base; add x0, x1, w0, sxtb
@@ -424,9 +460,6 @@ impl<'a> Walk<'a> {
                 && self.range(address).is_none()
             {
                 self.data_refs.entry(address).or_insert(start);
-                if use_ == MemoryUse::Address {
-                    table = Some(address);
-                }
             } else if let Some((address, MemoryUse::Address)) = i.memory
                 && !self.is_known_start(address)
             {
@@ -470,10 +503,8 @@ impl<'a> Walk<'a> {
                 }
                 Flow::IndirectJump => {
                     indirect = true;
-                    if let Some(table) = table {
-                        for t in self.jump_table(block, i.address, table, start, hi) {
-                            jump(self, t);
-                        }
+                    for t in self.switch_targets(start, i.address, hi) {
+                        jump(self, t);
                     }
                     break;
                 }
@@ -487,68 +518,60 @@ impl<'a> Walk<'a> {
         *e = (*e).max(end);
     }
 
-    /// The targets of an x86-64 jump table of 32-bit offsets from its own start (gcc and
-    /// clang: `cmp eax, N; ja default; lea rdx, [rip+table]; movsxd rax, [rdx+rax*4]; add
-    /// rax, rdx; jmp rax`), bounded by the `cmp` of the run that ends in the jump, and kept
-    /// only while every target lies in this procedure's section after its start.
-    fn jump_table(&self, block: u64, jump: u64, table: u64, start: u64, hi: u64) -> Vec<u64> {
-        if self.isa != Isa::X86_64 {
-            return Vec::new();
-        }
-        let Some(r) = self.range(block) else {
+    /// The destinations of the switch whose indirect jump at `jump` ends a run of the
+    /// procedure at `start`, kept only while every one lies in that procedure's section after
+    /// its start (`hi` is the section's end).
+    fn switch_targets(&mut self, start: u64, jump: u64, hi: u64) -> Vec<u64> {
+        let Some(table) = self.table_at(start, jump) else {
             return Vec::new();
         };
-        let range = &self.code[r];
-        let from = (block - range.lo) as usize;
-        let to = (jump - range.lo) as usize;
-        let mut decoder = iced_x86::Decoder::with_ip(
-            64,
-            &range.bytes[from..to],
-            block,
-            iced_x86::DecoderOptions::NONE,
-        );
-        let mut bound: Option<u64> = None;
-        for instruction in &mut decoder {
-            if instruction.mnemonic() == iced_x86::Mnemonic::Cmp
-                && instruction.op_count() == 2
-                && matches!(
-                    instruction.op1_kind(),
-                    iced_x86::OpKind::Immediate8
-                        | iced_x86::OpKind::Immediate8to32
-                        | iced_x86::OpKind::Immediate8to64
-                        | iced_x86::OpKind::Immediate32
-                        | iced_x86::OpKind::Immediate32to64
-                )
-            {
-                bound = Some(instruction.immediate(1));
-            }
-        }
-        let Some(bound) = bound.filter(|&b| b < 4096) else {
+        if table.targets.iter().any(|&t| t < start || t >= hi) {
             return Vec::new();
-        };
-        let mut out = Vec::new();
-        for k in 0..=bound {
-            let Some(entry) = self.data_i32(table + 4 * k) else {
-                return Vec::new();
-            };
-            let t = table.wrapping_add_signed(i64::from(entry));
-            if t < start || t >= hi {
-                return Vec::new();
-            }
-            out.push(t);
         }
-        out
+        let mut targets = table.targets;
+        targets.sort_unstable();
+        targets.dedup();
+        targets
     }
 
-    /// A little-endian 32-bit word of data at `address`.
-    fn data_i32(&self, address: u64) -> Option<i32> {
-        let s = self
-            .sections
-            .iter()
-            .find(|s| address >= s.address && address - s.address < s.file_size)?;
-        let at = usize::try_from(s.file_offset?.checked_add(address - s.address)?).ok()?;
-        let b = self.bytes.get(at..at.checked_add(4)?)?;
-        Some(i32::from_le_bytes(b.try_into().ok()?))
+    /// The jump table of the indirect jump at `jump` in the procedure at `start`, decoding
+    /// the procedure from its start (or from where the last look stopped) up to it.
+    fn table_at(&mut self, start: u64, jump: u64) -> Option<JumpTable> {
+        let r = self.range(start)?;
+        if jump < start || jump - start > SCAN_SPAN || self.range(jump) != Some(r) {
+            return None;
+        }
+        let (sections, bytes, isa) = (self.sections, self.bytes, self.isa);
+        let read = move |address: u64, len: usize| section_bytes(sections, bytes, address, len);
+        let code: &'a [u8] = self.code[r].bytes;
+        let offset = (start - self.code[r].lo) as usize;
+        let tables = match &mut self.tables {
+            Some(t) if t.start == start => t,
+            slot => slot.insert(Tables {
+                start,
+                decoder: Disassembler::new(isa, &code[offset..], start, false),
+                path: Path::default(),
+                pos: start,
+                found: HashMap::new(),
+            }),
+        };
+        while tables.pos <= jump {
+            let Some(i) = tables.decoder.next(None) else {
+                break;
+            };
+            self.decoded += 1;
+            tables.pos = i.address + i.len as u64;
+            if i.invalid {
+                tables.path.clear();
+                continue;
+            }
+            tables.path.push(&i);
+            if i.flow == Flow::IndirectJump {
+                let table = jumptable::recognise(isa, &tables.path, &read);
+                tables.found.insert(i.address, table);
+            }
+        }
+        tables.found.get(&jump).cloned().flatten()
     }
 
     fn finish(self) -> Vec<Found> {

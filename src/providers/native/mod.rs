@@ -12,6 +12,7 @@
 //! - `imports`: PLT stubs, Mach-O stubs and pointer slots, PE import address table slots.
 //! - `image`: a loaded document (bytes, sections, imports, procedures) for the analysis operations.
 //! - `disasm`: x86 and arm64 decoding behind one instruction model.
+//! - `jumptable`: switch jump tables and their destinations, for discovery and the call graph.
 //! - `arm64_text`: where yaxpeax-arm's AArch64 text differs from LLVM's, LLVM's spelling.
 //! - `body`: masked-byte digests, basic blocks and operand facts of one procedure, for comparing
 //!   builds.
@@ -34,6 +35,7 @@ mod entry_main;
 mod format;
 mod image;
 mod imports;
+mod jumptable;
 mod leb128;
 mod objc;
 mod pclntab;

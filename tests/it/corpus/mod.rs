@@ -27,6 +27,9 @@ pub enum Source {
     /// `datanames.c`: reads of an array and a struct, a string literal, an import's slot
     /// (`stderr`, which mingw-w64's C library does not export: ELF and Mach-O builds only).
     DataNames,
+    /// `switch.c`: a dense switch whose cases each call a function of their own, an indirect
+    /// call through a function pointer, and (x86-64 ELF) a table of tail calls.
+    Switch,
 }
 
 impl Source {
@@ -36,6 +39,7 @@ impl Source {
             Source::Ifunc => "ifunc.c",
             Source::Shapes => "shapes.cpp",
             Source::DataNames => "datanames.c",
+            Source::Switch => "switch.c",
         }
     }
 
@@ -49,6 +53,7 @@ impl Source {
             Source::Ifunc => "libifunc",
             Source::Shapes => "shapes",
             Source::DataNames => "datanames",
+            Source::Switch => "switch",
         }
     }
 }

@@ -1,0 +1,1209 @@
+//! Switch jump tables: the indirect jump a compiler emits for a dense `switch`, recognised from
+//! the instructions on the path that reaches it, and the destinations its table holds.
+//! Discovery follows the destinations as code of the procedure; the call graph takes the jump
+//! as resolved rather than as a gap, and a destination that is another procedure's start as a
+//! tail call.
+//!
+//! The path's values are followed symbolically: a register or stack slot holds a constant
+//! address, an unknown value times a scale, an entry loaded from a table at an unknown index,
+//! or a base plus such an entry. A table is recognised when the jump's destination is a table
+//! entry (plus a base) whose index the path bounds with an unsigned comparison against a
+//! constant. That covers what gcc and clang emit:
+//! - x86-64 position-independent code: `cmp eax, N; ja default; lea rdx, [rip+table]; movsxd
+//!   rax, dword ptr [rdx+rax*4]; add rax, rdx; jmp rax` (gcc -O0 loads the index from its stack
+//!   slot and sign-extends with `cdqe`), entries 32-bit offsets from a base;
+//! - x86-64 code linked at a fixed address: `jmp qword ptr [rax*8+table]`, entries addresses;
+//! - x86-64 MSVC: `cmp eax, N; ja default; lea rdx, [__ImageBase]; mov ecx, dword ptr
+//!   [rdx+rax*4+table_rva]; add rcx, rdx; jmp rcx`, entries 32-bit offsets from the image base;
+//! - AArch64: `cmp w0, #N; b.hi default; adrp x1, table; add x1, x1, :lo12:table; ldrb w0, [x1,
+//!   w0, uxtw]; adr x1, base; add x0, x1, w0, sxtb #2; br x0` (`ldrh`/`sxth` and `ldr`/`sxtw`
+//!   for wider entries, clang's `lsl #2` for unsigned ones), entries offsets from a base in
+//!   words.
+//!
+//! Anything else (no bound, an index the path does not tie to the bound, a table the file has
+//! no bytes for) is not recognised: the jump stays an unknown indirect jump, never guessed.
+
+use std::collections::VecDeque;
+
+use iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use yaxpeax_arch::{Decoder as _, U8Reader};
+use yaxpeax_arm::armv8::a64::{InstDecoder, Opcode, Operand, ShiftStyle, SizeCode};
+
+use super::disasm::{self, Decoded, Flow};
+use super::types::Isa;
+
+/// Most instructions a path keeps: a table's guard, load and jump lie within a dozen.
+const MAX_PATH: usize = 32;
+
+/// Most entries a recognised table may have.
+const MAX_ENTRIES: u64 = 4096;
+
+/// Reads the bytes the file holds at a run-time address, `None` where it holds none.
+pub(crate) type Read<'m> = dyn Fn(u64, usize) -> Option<&'m [u8]> + 'm;
+
+/// One instruction of a path: where it is and how it passes control on.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    address: u64,
+    len: u8,
+    flow: Flow,
+    target: Option<u64>,
+}
+
+/// The instructions that run, in order, before the current one: the straight-line flow that
+/// reaches it, continued back through a conditional branch when the code before it was left by
+/// an unconditional jump (`cmp w2, #17; b.ls table; b default; table: ...`). At most the last
+/// [`MAX_PATH`].
+#[derive(Debug, Default)]
+pub(crate) struct Path {
+    steps: VecDeque<Step>,
+}
+
+impl Path {
+    /// Appends the next instruction decoded in address order.
+    pub(crate) fn push(&mut self, insn: &Decoded) {
+        if let Some(last) = self.steps.back() {
+            let falls_through = last.address.wrapping_add(u64::from(last.len)) == insn.address
+                && !matches!(last.flow, Flow::Jump | Flow::IndirectJump | Flow::Return);
+            if !falls_through {
+                // Reached only by a branch: through one on the path, else from elsewhere.
+                match self
+                    .steps
+                    .iter()
+                    .rposition(|s| s.flow == Flow::CondJump && s.target == Some(insn.address))
+                {
+                    Some(i) => self.steps.truncate(i + 1),
+                    None => self.steps.clear(),
+                }
+            }
+        }
+        if self.steps.len() == MAX_PATH {
+            self.steps.pop_front();
+        }
+        self.steps.push_back(Step {
+            address: insn.address,
+            len: u8::try_from(insn.len).unwrap_or(u8::MAX),
+            flow: insn.flow,
+            target: insn.target,
+        });
+    }
+
+    /// Forgets the path (data among code, or code reached from elsewhere).
+    pub(crate) fn clear(&mut self) {
+        self.steps.clear();
+    }
+}
+
+/// A recognised jump table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JumpTable {
+    /// Where the table lies.
+    pub(crate) table: u64,
+    /// The destination of each entry, in entry order (cases sharing code repeat it).
+    pub(crate) targets: Vec<u64>,
+}
+
+/// The table of the indirect jump that ends `path`, when it is one of the recognised forms.
+pub(crate) fn recognise<'m>(isa: Isa, path: &Path, read: &Read<'m>) -> Option<JumpTable> {
+    let last = path.steps.back()?;
+    if last.flow != Flow::IndirectJump {
+        return None;
+    }
+    let mut state = State::default();
+    let mut x86 = InstructionInfoFactory::new();
+    let arm = InstDecoder::default();
+    let mut destination = None;
+    for (i, step) in path.steps.iter().enumerate() {
+        let bytes = read(step.address, usize::from(step.len))?;
+        // Whether a conditional branch on the path is taken to reach the next step.
+        let taken = path.steps.get(i + 1).and_then(|next| {
+            let fall = step.address.wrapping_add(u64::from(step.len));
+            (step.target != Some(fall)).then_some(step.target == Some(next.address))
+        });
+        let last = i + 1 == path.steps.len();
+        destination = match isa {
+            Isa::X86_64 => {
+                let instr = iced_x86::Decoder::with_ip(
+                    64,
+                    bytes,
+                    step.address,
+                    iced_x86::DecoderOptions::NONE,
+                )
+                .decode();
+                if instr.is_invalid() {
+                    return None;
+                }
+                state.x86(&instr, &mut x86, taken, last)
+            }
+            Isa::Arm64 => {
+                let mut reader = U8Reader::new(bytes);
+                let inst = std::panic::catch_unwind(move || arm.decode(&mut reader).ok())
+                    .ok()
+                    .flatten()?;
+                state.arm64(&inst, step.address, taken, last)
+            }
+            Isa::X86 | Isa::Other => return None,
+        };
+    }
+    let (table, entries) = destination?;
+    let count = state.bound(entries.index)?.checked_add(1)?;
+    (count <= MAX_ENTRIES).then_some(())?;
+    let width = usize::from(entries.width);
+    let targets = (0..count)
+        .map(|k| {
+            let raw = read(table.checked_add(k * u64::from(entries.width))?, width)?;
+            let mut word = [0u8; 8];
+            word[..width].copy_from_slice(raw);
+            let value = u64::from_le_bytes(word);
+            Some(match entries.base {
+                None => value,
+                Some((base, shift)) => {
+                    let value = if entries.signed {
+                        let unused = 64 - 8 * width as u32;
+                        ((value << unused) as i64 >> unused) as u64
+                    } else {
+                        value
+                    };
+                    base.wrapping_add(value << shift)
+                }
+            })
+        })
+        .collect::<Option<Vec<u64>>>()?;
+    Some(JumpTable { table, targets })
+}
+
+/// How a table's entries give destinations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entries {
+    /// The unknown value that indexes the table.
+    index: u32,
+    /// Bytes per entry.
+    width: u8,
+    /// Whether an entry is sign-extended.
+    signed: bool,
+    /// `Some((base, shift))`: a destination is `base + (entry << shift)`; `None`: the entry is
+    /// the destination.
+    base: Option<(u64, u8)>,
+}
+
+/// What the path has put in a register or stack slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    /// `constant + value * scale`, where `value` is an unknown value (by number); a constant
+    /// address when there is none.
+    Affine {
+        constant: u64,
+        scaled: Option<(u32, u64)>,
+    },
+    /// An entry loaded from the table at `table`, or a destination computed from one.
+    Entry { table: u64, entries: Entries },
+}
+
+impl Value {
+    fn constant(value: u64) -> Value {
+        Value::Affine {
+            constant: value,
+            scaled: None,
+        }
+    }
+
+    /// The unknown value this is, when it is one unchanged.
+    fn unknown(self) -> Option<u32> {
+        match self {
+            Value::Affine {
+                constant: 0,
+                scaled: Some((v, 1)),
+            } => Some(v),
+            _ => None,
+        }
+    }
+
+    fn as_constant(self) -> Option<u64> {
+        match self {
+            Value::Affine {
+                constant,
+                scaled: None,
+            } => Some(constant),
+            _ => None,
+        }
+    }
+
+    fn plus(self, other: Value) -> Option<Value> {
+        let (
+            Value::Affine {
+                constant: a,
+                scaled: sa,
+            },
+            Value::Affine {
+                constant: b,
+                scaled: sb,
+            },
+        ) = (self, other)
+        else {
+            return None;
+        };
+        let scaled = match (sa, sb) {
+            (Some(_), Some(_)) => return None,
+            (s, None) | (None, s) => s,
+        };
+        Some(Value::Affine {
+            constant: a.wrapping_add(b),
+            scaled,
+        })
+    }
+
+    fn times(self, k: u64) -> Option<Value> {
+        match self {
+            Value::Affine { constant, scaled } => Some(Value::Affine {
+                constant: constant.wrapping_mul(k),
+                scaled: match scaled {
+                    Some((v, s)) => Some((v, s.checked_mul(k)?)),
+                    None => None,
+                },
+            }),
+            Value::Entry { .. } => None,
+        }
+    }
+
+    /// The entry this value was loaded as, when a load of `width` bytes at this address reads
+    /// a table at an unknown index.
+    fn load(self, width: u8, signed: bool) -> Option<Value> {
+        match self {
+            Value::Affine {
+                constant,
+                scaled: Some((index, scale)),
+            } if constant != 0 && scale == u64::from(width) => Some(Value::Entry {
+                table: constant,
+                entries: Entries {
+                    index,
+                    width,
+                    signed,
+                    base: None,
+                },
+            }),
+            _ => None,
+        }
+    }
+
+    /// `base + (entry << shift)`, with the entry read as `signed`.
+    fn destination(base: Value, entry: Value, signed: bool, shift: u8) -> Option<Value> {
+        let base = base.as_constant()?;
+        match entry {
+            Value::Entry { table, entries } if entries.base.is_none() => Some(Value::Entry {
+                table,
+                entries: Entries {
+                    signed,
+                    base: Some((base, shift)),
+                    ..entries
+                },
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Registers 0..=31 (x86-64: rax..r15; AArch64: x0..x30 and sp as 31): what the path put
+/// there, `None` for a value not seen yet (named when first read).
+#[derive(Debug, Default)]
+struct State {
+    registers: [Option<Value>; 32],
+    /// Stack slots by base register and displacement.
+    slots: Vec<((usize, i64), Value)>,
+    unknowns: u32,
+    /// The unknown value the flags hold a comparison of, and the constant it was compared
+    /// with: on x86-64 until an instruction changes the flags, on AArch64 for the next
+    /// instruction only.
+    compared: Option<(u32, u64)>,
+    /// The largest index each bounded value may take on this path.
+    bounds: Vec<(u32, u64)>,
+}
+
+impl State {
+    fn fresh(&mut self) -> Value {
+        self.unknowns += 1;
+        Value::Affine {
+            constant: 0,
+            scaled: Some((self.unknowns, 1)),
+        }
+    }
+
+    fn get(&mut self, register: usize) -> Value {
+        match self.registers[register] {
+            Some(v) => v,
+            None => {
+                let v = self.fresh();
+                self.registers[register] = Some(v);
+                v
+            }
+        }
+    }
+
+    fn slot(&mut self, key: (usize, i64)) -> Value {
+        if let Some(&(_, v)) = self.slots.iter().find(|(k, _)| *k == key) {
+            return v;
+        }
+        let v = self.fresh();
+        self.slots.push((key, v));
+        v
+    }
+
+    fn set_slot(&mut self, key: (usize, i64), value: Value) {
+        self.forget_slot(key);
+        self.slots.push((key, value));
+    }
+
+    /// Forgets the slots a store of up to eight bytes at `key` may overlap.
+    fn forget_slot(&mut self, (base, at): (usize, i64)) {
+        self.slots
+            .retain(|&((b, d), _)| b != base || d.abs_diff(at) >= 8);
+    }
+
+    /// Forgets a register, and the slots addressed through it.
+    fn kill(&mut self, register: usize) {
+        self.registers[register] = None;
+        self.slots.retain(|((base, _), _)| *base != register);
+    }
+
+    /// The unknown value `value` is, for a comparison to bound: itself when it is one, else
+    /// (an unknown value plus a constant, `lea rcx, [rdi-1]`) a new one that every register
+    /// and slot holding `value` then holds.
+    fn name(&mut self, value: Value) -> Option<u32> {
+        if let Some(v) = value.unknown() {
+            return Some(v);
+        }
+        if !matches!(
+            value,
+            Value::Affine {
+                scaled: Some(_),
+                ..
+            }
+        ) {
+            return None;
+        }
+        let named = self.fresh();
+        for held in self.registers.iter_mut().flatten() {
+            if *held == value {
+                *held = named;
+            }
+        }
+        for (_, held) in &mut self.slots {
+            if *held == value {
+                *held = named;
+            }
+        }
+        named.unknown()
+    }
+
+    fn bound(&self, index: u32) -> Option<u64> {
+        self.bounds
+            .iter()
+            .filter(|(v, _)| *v == index)
+            .map(|&(_, b)| b)
+            .min()
+    }
+
+    /// A conditional branch right after a comparison: on this path the compared value is at
+    /// most the bound (`ja`/`b.hi` not taken, `jbe`/`b.ls` taken) or below it (`jae`/`b.hs`
+    /// not taken, `jb`/`b.lo` taken).
+    fn branch(&mut self, compared: Option<(u32, u64)>, above: bool, at_most: bool, taken: bool) {
+        let Some((v, n)) = compared else { return };
+        let bound = match (above, taken) {
+            (true, false) | (false, true) if at_most => Some(n),
+            (true, false) | (false, true) => n.checked_sub(1),
+            _ => None,
+        };
+        if let Some(b) = bound {
+            self.bounds.push((v, b));
+        }
+    }
+
+    /// A 32-bit copy keeps an unknown value (an index the comparison bounded fits in 32 bits);
+    /// anything else it truncates.
+    fn narrow(&mut self, value: Value) -> Value {
+        if value.unknown().is_some() {
+            value
+        } else {
+            self.fresh()
+        }
+    }
+
+    /// Follows one x86-64 instruction; at the last, the table its jump reads.
+    fn x86(
+        &mut self,
+        instr: &Instruction,
+        info: &mut InstructionInfoFactory,
+        taken: Option<bool>,
+        last: bool,
+    ) -> Option<(u64, Entries)> {
+        // A comparison bounds through instructions that leave the flags alone (`cmp ecx, 6;
+        // mov r13, [rsp+0x28]; ja`).
+        let compared = self.compared;
+        if instr.rflags_modified() != 0 {
+            self.compared = None;
+        }
+        let info = info.info(instr);
+        let writes = |a: OpAccess| {
+            matches!(
+                a,
+                OpAccess::Write
+                    | OpAccess::CondWrite
+                    | OpAccess::ReadWrite
+                    | OpAccess::ReadCondWrite
+            )
+        };
+        let written: Vec<Register> = info
+            .used_registers()
+            .iter()
+            .filter(|u| writes(u.access()))
+            .map(|u| u.register())
+            .collect();
+        // A stack slot the instruction writes holds what a store below puts there, or nothing
+        // known.
+        if info.used_memory().iter().any(|m| writes(m.access()))
+            && let Some(k) = self.x86_slot(instr)
+        {
+            self.forget_slot(k);
+        }
+        let reg = |r: Register| {
+            let full = r.full_register() as usize;
+            let rax = Register::RAX as usize;
+            (r.is_gpr32() || r.is_gpr64())
+                .then_some(full.wrapping_sub(rax))
+                .filter(|&i| i < 16)
+        };
+        let op_reg = |i: u32| (instr.op_kind(i) == OpKind::Register).then(|| instr.op_register(i));
+        let result: Option<(usize, Value)> = match instr.mnemonic() {
+            Mnemonic::Ja | Mnemonic::Jae | Mnemonic::Jbe | Mnemonic::Jb => {
+                if let Some(taken) = taken {
+                    let above = matches!(instr.mnemonic(), Mnemonic::Ja | Mnemonic::Jae);
+                    let at_most = matches!(instr.mnemonic(), Mnemonic::Ja | Mnemonic::Jbe);
+                    self.branch(compared, above, at_most, taken);
+                }
+                None
+            }
+            Mnemonic::Cmp if instr.op_count() == 2 => {
+                let immediate = matches!(
+                    instr.op1_kind(),
+                    OpKind::Immediate8to32
+                        | OpKind::Immediate32
+                        | OpKind::Immediate8to64
+                        | OpKind::Immediate32to64
+                );
+                let compared = match instr.op0_kind() {
+                    OpKind::Register => reg(instr.op0_register()).map(|r| self.get(r)),
+                    OpKind::Memory if instr.memory_size().size() >= 4 => {
+                        self.x86_slot(instr).map(|k| self.slot(k))
+                    }
+                    _ => None,
+                };
+                if immediate && let Some(v) = compared.and_then(|v| self.name(v)) {
+                    self.compared = Some((v, instr.immediate(1)));
+                }
+                None
+            }
+            Mnemonic::Mov if instr.op_count() == 2 => {
+                match (op_reg(0).and_then(reg), instr.op1_kind()) {
+                    (Some(d), OpKind::Register) => reg(instr.op1_register()).map(|s| {
+                        let v = self.get(s);
+                        let v = if instr.op0_register().is_gpr64() {
+                            v
+                        } else {
+                            self.narrow(v)
+                        };
+                        (d, v)
+                    }),
+                    (Some(d), OpKind::Memory) => {
+                        let wide = instr.op0_register().is_gpr64();
+                        let v = if let Some(k) = self.x86_slot(instr) {
+                            let v = self.slot(k);
+                            Some(if wide { v } else { self.narrow(v) })
+                        } else {
+                            self.x86_address(instr, reg)
+                                .and_then(|a| a.load(if wide { 8 } else { 4 }, false))
+                        };
+                        v.map(|v| (d, v))
+                    }
+                    (None, _) if instr.op0_kind() == OpKind::Memory => {
+                        // A store into a stack slot.
+                        if let (Some(k), Some(s)) = (self.x86_slot(instr), op_reg(1).and_then(reg))
+                        {
+                            let v = self.get(s);
+                            let v = if instr.op1_register().is_gpr64() {
+                                v
+                            } else {
+                                self.narrow(v)
+                            };
+                            self.set_slot(k, v);
+                        }
+                        None
+                    }
+                    _ => None,
+                }
+            }
+            Mnemonic::Movsxd if instr.op1_kind() == OpKind::Register => {
+                // MSVC's `movsxd rax, ecx` of an index its comparison bounded (below 2^31, so
+                // sign and zero extension agree).
+                let v = reg(instr.op1_register())
+                    .map(|s| self.get(s))
+                    .filter(|v| v.unknown().is_some());
+                op_reg(0).and_then(reg).zip(v)
+            }
+            Mnemonic::Movsxd if instr.memory_size().size() == 4 => op_reg(0)
+                .and_then(reg)
+                .zip(self.x86_address(instr, reg).and_then(|a| a.load(4, true))),
+            Mnemonic::Cdqe => match self.get(0) {
+                Value::Entry { table, entries } if entries.width == 4 && entries.base.is_none() => {
+                    Some((
+                        0,
+                        Value::Entry {
+                            table,
+                            entries: Entries {
+                                signed: true,
+                                ..entries
+                            },
+                        },
+                    ))
+                }
+                _ => None,
+            },
+            Mnemonic::Lea if instr.op0_register().is_gpr64() => {
+                op_reg(0).and_then(reg).zip(self.x86_address(instr, reg))
+            }
+            Mnemonic::Add if instr.op0_register().is_gpr64() => {
+                let d = op_reg(0).and_then(reg);
+                let a = d.map(|d| self.get(d));
+                let b = match instr.op1_kind() {
+                    OpKind::Register => reg(instr.op1_register()).map(|s| self.get(s)),
+                    OpKind::Immediate8to64 | OpKind::Immediate32to64 => {
+                        Some(Value::constant(instr.immediate(1)))
+                    }
+                    _ => None,
+                };
+                let sum = a.zip(b).and_then(|(a, b)| {
+                    a.plus(b)
+                        .or_else(|| entry_signed(a).and_then(|s| Value::destination(b, a, s, 0)))
+                        .or_else(|| entry_signed(b).and_then(|s| Value::destination(a, b, s, 0)))
+                });
+                d.zip(sum)
+            }
+            _ => None,
+        };
+        if last {
+            // The jump: through a register that holds a destination, or through memory.
+            let value = match instr.op0_kind() {
+                OpKind::Register => reg(instr.op0_register()).map(|r| self.get(r)),
+                OpKind::Memory => self.x86_address(instr, reg).and_then(|a| a.load(8, false)),
+                _ => None,
+            };
+            return match value? {
+                Value::Entry { table, entries } if entries.base.is_some() || entries.width == 8 => {
+                    Some((table, entries))
+                }
+                _ => None,
+            };
+        }
+        // Whatever else the instruction writes is no longer known.
+        for r in written {
+            let full = r.full_register() as usize;
+            if let Some(i) = full.checked_sub(Register::RAX as usize).filter(|&i| i < 16) {
+                self.kill(i);
+            }
+        }
+        if matches!(
+            instr.flow_control(),
+            iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
+        ) {
+            // The registers a callee may change (System V and Windows alike, the widest).
+            for r in [0, 1, 2, 6, 7, 8, 9, 10, 11] {
+                self.kill(r);
+            }
+        }
+        if let Some((d, v)) = result {
+            self.registers[d] = Some(v);
+        }
+        None
+    }
+
+    /// The stack slot a memory operand names: `[rbp+d]` or `[rsp+d]`.
+    fn x86_slot(&self, instr: &Instruction) -> Option<(usize, i64)> {
+        let base = instr.memory_base();
+        (matches!(base, Register::RBP | Register::RSP)
+            && instr.memory_index() == Register::None
+            && instr.segment_prefix() == Register::None)
+            .then(|| {
+                let i = base as usize - Register::RAX as usize;
+                (i, instr.memory_displacement64() as i64)
+            })
+    }
+
+    /// The value of a memory operand's address.
+    fn x86_address(
+        &mut self,
+        instr: &Instruction,
+        reg: impl Fn(Register) -> Option<usize>,
+    ) -> Option<Value> {
+        if instr.segment_prefix() != Register::None {
+            return None;
+        }
+        if instr.is_ip_rel_memory_operand() {
+            return Some(Value::constant(instr.ip_rel_memory_address()));
+        }
+        let mut address = Value::constant(instr.memory_displacement64());
+        let base = instr.memory_base();
+        if base != Register::None {
+            (base.is_gpr64()).then_some(())?;
+            let b = self.get(reg(base)?);
+            address = address.plus(b)?;
+        }
+        let index = instr.memory_index();
+        if index != Register::None {
+            (index.is_gpr64()).then_some(())?;
+            let i = self.get(reg(index)?);
+            address = address.plus(i.times(u64::from(instr.memory_index_scale()))?)?;
+        }
+        Some(address)
+    }
+
+    /// Follows one AArch64 instruction; at the last, the table its jump reads.
+    fn arm64(
+        &mut self,
+        inst: &yaxpeax_arm::armv8::a64::Instruction,
+        address: u64,
+        taken: Option<bool>,
+        last: bool,
+    ) -> Option<(u64, Entries)> {
+        let compared = self.compared.take();
+        let ops = &inst.operands;
+        let relative = ops.iter().find_map(|op| match op {
+            Operand::PCOffset(off) => Some(*off),
+            _ => None,
+        });
+        let result: Option<(usize, Value)> = match inst.opcode {
+            Opcode::Bcc(cond) => {
+                // hi 8, ls 9, hs 2, lo 3.
+                if let Some(taken) = taken
+                    && matches!(cond, 2 | 3 | 8 | 9)
+                {
+                    self.branch(
+                        compared,
+                        matches!(cond, 2 | 8),
+                        matches!(cond, 8 | 9),
+                        taken,
+                    );
+                }
+                None
+            }
+            Opcode::SUBS if matches!(ops[0], Operand::Register(_, 31)) => {
+                let bound = match ops[2] {
+                    Operand::Immediate(n) => Some(u64::from(n)),
+                    Operand::ImmShift(n, s) if s < 64 => Some(u64::from(n) << s),
+                    _ => None,
+                };
+                let v = self.arm_read(&ops[1]).and_then(|v| self.name(v));
+                if let (Some(v), Some(n)) = (v, bound) {
+                    self.compared = Some((v, n));
+                }
+                None
+            }
+            Opcode::ADRP => arm_reg(&ops[0]).zip(
+                relative.map(|off| Value::constant((address & !0xfff).wrapping_add_signed(off))),
+            ),
+            Opcode::ADR => arm_reg(&ops[0])
+                .zip(relative.map(|off| Value::constant(address.wrapping_add_signed(off)))),
+            Opcode::ORR if matches!(ops[1], Operand::Register(_, 31)) => {
+                // `mov wd, ws`.
+                let source = match ops[2] {
+                    Operand::Register(size, s) | Operand::RegShift(ShiftStyle::LSL, 0, size, s) => {
+                        Some((size, s))
+                    }
+                    _ => None,
+                };
+                match (arm_reg(&ops[0]), source) {
+                    (Some(d), Some((size, s))) => {
+                        let v = self.arm_read(&Operand::Register(size, s));
+                        v.map(|v| {
+                            (
+                                d,
+                                if size == SizeCode::X {
+                                    v
+                                } else {
+                                    self.narrow(v)
+                                },
+                            )
+                        })
+                    }
+                    _ => None,
+                }
+            }
+            Opcode::ADD if arm_is_x(&ops[0]) => {
+                let d = arm_reg(&ops[0]);
+                let a = self.arm_read(&ops[1]);
+                let sum = match ops[2] {
+                    Operand::Immediate(n) => a.and_then(|a| a.plus(Value::constant(u64::from(n)))),
+                    Operand::ImmShift(n, s) if s < 64 => {
+                        a.and_then(|a| a.plus(Value::constant(u64::from(n) << s)))
+                    }
+                    Operand::Register(SizeCode::X, m) => {
+                        let b = self.arm_read(&Operand::Register(SizeCode::X, m));
+                        a.zip(b).and_then(|(a, b)| {
+                            a.plus(b).or_else(|| {
+                                entry_signed(b).and_then(|s| Value::destination(a, b, s, 0))
+                            })
+                        })
+                    }
+                    Operand::RegShift(style, amount, size, m) if amount <= 4 => {
+                        let b = self.arm_read(&Operand::Register(size, m));
+                        a.zip(b).and_then(|(a, b)| {
+                            let Value::Entry { entries, .. } = b else {
+                                return a.plus(b.times(1 << amount)?);
+                            };
+                            let signed = match (style, entries.width) {
+                                (ShiftStyle::SXTB, 1)
+                                | (ShiftStyle::SXTH, 2)
+                                | (ShiftStyle::SXTW, 4) => true,
+                                (ShiftStyle::UXTB, 1)
+                                | (ShiftStyle::UXTH, 2)
+                                | (ShiftStyle::UXTW, 4) => false,
+                                (ShiftStyle::LSL | ShiftStyle::UXTX | ShiftStyle::SXTX, _)
+                                    if size == SizeCode::X =>
+                                {
+                                    entries.signed
+                                }
+                                _ => return None,
+                            };
+                            Value::destination(a, b, signed, amount)
+                        })
+                    }
+                    _ => None,
+                };
+                d.zip(sum)
+            }
+            Opcode::LDRB
+            | Opcode::LDRH
+            | Opcode::LDR
+            | Opcode::LDRSB
+            | Opcode::LDRSH
+            | Opcode::LDRSW => {
+                let wide = arm_is_x(&ops[0]);
+                let (width, signed) = match inst.opcode {
+                    Opcode::LDRB => (1, false),
+                    Opcode::LDRSB => (1, true),
+                    Opcode::LDRH => (2, false),
+                    Opcode::LDRSH => (2, true),
+                    Opcode::LDRSW => (4, true),
+                    _ if wide => (8, false),
+                    _ => (4, false),
+                };
+                let v = match ops[1] {
+                    Operand::RegRegOffset(n, m, size, style, amount)
+                        if matches!(
+                            style,
+                            ShiftStyle::LSL
+                                | ShiftStyle::UXTW
+                                | ShiftStyle::SXTW
+                                | ShiftStyle::UXTX
+                        ) && amount < 4 =>
+                    {
+                        let base = self.arm_read(&Operand::RegisterOrSP(SizeCode::X, n));
+                        let index = self.arm_read(&Operand::Register(size, m));
+                        base.zip(index)
+                            .and_then(|(b, i)| b.plus(i.times(1 << amount)?))
+                            .and_then(|a| a.load(width, signed))
+                    }
+                    Operand::RegPreIndex(n, off, false) if matches!(n, 29 | 31) && width >= 4 => {
+                        let v = self.slot((usize::from(n), i64::from(off)));
+                        Some(if wide { v } else { self.narrow(v) })
+                    }
+                    _ => None,
+                };
+                arm_reg(&ops[0]).zip(v)
+            }
+            Opcode::STR | Opcode::STUR => {
+                if let (Operand::Register(size, t), Operand::RegPreIndex(n, off, false)) =
+                    (ops[0], ops[1])
+                    && matches!(n, 29 | 31)
+                {
+                    let v = self.arm_read(&Operand::Register(size, t));
+                    if let Some(v) = v {
+                        let v = if size == SizeCode::X {
+                            v
+                        } else {
+                            self.narrow(v)
+                        };
+                        self.set_slot((usize::from(n), i64::from(off)), v);
+                    }
+                }
+                None
+            }
+            _ => None,
+        };
+        if last {
+            let value = match inst.opcode {
+                Opcode::BR => self.arm_read(&ops[0]),
+                _ => None,
+            };
+            return match value? {
+                Value::Entry { table, entries } if entries.base.is_some() || entries.width == 8 => {
+                    Some((table, entries))
+                }
+                _ => None,
+            };
+        }
+        // Whatever else the instruction writes is no longer known.
+        match inst.opcode {
+            Opcode::BL
+            | Opcode::BLR
+            | Opcode::BLRAA
+            | Opcode::BLRAAZ
+            | Opcode::BLRAB
+            | Opcode::BLRABZ => {
+                for r in (0..=18).chain([30]) {
+                    self.kill(r);
+                }
+            }
+            op if disasm::is_store(op) => {
+                // A store into the stack other than the slot store above: the slots addressed
+                // through its base are no longer known.
+                let modelled = matches!(op, Opcode::STR | Opcode::STUR)
+                    && matches!(ops[0], Operand::Register(..))
+                    && matches!(ops[1], Operand::RegPreIndex(29 | 31, _, false));
+                if !modelled {
+                    for op in ops {
+                        if let Operand::RegPreIndex(n, _, _) | Operand::RegRegOffset(n, ..) = *op {
+                            let n = usize::from(n).min(31);
+                            self.slots.retain(|((base, _), _)| *base != n);
+                        }
+                    }
+                }
+            }
+            Opcode::LDP | Opcode::LDPSW | Opcode::LDNP | Opcode::LDXP | Opcode::LDAXP => {
+                for op in &ops[..2] {
+                    if let Some(r) = arm_reg(op) {
+                        self.kill(r);
+                    }
+                }
+            }
+            _ => {
+                if let Some(r) = arm_reg(&ops[0]) {
+                    self.kill(r);
+                }
+            }
+        }
+        for op in ops {
+            if let Operand::RegPreIndex(n, _, true)
+            | Operand::RegPostIndex(n, _)
+            | Operand::RegPostIndexReg(n, _) = op
+            {
+                self.kill(usize::from(*n).min(31));
+            }
+        }
+        if let Some((d, v)) = result {
+            self.registers[d] = Some(v);
+        }
+        None
+    }
+
+    /// The value an AArch64 register operand reads (the zero register reads zero).
+    fn arm_read(&mut self, op: &Operand) -> Option<Value> {
+        match *op {
+            Operand::Register(_, 31) => Some(Value::constant(0)),
+            Operand::Register(_, r) | Operand::RegisterOrSP(_, r) => {
+                Some(self.get(usize::from(r).min(31)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The register an AArch64 operand writes (`None` for the zero register).
+fn arm_reg(op: &Operand) -> Option<usize> {
+    match *op {
+        Operand::Register(_, 31) => None,
+        Operand::Register(_, r) | Operand::RegisterOrSP(_, r) => Some(usize::from(r).min(31)),
+        _ => None,
+    }
+}
+
+fn arm_is_x(op: &Operand) -> bool {
+    matches!(
+        op,
+        Operand::Register(SizeCode::X, _) | Operand::RegisterOrSP(SizeCode::X, _)
+    )
+}
+
+/// How an entry held whole in a 64-bit register reads: as it was loaded.
+fn entry_signed(v: Value) -> Option<bool> {
+    match v {
+        Value::Entry { entries, .. } if entries.base.is_none() => Some(entries.signed),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyzers::testbuild::{ARM64, GCC, Toolchain, build, image, listing, nm_functions};
+    use crate::providers::native::Image;
+    use crate::providers::native::disasm::Disassembler;
+
+    const SWITCH: &str = include_str!("../../../tests/corpus/switch.c");
+
+    const CLANG: Toolchain = Toolchain {
+        cc: "clang-14",
+        tools: "",
+        suffix: "",
+    };
+
+    /// Recognises the table of the indirect jump ending `code` (x86-64 at 0x1000), with the
+    /// 32-bit words of `table` at 0x2000.
+    fn x86(code: &[&[u8]], table: &[i32]) -> Option<JumpTable> {
+        // `LEA_TABLE` is encoded where it lands, so that it computes 0x2000.
+        let mut bytes: Vec<u8> = Vec::new();
+        for &piece in code {
+            if piece == LEA_TABLE {
+                let next = 0x1000 + bytes.len() as i64 + 7;
+                bytes.extend([0x48, 0x8d, 0x15]);
+                bytes.extend(i32::try_from(0x2000 - next).unwrap().to_le_bytes());
+            } else {
+                bytes.extend(piece);
+            }
+        }
+        let code = bytes;
+        let data: Vec<u8> = table.iter().flat_map(|e| e.to_le_bytes()).collect();
+        let read = |address: u64, len: usize| {
+            let (base, bytes) = if address >= 0x2000 {
+                (0x2000, &data)
+            } else {
+                (0x1000, &code)
+            };
+            let at = usize::try_from(address.checked_sub(base)?).ok()?;
+            bytes.get(at..at + len)
+        };
+        let mut path = Path::default();
+        let mut d = Disassembler::new(Isa::X86_64, &code, 0x1000, false);
+        while let Some(i) = d.next(None) {
+            path.push(&i);
+        }
+        recognise(Isa::X86_64, &path, &read)
+    }
+
+    const CMP_EDI_2: &[u8] = &[0x83, 0xff, 0x02];
+    /// `ja` 0x14 bytes on.
+    const JA: &[u8] = &[0x77, 0x14];
+    /// `jb` 0x14 bytes on.
+    const JB: &[u8] = &[0x72, 0x14];
+    /// `lea rdx, [rip+table]` (encoded where it lands).
+    const LEA_TABLE: &[u8] = &[0x48, 0x8d, 0x15, 0, 0, 0, 0];
+    const MOV_EDI_EDI: &[u8] = &[0x89, 0xff];
+    const ADD_EDI_1: &[u8] = &[0x83, 0xc7, 0x01];
+    const MOVSXD_RDI: &[u8] = &[0x48, 0x63, 0x04, 0xba];
+    const MOVSXD_RSI: &[u8] = &[0x48, 0x63, 0x04, 0xb2];
+    const ADD_RAX_RDX: &[u8] = &[0x48, 0x01, 0xd0];
+    const JMP_RAX: &[u8] = &[0xff, 0xe0];
+    /// Offsets from 0x2000 to 0x1017, 0x1019, 0x1017.
+    const TABLE: &[i32] = &[0x1017 - 0x2000, 0x1019 - 0x2000, 0x1017 - 0x2000];
+
+    /// gcc's form: `cmp edi, 2; ja; lea rdx, [rip+table]; mov edi, edi; movsxd rax, dword ptr
+    /// [rdx+rdi*4]; add rax, rdx; jmp rax`.
+    const GCC_FORM: [&[u8]; 7] = [
+        CMP_EDI_2,
+        JA,
+        LEA_TABLE,
+        MOV_EDI_EDI,
+        MOVSXD_RDI,
+        ADD_RAX_RDX,
+        JMP_RAX,
+    ];
+
+    /// The gcc form is recognised with exactly the entries its bound allows; without a bound,
+    /// with a comparison that does not bound the index, with an index the path does not tie
+    /// to the comparison, or with a table the file has no bytes for, nothing is.
+    #[test]
+    fn a_table_needs_its_bound_and_its_index_regression_27() {
+        assert_eq!(
+            x86(&GCC_FORM, TABLE),
+            Some(JumpTable {
+                table: 0x2000,
+                targets: vec![0x1017, 0x1019, 0x1017]
+            })
+        );
+        let changed = |changes: &[(usize, &'static [u8])]| {
+            let mut code = GCC_FORM;
+            for &(i, bytes) in changes {
+                code[i] = bytes;
+            }
+            code
+        };
+        for (why, code, table) in [
+            (
+                "no comparison",
+                changed(&[(0, &[0x90; 3]), (1, &[0x90; 2])]),
+                TABLE,
+            ),
+            (
+                "`jb` not taken bounds from below",
+                changed(&[(1, JB)]),
+                TABLE,
+            ),
+            (
+                "another register indexes",
+                changed(&[(4, MOVSXD_RSI)]),
+                TABLE,
+            ),
+            (
+                "the index changes after the comparison",
+                changed(&[(3, ADD_EDI_1)]),
+                TABLE,
+            ),
+            ("the file holds two of three entries", GCC_FORM, &TABLE[..2]),
+        ] {
+            assert_eq!(x86(&code, table), None, "{why}");
+        }
+    }
+
+    /// MSVC's form: unsigned offsets from a base the table's address is computed from
+    /// (`lea rdx, [__ImageBase]; mov ecx, dword ptr [rdx+rax*4]; add rcx, rdx; jmp rcx`),
+    /// after `cmp eax, 2; ja; movsxd rax, eax`.
+    #[test]
+    fn msvc_tables_hold_offsets_from_the_image_base_regression_27() {
+        const CMP_EAX_2: &[u8] = &[0x83, 0xf8, 0x02];
+        const MOVSXD_RAX_EAX: &[u8] = &[0x48, 0x63, 0xc0];
+        const MOV_ECX_ENTRY: &[u8] = &[0x8b, 0x0c, 0x82];
+        const ADD_RCX_RDX: &[u8] = &[0x48, 0x01, 0xd1];
+        const JMP_RCX: &[u8] = &[0xff, 0xe1];
+        let code = [
+            CMP_EAX_2,
+            JA,
+            MOVSXD_RAX_EAX,
+            LEA_TABLE,
+            MOV_ECX_ENTRY,
+            ADD_RCX_RDX,
+            JMP_RCX,
+        ];
+        assert_eq!(
+            x86(&code, &[0x10, -0x10, 0x20]).map(|t| t.targets),
+            Some(vec![0x2010, 0x2000 + 0xffff_fff0, 0x2020])
+        );
+    }
+
+    /// An index adjusted before its comparison (`lea rcx, [rdi-1]; cmp rcx, 2`) is the value
+    /// bounded, and a comparison bounds across instructions that leave the flags alone (`mov
+    /// r13, [rsp+0x28]` between `cmp` and `ja`), not across one that sets them (`test eax,
+    /// eax`).
+    #[test]
+    fn adjusted_indexes_and_comparisons_apart_from_their_branch_regression_27() {
+        const LEA_RCX_RDI_LESS_1: &[u8] = &[0x48, 0x8d, 0x4f, 0xff];
+        const CMP_RCX_2: &[u8] = &[0x48, 0x83, 0xf9, 0x02];
+        const MOVSXD_RCX: &[u8] = &[0x48, 0x63, 0x04, 0x8a];
+        const MOV_R13_FROM_STACK: &[u8] = &[0x4c, 0x8b, 0x6c, 0x24, 0x28];
+        const TEST_EAX_EAX: &[u8] = &[0x85, 0xc0];
+        let targets = Some(vec![0x1017, 0x1019, 0x1017]);
+        let adjusted = [
+            LEA_RCX_RDI_LESS_1,
+            CMP_RCX_2,
+            JA,
+            LEA_TABLE,
+            MOVSXD_RCX,
+            ADD_RAX_RDX,
+            JMP_RAX,
+        ];
+        assert_eq!(x86(&adjusted, TABLE).map(|t| t.targets), targets);
+        // gcc's form with one instruction between its `cmp` and its `ja`.
+        let apart = |between: &'static [u8]| {
+            let mut code = GCC_FORM.to_vec();
+            code.insert(1, between);
+            code
+        };
+        assert_eq!(
+            x86(&apart(MOV_R13_FROM_STACK), TABLE).map(|t| t.targets),
+            targets
+        );
+        assert_eq!(x86(&apart(TEST_EAX_EAX), TABLE), None);
+    }
+
+    /// The function first called by straight-line code from `at` in the listing.
+    fn first_call(listing: &[(u64, String)], at: u64) -> Option<String> {
+        let i = listing.iter().position(|(a, _)| *a == at)?;
+        for (_, text) in &listing[i..] {
+            let mnemonic = text.split_whitespace().next()?;
+            match mnemonic {
+                "call" | "bl" => {
+                    let name = text.split_once('<')?.1.split_once('>')?.0;
+                    return Some(name.to_string());
+                }
+                "ret" | "jmp" | "b" | "br" => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The tables of the indirect jumps of the procedure at `start`, walked as the call graph
+    /// walks it.
+    fn tables(img: &Image, start: u64) -> Vec<(u64, Option<JumpTable>)> {
+        let index = img.procedure_index(start).unwrap();
+        let end = img.procedure_end(index, u64::MAX);
+        let bytes = img.bytes_at(start, end - start).unwrap();
+        let read = |address: u64, len: usize| img.bytes_at(address, len as u64);
+        let mut path = Path::default();
+        let mut d = Disassembler::new(img.isa, bytes, start, false);
+        let mut found = Vec::new();
+        while let Some(i) = d.next(None) {
+            path.push(&i);
+            if i.flow == Flow::IndirectJump {
+                found.push((i.address, recognise(img.isa, &path, &read)));
+            }
+        }
+        found
+    }
+
+    /// `dispatch` of `switch.c` as gcc (-O0, -O2, and -O2 linked at a fixed address, whose
+    /// table holds addresses) and clang build it for x86-64 and gcc for AArch64: its one
+    /// indirect jump (objdump shows it) reads a table of eighteen entries, the k-th leading to
+    /// the call of `case_k`, all inside `dispatch`.
+    #[test]
+    fn switch_tables_lead_to_each_case_regression_27() {
+        let fixed: &[&str] = &["-fno-pie", "-no-pie"];
+        for (chain, opt, flags) in [
+            (GCC, "-O0", &[][..]),
+            (GCC, "-O2", &[][..]),
+            (GCC, "-O2", fixed),
+            (CLANG, "-O2", &[][..]),
+            (ARM64, "-O0", &[][..]),
+            (ARM64, "-O2", &[][..]),
+        ] {
+            let case = format!("{} {opt} {flags:?}", chain.cc);
+            let dir = tempfile::tempdir().unwrap();
+            let built = build(dir.path(), chain, opt, SWITCH, flags, "switch");
+            let sym = nm_functions(chain, &built.plain);
+            let img = image(&built.plain);
+            let dispatch = sym["dispatch"];
+            let theirs = listing(chain, &built.plain, "dispatch");
+            let jumps: Vec<u64> = theirs
+                .iter()
+                .filter(|(_, t)| t.starts_with("jmp    *") || t.starts_with("br\t"))
+                .map(|&(a, _)| a)
+                .collect();
+            let ours = tables(&img, dispatch);
+            assert_eq!(
+                ours.iter().map(|(a, _)| *a).collect::<Vec<_>>(),
+                jumps,
+                "{case}: the indirect jumps objdump shows"
+            );
+            let table = ours[0]
+                .1
+                .clone()
+                .unwrap_or_else(|| panic!("{case}: no table"));
+            assert_eq!(table.targets.len(), 18, "{case}");
+            let end = dispatch + (theirs.last().unwrap().0 - dispatch);
+            for (k, &t) in table.targets.iter().enumerate() {
+                assert!((dispatch..=end).contains(&t), "{case}: entry {k} at {t:#x}");
+                assert_eq!(
+                    first_call(&theirs, t).as_deref(),
+                    Some(format!("case_{k}").as_str()),
+                    "{case}: entry {k} at {t:#x}"
+                );
+            }
+        }
+    }
+}

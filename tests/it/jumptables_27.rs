@@ -1,0 +1,320 @@
+//! Issue 27, item 6: a switch's jump through its table is edges inside the procedure, not a gap.
+//! `switch.c` built by gcc for x86-64 and AArch64 ELF at -O0 and -O2: `dispatch`'s one indirect
+//! jump (objdump shows it) reads a table whose destinations are its own cases, so its callees
+//! are exactly the calls and tail jumps objdump lists in it, with nothing unresolved, and a path
+//! through a case has no gap; `via_pointer`'s call through a function pointer stays unresolved
+//! and a gap. On x86-64, `jt_tail`'s table holds the starts of two other functions: tail calls.
+//! Built without unwind tables and stripped, the functions only the cases call are found.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::start;
+use crate::corpus::reference::{self, Disassembler, Insn};
+use crate::corpus::{self, Opt, Source, Toolchain, Variant};
+use crate::discovery_27::{addresses_of, build_no_unwind};
+
+fn hex(address: u64) -> String {
+    format!("{address:#x}")
+}
+
+/// Function name → address, by readelf.
+fn functions(path: &Path, toolchain: Toolchain) -> BTreeMap<String, u64> {
+    reference::functions(path, toolchain)
+        .into_iter()
+        .map(|s| (s.name, s.address))
+        .collect()
+}
+
+/// objdump's instructions of `function`.
+fn body<'a>(listing: &'a [Insn], function: &str) -> Vec<&'a Insn> {
+    listing
+        .iter()
+        .filter(|i| i.function.as_deref() == Some(function))
+        .collect()
+}
+
+/// Whether objdump shows an indirect jump or call (`jmp rax`, `call rdx`, `br x1`, `blr x2`).
+fn indirect(i: &Insn, call: bool) -> bool {
+    let register = !i.operands.contains('[') && i.direct_target().is_none();
+    match (i.mnemonic.as_str(), call) {
+        ("jmp", false) | ("call", true) => register,
+        ("br", false) | ("blr", true) => true,
+        _ => false,
+    }
+}
+
+/// The callees objdump shows in `function`, as `procedure_callees` lists them: every direct
+/// call, and every direct jump to a function's start, by target.
+fn objdump_callees(listing: &[Insn], function: &str, names: &BTreeMap<u64, String>) -> Value {
+    let mut edges: BTreeMap<(u64, &str), Vec<String>> = BTreeMap::new();
+    for i in body(listing, function) {
+        let Some(target) = i.direct_target() else {
+            continue;
+        };
+        let via = if i.is_call() {
+            "call"
+        } else if i.is_jump() && names.contains_key(&target) {
+            "tail-jump"
+        } else {
+            continue;
+        };
+        edges.entry((target, via)).or_default().push(hex(i.address));
+    }
+    edges
+        .into_iter()
+        .map(|((target, via), sites)| {
+            json!({
+                "target": hex(target),
+                "name": names[&target],
+                "kind": "procedure",
+                "via": via,
+                "sites": sites,
+            })
+        })
+        .collect()
+}
+
+/// `(procedure name, kind, depth, site)` of each gap of a `call_paths` answer.
+fn gaps(found: &Value) -> Vec<(String, String, u64, String)> {
+    found["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["procedure"]["name"].as_str().unwrap().to_string(),
+                g["kind"].as_str().unwrap().to_string(),
+                g["depth"].as_u64().unwrap(),
+                g["site"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn route(found: &Value) -> Vec<(String, Value, Value)> {
+    found["paths"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["node"]["name"].as_str().unwrap().to_string(),
+                s["via"].clone(),
+                s["site"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn switch_tables_are_edges_not_gaps_regression_27() {
+    for toolchain in [Toolchain::ElfX64, Toolchain::ElfA64] {
+        for opt in [Opt::O0, Opt::O2] {
+            let case = format!("{toolchain:?} {opt:?}");
+            let path = corpus::build(Variant::new(Source::Switch, toolchain, opt, false));
+            let listing = reference::listing(&path, toolchain, Disassembler::Gnu);
+            let at = functions(&path, toolchain);
+            let names: BTreeMap<u64, String> = at.iter().map(|(n, &a)| (a, n.clone())).collect();
+            // objdump shows dispatch's jump through its table: one indirect jump.
+            let jumps: Vec<u64> = body(&listing, "dispatch")
+                .into_iter()
+                .filter(|i| indirect(i, false))
+                .map(|i| i.address)
+                .collect();
+            assert_eq!(jumps.len(), 1, "{case}: {jumps:x?}");
+
+            let h = start().await;
+            h.call("open_binary", json!({ "path": &path })).await;
+            let callees = h
+                .call("procedure_callees", json!({ "procedure": "dispatch" }))
+                .await;
+            assert_eq!(callees["unresolved"], json!([]), "{case}: {callees}");
+            let expected = objdump_callees(&listing, "dispatch", &names);
+            assert_eq!(callees["callees"], expected, "{case}");
+            for k in 0..18 {
+                let name = format!("case_{k}");
+                assert!(
+                    expected
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|c| c["name"] == name.as_str() && c["via"] == "call"),
+                    "{case}: {name} in {expected}"
+                );
+            }
+
+            // A real call through a function pointer stays unresolved, with the operand objdump
+            // shows.
+            let pointer = body(&listing, "via_pointer")
+                .into_iter()
+                .find(|i| indirect(i, true))
+                .unwrap_or_else(|| panic!("{case}: objdump shows no indirect call"));
+            let pointer_site = pointer.address;
+            let callees = h
+                .call("procedure_callees", json!({ "procedure": "via_pointer" }))
+                .await;
+            assert_eq!(
+                callees["unresolved"],
+                json!([{ "site": hex(pointer_site), "kind": "call", "operand": pointer.operands }]),
+                "{case}: {callees}"
+            );
+
+            // main -> dispatch -> case_9: the one path, no gap on the way.
+            let found = h
+                .call(
+                    "call_paths",
+                    json!({ "from": "main", "to": "case_9", "max_depth": 6 }),
+                )
+                .await;
+            assert_eq!(
+                (found["shortest"].as_u64(), &found["total"]),
+                (Some(2), &json!(1)),
+                "{case}: {found}"
+            );
+            let site = |caller: &str, callee: &str| {
+                let target = at[callee];
+                json!(hex(body(&listing, caller)
+                    .into_iter()
+                    .find(|i| i.direct_target() == Some(target))
+                    .unwrap()
+                    .address))
+            };
+            assert_eq!(
+                route(&found),
+                [
+                    ("main".to_string(), Value::Null, Value::Null),
+                    (
+                        "dispatch".to_string(),
+                        json!("call"),
+                        site("main", "dispatch")
+                    ),
+                    (
+                        "case_9".to_string(),
+                        json!("call"),
+                        site("dispatch", "case_9")
+                    ),
+                ],
+                "{case}"
+            );
+            assert_eq!(found["gaps_total"], 0, "{case}: {found}");
+            assert_eq!(found["gaps"], json!([]), "{case}");
+
+            // From case_17, deep_leaf is not reached by direct calls, and via_pointer's call
+            // (one call down) is the gap that could hide a path.
+            let found = h
+                .call(
+                    "call_paths",
+                    json!({ "from": "case_17", "to": "deep_leaf", "max_depth": 6 }),
+                )
+                .await;
+            assert_eq!(found["reachable"], false, "{case}: {found}");
+            assert_eq!(found["gaps_total"], 1, "{case}: {found}");
+            assert_eq!(
+                gaps(&found),
+                [(
+                    "via_pointer".to_string(),
+                    "call".to_string(),
+                    1,
+                    hex(pointer_site)
+                )],
+                "{case}"
+            );
+        }
+    }
+}
+
+/// `jt_tail` (assembly in `switch.c`) jumps through a table whose entries are the starts of
+/// `tail_zero` and `tail_one` and a label of its own: two tail calls at the site of its one
+/// indirect jump, nothing unresolved, and a path through it without a gap.
+#[tokio::test]
+async fn a_table_of_other_functions_is_tail_calls_regression_27() {
+    for opt in [Opt::O0, Opt::O2] {
+        let path = corpus::build(Variant::new(Source::Switch, Toolchain::ElfX64, opt, false));
+        let listing = reference::listing(&path, Toolchain::ElfX64, Disassembler::Gnu);
+        let at = functions(&path, Toolchain::ElfX64);
+        let jump = body(&listing, "jt_tail")
+            .into_iter()
+            .find(|i| indirect(i, false))
+            .unwrap()
+            .address;
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &path })).await;
+        let callees = h
+            .call("procedure_callees", json!({ "procedure": "jt_tail" }))
+            .await;
+        assert_eq!(callees["unresolved"], json!([]), "{opt:?}: {callees}");
+        let tail = |name: &str| {
+            json!({
+                "target": hex(at[name]),
+                "name": name,
+                "kind": "procedure",
+                "via": "tail-jump",
+                "sites": [hex(jump)],
+            })
+        };
+        assert_eq!(
+            callees["callees"],
+            json!([tail("tail_zero"), tail("tail_one")]),
+            "{opt:?}"
+        );
+        let callers = h
+            .call("procedure_callers", json!({ "procedure": "tail_one" }))
+            .await;
+        assert_eq!(
+            callers["callers"],
+            json!([{
+                "procedure": hex(at["jt_tail"]),
+                "name": "jt_tail",
+                "via": "tail-jump",
+                "sites": [hex(jump)],
+            }]),
+            "{opt:?}"
+        );
+        let found = h
+            .call(
+                "call_paths",
+                json!({ "from": "main", "to": "tail_one", "max_depth": 6 }),
+            )
+            .await;
+        let steps: Vec<(String, Value, Value)> = route(&found);
+        assert_eq!(
+            steps[1..],
+            [
+                ("jt_tail".to_string(), json!("call"), steps[1].2.clone()),
+                ("tail_one".to_string(), json!("tail-jump"), json!(hex(jump))),
+            ],
+            "{opt:?}: {found}"
+        );
+        assert_eq!(found["gaps_total"], 0, "{opt:?}: {found}");
+    }
+}
+
+/// Built without unwind tables and stripped, the functions only `dispatch`'s cases call are
+/// procedures at the addresses of the unstripped twin: discovery follows the table too.
+#[tokio::test]
+async fn functions_called_from_cases_are_discovered_regression_27() {
+    for toolchain in [Toolchain::ElfX64, Toolchain::ElfA64] {
+        let dir = tempfile::tempdir().unwrap();
+        let (unstripped, stripped) = build_no_unwind(toolchain, dir.path(), "switch.c");
+        let at = functions(&unstripped, toolchain);
+        let listed = addresses_of(&stripped).await;
+        let missing: Vec<String> = (0..18)
+            .map(|k| format!("case_{k}"))
+            .chain(["deep_leaf", "via_pointer", "fallback"].map(String::from))
+            .filter(|n| !listed.contains(&at[n]))
+            .collect();
+        assert_eq!(missing, Vec::<String>::new(), "{toolchain:?}");
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &stripped })).await;
+        let callees = h
+            .call(
+                "procedure_callees",
+                json!({ "procedure": hex(at["dispatch"]) }),
+            )
+            .await;
+        assert_eq!(callees["unresolved"], json!([]), "{toolchain:?}: {callees}");
+    }
+}
