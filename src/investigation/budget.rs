@@ -7,12 +7,16 @@
 //! (an HTTP client that went away without ending its MCP session still holds its binary session
 //! until the idle timeout).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use super::InvestigationError;
-use super::session::SessionSlot;
 use crate::settings::Principal;
+
+/// A connection's session slot, as the budget keeps it: the budget only hands it back to the
+/// session module, which knows its type (so neither module imports the other both ways).
+pub(crate) type Slot = dyn Any + Send + Sync;
 
 /// Live binary sessions, counted against a maximum, in all and per principal.
 #[derive(Debug)]
@@ -24,7 +28,7 @@ pub struct SessionBudget {
     live: Mutex<Live>,
     /// The connection slot holding each live session, by session id, with its principal; an
     /// entry goes with the session's permit.
-    holders: Mutex<HashMap<String, (Principal, Weak<SessionSlot>)>>,
+    holders: Mutex<HashMap<String, (Principal, Weak<Slot>)>>,
 }
 
 #[derive(Debug, Default)]
@@ -88,15 +92,13 @@ impl SessionBudget {
         })
     }
 
-    fn holders(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, (Principal, Weak<SessionSlot>)>> {
+    fn holders(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Principal, Weak<Slot>)>> {
         self.holders.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The connection slot of this server that holds live session `id` for `principal`, if one
     /// does.
-    pub(crate) fn holder(&self, id: &str, principal: &Principal) -> Option<Arc<SessionSlot>> {
+    pub(crate) fn holder(&self, id: &str, principal: &Principal) -> Option<Arc<Slot>> {
         let holders = self.holders();
         let (owner, slot) = holders.get(id)?;
         if owner != principal {
@@ -124,13 +126,12 @@ pub(crate) struct Permit {
     budget: Arc<SessionBudget>,
     principal: Principal,
     /// The session it was given to and the slot holding it, once named by [`Permit::hold`].
-    session: Option<(String, Weak<SessionSlot>)>,
+    session: Option<(String, Weak<Slot>)>,
 }
 
 impl Permit {
     /// Names session `id`, held in `slot`, as the one this permit is for.
-    pub(crate) fn hold(&mut self, id: &str, slot: &Arc<SessionSlot>) {
-        let slot = Arc::downgrade(slot);
+    pub(crate) fn hold(&mut self, id: &str, slot: Weak<Slot>) {
         self.budget
             .holders()
             .insert(id.to_owned(), (self.principal.clone(), slot.clone()));

@@ -312,7 +312,8 @@ fn started(
     active: Option<ActiveTarget>,
     slot: &Arc<SessionSlot>,
 ) -> Snapshot {
-    permit.hold(session.id(), slot);
+    let held: Arc<super::budget::Slot> = slot.clone();
+    permit.hold(session.id(), Arc::downgrade(&held));
     let opened = OpenedTargets::default();
     if let Some(a) = &active {
         opened.remember(&a.target);
@@ -619,7 +620,10 @@ impl Investigation {
         // away without ending its MCP session): that connection gives it up, so it is resumed
         // now rather than once that connection is released as idle.
         let mut given_up = false;
-        if let Some(other) = self.budget.holder(&id, &principal)
+        if let Some(other) = self
+            .budget
+            .holder(&id, &principal)
+            .and_then(|slot| slot.downcast::<SessionSlot>().ok())
             && !Arc::ptr_eq(&other, &self.session)
         {
             let snapshot = other.give_up(&id).map_err(|()| {
