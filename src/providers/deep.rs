@@ -197,6 +197,43 @@ pub fn candidates(format: &str, path_env: Option<&OsStr>) -> Vec<Candidate> {
     found
 }
 
+/// The names in directory `dir`, read again only when the directory has changed since they were
+/// last read (its modification time or size differ). Provider completion looks for the deep
+/// candidates at every keystroke, and reading each PATH directory (about 1,200 names in
+/// `/usr/bin`) cost about a millisecond each time. A listing is kept only when the directory was
+/// last modified more than two seconds before it was read, so a change made within the file
+/// system's timestamp granularity of that read is never missed; the candidates themselves are
+/// still checked on every call.
+fn names_in(dir: &Path) -> Option<Arc<[OsString]>> {
+    type Listing = (std::time::SystemTime, u64, Arc<[OsString]>);
+    static LISTINGS: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, Listing>>> =
+        std::sync::Mutex::new(None);
+    let meta = std::fs::metadata(dir).ok()?;
+    let modified = meta.modified().ok()?;
+    let mut listings = LISTINGS.lock().unwrap_or_else(|p| p.into_inner());
+    let listings = listings.get_or_insert_with(Default::default);
+    if let Some((at, size, names)) = listings.get(dir)
+        && *at == modified
+        && *size == meta.len()
+    {
+        return Some(names.clone());
+    }
+    let names: Arc<[OsString]> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let settled = std::time::SystemTime::now()
+        .duration_since(modified)
+        .is_ok_and(|age| age > Duration::from_secs(2));
+    if settled {
+        listings.insert(dir.to_path_buf(), (modified, meta.len(), names.clone()));
+    } else {
+        listings.remove(dir);
+    }
+    Some(names)
+}
+
 /// [`candidates`] with an explicit Ghidra installation directory (tests use it).
 pub fn candidates_with(
     format: &str,
@@ -225,14 +262,15 @@ pub fn candidates_with(
             }
         }
         if Formats::ElfPeMacho.accepts(format)
-            && let Ok(entries) = std::fs::read_dir(&dir)
+            && let Some(names) = names_in(&dir)
         {
-            let mut versioned: Vec<(String, PathBuf)> = entries
-                .flatten()
-                .filter_map(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
+            let mut versioned: Vec<(String, PathBuf)> = names
+                .iter()
+                .filter_map(|name| {
+                    let name = name.to_string_lossy().into_owned();
                     llvm_version_suffix(&name)?;
-                    Some((name, e.path()))
+                    let path = dir.join(&name);
+                    Some((name, path))
                 })
                 .filter(|(_, p)| is_executable(p))
                 .collect();
@@ -899,6 +937,35 @@ mod tests {
 
     fn ids(found: &[Candidate]) -> Vec<&str> {
         found.iter().map(|c| c.id.as_str()).collect()
+    }
+
+    /// Sets the modification time of directory `dir` to `ago` before now.
+    fn age(dir: &Path, ago: Duration) {
+        let when = std::time::SystemTime::now() - ago;
+        std::fs::File::open(dir)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+
+    /// A directory's names are read again once it changes, so an LLVM installed or removed
+    /// while rea runs is offered or withdrawn at the next completion, also when its listing was
+    /// kept (the directory unchanged for an hour).
+    #[test]
+    fn path_listings_are_read_again_when_their_directory_changes_regression_30() {
+        let dir = scratch("listing");
+        script(&dir, "llvm-objdump-14", "exit 0");
+        age(&dir, Duration::from_secs(3600));
+        let path = dir.clone().into_os_string();
+        let elf = |path: &OsString| ids(&candidates_with("elf", Some(path), None)).join(" ");
+        assert_eq!(elf(&path), "llvm-objdump-14");
+        script(&dir, "llvm-objdump-15", "exit 0");
+        assert_eq!(elf(&path), "llvm-objdump-14 llvm-objdump-15");
+        age(&dir, Duration::from_secs(3600));
+        assert_eq!(elf(&path), "llvm-objdump-14 llvm-objdump-15");
+        std::fs::remove_file(dir.join("llvm-objdump-14")).unwrap();
+        assert_eq!(elf(&path), "llvm-objdump-15");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
