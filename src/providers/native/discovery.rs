@@ -439,6 +439,9 @@ impl<'a> Walk<'a> {
         // #2; br x0`).
         let mut run_code_refs: Vec<u64> = Vec::new();
         let mut indirect = false;
+        // The last address of data this run computed (`lea rdx, [rip+table]`), for a switch
+        // the recogniser cannot prove (see `loose_switch_targets`).
+        let mut table: Option<u64> = None;
         while let Some(i) = d.next(None) {
             // A procedure's code does not run on into another start (it called something
             // that does not return, or ends where the next begins).
@@ -460,6 +463,9 @@ impl<'a> Walk<'a> {
                 && self.range(address).is_none()
             {
                 self.data_refs.entry(address).or_insert(start);
+                if use_ == MemoryUse::Address {
+                    table = Some(address);
+                }
             } else if let Some((address, MemoryUse::Address)) = i.memory
                 && !self.is_known_start(address)
             {
@@ -503,7 +509,13 @@ impl<'a> Walk<'a> {
                 }
                 Flow::IndirectJump => {
                     indirect = true;
-                    for t in self.switch_targets(start, i.address, hi) {
+                    let mut targets = self.switch_targets(start, i.address, hi);
+                    if targets.is_empty()
+                        && let Some(table) = table
+                    {
+                        targets = self.loose_switch_targets(block, i.address, table, start, hi);
+                    }
+                    for t in targets {
                         jump(self, t);
                     }
                     break;
@@ -532,6 +544,70 @@ impl<'a> Walk<'a> {
         targets.sort_unstable();
         targets.dedup();
         targets
+    }
+
+    /// For discovery only, an x86-64 table of 32-bit offsets from its own start (`lea rdx,
+    /// [rip+table]; movsxd rax, [rdx+rax*4]; add rax, rdx; jmp rax`) that the run from `block`
+    /// to the jump at `jump` computed, with as many entries as the last constant that run
+    /// compared with allows. The recogniser proves fewer switches (a guard it cannot tie to the
+    /// index, code between them), and the functions only a switch's cases call are found
+    /// through these. Kept only while every entry lands in the procedure's section after its
+    /// start, as a switch's cases do; `callees` and call paths never use it.
+    fn loose_switch_targets(
+        &self,
+        block: u64,
+        jump: u64,
+        table: u64,
+        start: u64,
+        hi: u64,
+    ) -> Vec<u64> {
+        let Some(r) = self.range(block).filter(|_| self.isa == Isa::X86_64) else {
+            return Vec::new();
+        };
+        let range = &self.code[r];
+        let (from, to) = ((block - range.lo) as usize, (jump - range.lo) as usize);
+        let mut decoder = iced_x86::Decoder::with_ip(
+            64,
+            &range.bytes[from..to],
+            block,
+            iced_x86::DecoderOptions::NONE,
+        );
+        let mut bound: Option<u64> = None;
+        for instruction in &mut decoder {
+            if instruction.mnemonic() == iced_x86::Mnemonic::Cmp
+                && instruction.op_count() == 2
+                && matches!(
+                    instruction.op1_kind(),
+                    iced_x86::OpKind::Immediate8
+                        | iced_x86::OpKind::Immediate8to32
+                        | iced_x86::OpKind::Immediate8to64
+                        | iced_x86::OpKind::Immediate32
+                        | iced_x86::OpKind::Immediate32to64
+                )
+            {
+                bound = Some(instruction.immediate(1));
+            }
+        }
+        let Some(bound) = bound.filter(|&b| b < 4096) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for k in 0..=bound {
+            let Some(entry) = section_bytes(self.sections, self.bytes, table + 4 * k, 4)
+                .and_then(|b| b.try_into().ok())
+                .map(i32::from_le_bytes)
+            else {
+                return Vec::new();
+            };
+            let t = table.wrapping_add_signed(i64::from(entry));
+            if t < start || t >= hi {
+                return Vec::new();
+            }
+            out.push(t);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The jump table of the indirect jump at `jump` in the procedure at `start`, decoding
