@@ -26,13 +26,6 @@ use common::{Latency, Table, fmt_duration, meets};
 /// Procedures a "later" run rotates over.
 const ROTATION: usize = 40;
 
-fn fixtures() -> PathBuf {
-    std::env::var_os("REA_FIXTURES")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
-}
-
 fn load(path: &Path) -> Image {
     let target = admit(path).expect("admit");
     Image::load(&target.documents[0]).expect("load")
@@ -91,7 +84,7 @@ fn main() {
     let machine = common::machine();
     let files = [
         PathBuf::from("/usr/bin/ls"),
-        fixtures().join("7zip-bin-5.2.0/package/mac/x64/7za"),
+        common::fixtures().join("7zip-bin-5.2.0/package/mac/x64/7za"),
     ];
     let mut runs = Vec::new();
     for path in files.into_iter().filter(|p| p.is_file()) {

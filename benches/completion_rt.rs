@@ -15,7 +15,7 @@
 #[allow(dead_code)]
 mod common;
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -103,45 +103,6 @@ impl Drop for Server {
     }
 }
 
-fn fixtures() -> PathBuf {
-    std::env::var_os("REA_FIXTURES")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
-}
-
-fn is_macho(path: &Path) -> bool {
-    let mut head = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && matches!(
-            u32::from_be_bytes(head),
-            0xfeedfacf | 0xcffaedfe | 0xcafebabe
-        )
-}
-
-/// The largest Mach-O file under `dir`.
-fn largest_macho(dir: &Path) -> Option<PathBuf> {
-    let mut best: Option<(u64, PathBuf)> = None;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let Ok(meta) = entry.metadata() else { continue };
-            let path = entry.path();
-            if meta.is_dir() {
-                stack.push(path);
-            } else if meta.is_file()
-                && best.as_ref().is_none_or(|(size, _)| meta.len() > *size)
-                && is_macho(&path)
-            {
-                best = Some((meta.len(), path));
-            }
-        }
-    }
-    best.map(|(_, p)| p)
-}
-
 /// Every prefix of `value` from one character on.
 fn typing(value: &str) -> Vec<String> {
     value
@@ -159,7 +120,7 @@ fn main() {
     let macho = std::env::var_os("REA_BENCH_MACHO")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| largest_macho(&fixtures()));
+        .or_else(|| common::largest_macho(&common::fixtures()));
     let elf = std::env::var_os("REA_BENCH_ELF")
         .filter(|v| !v.is_empty())
         .map_or_else(|| PathBuf::from("/usr/bin/gdb"), PathBuf::from);

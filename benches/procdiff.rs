@@ -26,13 +26,6 @@ use rea::providers::native::{Image, admit};
 
 use common::{Latency, Table, fmt_duration, meets};
 
-fn fixtures() -> PathBuf {
-    std::env::var_os("REA_FIXTURES")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
-}
-
 fn load(path: &Path) -> Image {
     let target = admit(path).expect("admit");
     Image::load(&target.documents[0]).expect("load")
@@ -112,8 +105,8 @@ fn main() {
     );
 
     // 1. The 7-Zip pair.
-    let left = fixtures().join("7zip-bin-5.1.1/package/win/x64/7za.exe");
-    let right = fixtures().join("7zip-bin-5.2.0/package/win/x64/7za.exe");
+    let left = common::fixtures().join("7zip-bin-5.1.1/package/win/x64/7za.exe");
+    let right = common::fixtures().join("7zip-bin-5.2.0/package/win/x64/7za.exe");
     if left.is_file() && right.is_file() {
         let (l, r) = (load(&left), load(&right));
         let mut group = criterion.benchmark_group("procdiff/7za.exe");

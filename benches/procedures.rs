@@ -54,58 +54,6 @@ fn run_tool(program: &str, args: &[&str], path: &Path) -> Option<usize> {
     Some(out.iter().filter(|&&b| b == b'\n').count())
 }
 
-fn fixtures() -> PathBuf {
-    std::env::var_os("REA_FIXTURES")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
-}
-
-/// Whether the file starts like a Mach-O (thin or universal; a Java class shares the universal
-/// magic, but its "architecture count" is a class-file version far above any real count).
-fn is_macho(path: &Path) -> bool {
-    let mut head = [0u8; 8];
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return false;
-    };
-    if f.read_exact(&mut head).is_err() {
-        return false;
-    }
-    let magic = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-    let count = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
-    match magic {
-        0xfeedface | 0xfeedfacf | 0xcefaedfe | 0xcffaedfe => true,
-        0xcafebabe | 0xcafebabf => (1..=16).contains(&count),
-        _ => false,
-    }
-}
-
-/// The largest Mach-O file under `dir`.
-fn largest_macho(dir: &Path) -> Option<PathBuf> {
-    let mut best: Option<(u64, PathBuf)> = None;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_file() {
-                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                if best.as_ref().is_none_or(|(s, _)| size > *s) && is_macho(&path) {
-                    best = Some((size, path));
-                }
-            }
-        }
-    }
-    best.map(|(_, p)| p)
-}
-
 /// An external symbol lister: program and arguments (the file comes last).
 type Lister = (String, Vec<&'static str>);
 
@@ -128,7 +76,7 @@ fn main() {
         .unwrap_or_else(|| "/usr/bin/gdb".into());
     let macho = std::env::var_os("REA_BENCH_MACHO")
         .map(PathBuf::from)
-        .or_else(|| largest_macho(&fixtures()));
+        .or_else(|| common::largest_macho(&common::fixtures()));
     let llvm_objdump = ["llvm-objdump-14", "llvm-objdump"]
         .into_iter()
         .find(|t| Command::new(t).arg("--version").output().is_ok());

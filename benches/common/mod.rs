@@ -16,7 +16,7 @@
 //! - `REA_FIXTURES`, `REA_BENCH_ELF`, `REA_BENCH_MACHO`: the files of `benches/procedures.rs`.
 
 use std::hint::black_box;
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::mpsc;
@@ -798,4 +798,57 @@ impl Table {
     pub fn finish(self) -> String {
         self.text
     }
+}
+
+/// The fixture directory: `REA_FIXTURES`, else `.fixtures` beside the manifest.
+pub fn fixtures() -> PathBuf {
+    std::env::var_os("REA_FIXTURES")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".fixtures"))
+}
+
+/// Whether the file starts like a Mach-O (thin or universal; a Java class shares the universal
+/// magic, but its "architecture count" is a class-file version far above any real count).
+pub fn is_macho(path: &Path) -> bool {
+    let mut head = [0u8; 8];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    if f.read_exact(&mut head).is_err() {
+        return false;
+    }
+    let magic = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    let count = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    match magic {
+        0xfeedface | 0xfeedfacf | 0xcefaedfe | 0xcffaedfe => true,
+        0xcafebabe | 0xcafebabf => (1..=16).contains(&count),
+        _ => false,
+    }
+}
+
+/// The largest Mach-O file under `dir`.
+pub fn largest_macho(dir: &Path) -> Option<PathBuf> {
+    let mut best: Option<(u64, PathBuf)> = None;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                if best.as_ref().is_none_or(|(s, _)| size > *s) && is_macho(&path) {
+                    best = Some((size, path));
+                }
+            }
+        }
+    }
+    best.map(|(_, p)| p)
 }
