@@ -1058,24 +1058,19 @@ impl Image {
         (units.len() >= 3 && ascii_like).then(|| text.chars().take(DOSSIER_STRING_MAX).collect())
     }
 
-    /// Every address the procedure at `start` names in an operand, as the call graph and the
-    /// cross references judge them (targets of calls and jumps, addresses it computes, reads or
-    /// writes, immediates that can be addresses): what the procedure can be said to point at.
+    /// Every address the procedure at `start` names in an operand, through the walk the call
+    /// graph and the cross references share (targets of calls, jumps and recognised switch
+    /// tables, addresses it computes, reads or writes, immediates that can be addresses): what
+    /// the procedure can be said to point at.
     /// `None` when its instructions cannot be decoded here.
     pub(crate) fn operand_addresses(&self, start: u64) -> Option<Vec<u64>> {
         self.require_decoder("procedure_pseudo_code").ok()?;
         let index = self.require_procedure(start).ok()?;
-        let (start, _, bytes) = self.procedure_bytes(index, SCAN_CAP);
         let data = self.data_in_code();
-        let mut d = CodeWalk::new(self.isa, bytes, start, &data, false);
-        let (mut refs, mut out) = (Vec::new(), Vec::new());
-        while let Some(piece) = d.next(None) {
-            if let Piece::Insn(insn) = piece {
-                refs.clear();
-                classify(self, index, &insn, &mut refs);
-                out.extend(refs.iter().map(|&(address, _)| address));
-            }
-        }
+        let mut out = Vec::new();
+        self.references(index, &data, |_, refs, _| {
+            out.extend(refs.iter().map(|&(address, _)| address));
+        });
         out.sort_unstable();
         out.dedup();
         Some(out)
