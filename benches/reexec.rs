@@ -11,7 +11,8 @@
 //!
 //! Environment: `REA_ANGR_PYTHON` (the angr venv's interpreter; without it nothing is measured),
 //! `REA_REEXEC_ONLY` (comma-separated function names, to look at a few), `REA_REEXEC_CONFIGS`
-//! (`x86_64-O0,aarch64-O2`, …; default all four), `REA_BENCH_RESULTS` (see `common`).
+//! (`x86_64-O0,aarch64-O2`, …; default all four), `REA_REEXEC_KEEP` (a directory to keep the
+//! programs built in), `REA_BENCH_RESULTS` (see `common`).
 
 #[allow(dead_code)]
 mod common;
@@ -47,7 +48,11 @@ fn main() {
         .into_iter()
         .filter(|f| only.is_empty() || only.contains(&f.name))
         .collect();
+    // `REA_REEXEC_KEEP` names a directory that keeps each function's pseudo-code and driver.
     let scratch = tempfile::tempdir().unwrap();
+    let root: PathBuf = std::env::var_os("REA_REEXEC_KEEP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| scratch.path().to_owned());
     let mut table = Table::new(&[
         "build",
         "functions",
@@ -63,7 +68,7 @@ fn main() {
         if !wanted.is_empty() && !wanted.contains(&config.label()) {
             continue;
         }
-        let dir: PathBuf = scratch.path().join(config.label());
+        let dir: PathBuf = root.join(config.label());
         std::fs::create_dir_all(&dir).unwrap();
         let outcomes = measure(config, &functions, &python, &dir);
         let mut counts = [0usize; 5];

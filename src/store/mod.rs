@@ -28,6 +28,7 @@ mod evidence;
 mod ledgercheck;
 mod prefixes;
 mod recording;
+mod schema_notes;
 mod targets;
 mod unknowns;
 mod verify;
@@ -391,6 +392,7 @@ impl Store {
                 .run(&mut conn)?;
             rekey_if_needed(&mut conn)?;
             count_prefixes_if_needed(&mut conn)?;
+            schema_notes::annotate_schema(&mut conn)?;
             // The rows the ledger check hashes: those written before this store opened.
             let highest: i64 =
                 conn.query_row("select coalesce(max(seq), 0) from evidence", [], |r| {

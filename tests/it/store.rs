@@ -430,6 +430,82 @@ fn schema_file_is_commented(sql: &str) {
     }
 }
 
+/// `sqlite3 session.db .schema` explains every table and index: the notes of the migrations are
+/// inside the statements SQLite keeps, the text it prints is SQL that builds the same schema,
+/// and opening the ledger again writes nothing more.
+#[test]
+fn sqlite3_schema_says_why_each_table_and_index_exists_regression_29() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let s = Store::open(&path).unwrap();
+    s.record_blocking(record("kept", 1)).unwrap();
+    s.close();
+    drop(s);
+    let out = std::process::Command::new("sqlite3")
+        .arg(&path)
+        .arg(".schema")
+        .output()
+        .expect("sqlite3 runs");
+    assert!(out.status.success(), "{out:?}");
+    let schema = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        schema.contains(
+            "CREATE TABLE evidence (\n    -- The ledger: one row per distinct observation."
+        ),
+        "{schema}"
+    );
+    assert!(schema.contains(
+        "CREATE INDEX evidence_by_operation on evidence (operation, seq) /* Audits list a \
+         session's Evidence by operation in recording order (list_evidence, rea evidence). */;"
+    ));
+    // What a later schema version changed is said where the table is.
+    let procedures = &schema[schema.find("CREATE TABLE procedures").unwrap()..];
+    let procedures = &procedures[..procedures.find(";\n").unwrap()];
+    assert!(procedures.contains("    -- Schema version 3:\n    -- A procedure's other names"));
+    assert!(procedures.contains("    -- Schema version 4:\n"));
+    // Every statement but SQLite's and refinery's own carries notes.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let bare: Vec<String> = conn
+        .prepare(
+            "select name from sqlite_schema where sql is not null
+             and name <> 'refinery_schema_history' and sql not like '%--%' and sql not like '%/*%'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(bare, Vec::<String>::new());
+    // The printed schema is SQL that builds the same tables and indexes.
+    let rebuilt = rusqlite::Connection::open_in_memory().unwrap();
+    rebuilt.execute_batch(&schema).unwrap();
+    let columns = |c: &rusqlite::Connection| -> Vec<(String, String, String)> {
+        c.prepare(
+            "select m.name, p.name, p.type from sqlite_schema m, pragma_table_xinfo(m.name) p
+             where m.type = 'table' order by 1, p.cid",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    };
+    assert_eq!(columns(&rebuilt), columns(&conn));
+    let version = |c: &rusqlite::Connection| -> i64 {
+        c.query_row("pragma schema_version", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = version(&conn);
+    drop(conn);
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.integrity_check().unwrap(), "ok");
+    assert_eq!(s.count_evidence(None).unwrap(), 1);
+    s.close();
+    drop(s);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(version(&conn), before, "a second open rewrote the schema");
+}
+
 #[tokio::test]
 async fn a_batch_is_recorded_in_one_write_all_or_nothing() {
     let (_d, s) = store();
