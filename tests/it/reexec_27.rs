@@ -120,3 +120,31 @@ fn a_value_angr_lost_is_named_in_limitations_regression_27() {
 fn a_constant_equal_to_a_procedure_address_stays_a_number_regression_27() {
     assert_correct("x86_64-O2", &["isqrt"]);
 }
+
+/// Each of these was wrong at x86-64 -O2 before rea corrected what it gives angr and what it
+/// takes from it:
+/// - `clamp_sum` calls `arr_sum` and tail-jumps to `clamp`: angr knew neither callee's prototype
+///   (a call read `arr_sum()`) and dropped the tail jump; the callees are lifted with the
+///   procedure now, and their prototypes come from their own code;
+/// - `to_upper` starts with a jump to its own loop test, which angr took for a call to another
+///   function (`sub_1909()`, a part of itself);
+/// - `sparse_switch`'s case -5 read `a0 != 4294967291` (angr's negative format flipped a value
+///   that was already negative);
+/// - `switch_long`'s division by 6 is a 128-bit product's high half, printed as a 64-bit
+///   product shifted by 64, and its -100000 was 18446744073709451616;
+/// - `classify`'s `setne` read `(unsigned char)(a0)`: C's short `x` for `x != 0` is right only as
+///   a condition.
+#[test]
+fn callees_tail_jumps_negative_cases_wide_products_and_null_compares_re_execute_at_x86_64_o2_regression_27()
+ {
+    assert_correct(
+        "x86_64-O2",
+        &[
+            "clamp_sum",
+            "to_upper",
+            "sparse_switch",
+            "switch_long",
+            "classify",
+        ],
+    );
+}

@@ -537,12 +537,17 @@ impl Angr {
             .ok_or(DecompileError::NoProcedure { address: start })?;
         let end = image.procedure_end(index, limits.region_cap);
         let full_end = image.procedure_end(index, u64::MAX);
-        let calls = direct_calls(image, start);
+        let edges = image
+            .callees(start)
+            .map(|edges| edges.callees)
+            .unwrap_or_default();
+        let calls: Vec<_> = edges.iter().filter(|e| e.via == "call").cloned().collect();
         let (sites, targets) = calls
             .iter()
             .flat_map(|edge| edge.sites.iter().map(|&site| (site, edge.target)))
             .filter(|(site, _)| (start..end).contains(site))
             .unzip();
+        let callees = callee_regions(image, start, &edges, limits.region_cap);
         let live = self.live.as_mut().expect("ensure leaves a worker");
         let request = Request::Decompile {
             start,
@@ -550,6 +555,7 @@ impl Angr {
             max_text_bytes: limits.max_text_bytes,
             sites,
             targets,
+            callees,
             hints: hints.clone(),
         };
         control.report(CFG, "angr: recovering the control flow");
@@ -653,18 +659,33 @@ fn unshown_tail_jumps(image: &Image, start: u64, references: &[CodeReference]) -
         .collect()
 }
 
-/// rea's direct calls (not tail jumps) of the procedure at `start`, from its own decoding.
-fn direct_calls(image: &Image, start: u64) -> Vec<crate::providers::native::CalleeEdge> {
-    image
-        .callees(start)
-        .map(|edges| {
-            edges
-                .callees
-                .into_iter()
-                .filter(|edge| edge.via == "call")
-                .collect()
+/// The most callees whose prototypes angr recovers for one decompilation: each costs a variable
+/// recovery of its own code.
+const MAX_CALLEE_REGIONS: usize = 32;
+
+/// The regions of the procedures `start` calls or tail-jumps to directly (imports have their
+/// library's prototypes instead), at most [`MAX_CALLEE_REGIONS`], nearest first.
+fn callee_regions(
+    image: &Image,
+    start: u64,
+    edges: &[crate::providers::native::CalleeEdge],
+    cap: u64,
+) -> Vec<[u64; 2]> {
+    let mut regions: Vec<[u64; 2]> = edges
+        .iter()
+        .filter(|edge| {
+            edge.kind == crate::vocabulary::CalleeKind::Procedure && edge.target != start
         })
-        .unwrap_or_default()
+        .filter_map(|edge| {
+            let index = image.procedure_index(edge.target)?;
+            Some([edge.target, image.procedure_end(index, cap)])
+        })
+        .filter(|[from, to]| to > from)
+        .collect();
+    regions.sort_by_key(|[from, _]| from.abs_diff(start));
+    regions.truncate(MAX_CALLEE_REGIONS);
+    regions.sort_unstable();
+    regions
 }
 
 /// The direct calls rea decodes that angr's code shows nowhere, each by target, name and call

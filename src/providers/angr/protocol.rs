@@ -31,6 +31,11 @@ pub(crate) enum Request {
         /// show has its block decompiled on its own.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         targets: Vec<u64>,
+        /// The regions `[start, end)` of the procedures the region calls or tail-jumps to:
+        /// angr finds their prototypes in their own code, so calls to them show their arguments
+        /// (and a tail jump reads as a call).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        callees: Vec<[u64; 2]>,
         /// The analyst's names, prototypes and types to apply (left out when there are none).
         #[serde(skip_serializing_if = "AnalystHints::is_empty")]
         hints: AnalystHints,
@@ -326,6 +331,7 @@ mod tests {
             max_text_bytes: 10,
             sites: Vec::new(),
             targets: Vec::new(),
+            callees: Vec::new(),
             hints: AnalystHints::default(),
         };
         assert_eq!(
@@ -352,6 +358,7 @@ mod tests {
             },
             sites: Vec::new(),
             targets: Vec::new(),
+            callees: Vec::new(),
         };
         assert_eq!(
             std::str::from_utf8(&encode(&hinted)).unwrap(),

@@ -136,7 +136,7 @@ def correct_signedness(angr):
     from angr.ailment.expression import BinaryOp, Convert
     from angr.analyses.decompiler.peephole_optimizations import remove_redundant_conversions
     from angr.analyses.decompiler.structured_codegen import c as cgen
-    from angr.sim_type import SimTypeChar, SimTypeInt
+    from angr.sim_type import SimTypeChar, SimTypeInt, SimTypeInt128
 
     ordered = {"CmpLT", "CmpLE", "CmpGT", "CmpGE", "Div", "Mod"}
 
@@ -153,7 +153,10 @@ def correct_signedness(angr):
         ty = operand.type
         if not integral(ty) or bool(ty.signed) == signed:
             return operand
-        new_ty = codegen.default_simtype_from_bits(ty.size, signed)
+        if ty.size == 128:
+            new_ty = SimTypeInt128(signed=signed).with_arch(codegen.project.arch)
+        else:
+            new_ty = codegen.default_simtype_from_bits(ty.size, signed)
         if isinstance(operand, cgen.CConstant) and isinstance(operand.value, int):
             bits = ty.size
             value = operand.value & ((1 << bits) - 1)
@@ -170,6 +173,8 @@ def correct_signedness(angr):
             return node
         if expr.op == "Sub":
             return byte_difference(self, node)
+        if expr.op == "Mull":
+            return widening_product(self, node, bool(expr.signed))
         if expr.op in ordered:
             signed, sides = bool(expr.signed), ("lhs", "rhs")
         elif expr.op == "Sar":
@@ -209,6 +214,24 @@ def correct_signedness(angr):
         node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
         node._type = node.common_type
         return node
+
+    # A widening multiplication (`imul`'s 128-bit product, behind a division by a constant)
+    # reads `a * b >> 64`, a product of 64-bit operands whose high half C never computes: the
+    # first operand is cast to the 128-bit type of the IR's signedness.
+    def widening_product(codegen, node, signed):
+        wide = SimTypeInt128(signed=signed).with_arch(codegen.project.arch)
+        node.lhs = SignCast(None, wide, node.lhs, codegen=codegen)
+        node.common_type = wide
+        node._type = wide
+        return node
+
+    # angr names 128-bit integers `int128_t` and `uint128_t`, which no C header defines; GCC and
+    # Clang call them `__int128` and `unsigned __int128`.
+    def int128_repr(self, name=None, full=0, memo=None, indent=0, name_parens=True):
+        out = "__int128" if self.signed else "unsigned __int128"
+        return out if name is None else f"{out} {name}"
+
+    SimTypeInt128.c_repr = int128_repr
 
     cgen.CStructuredCodeGenerator._handle_Expr_BinaryOp = handle_binary
 
@@ -534,6 +557,35 @@ def fold_when_asked(angr):
 
 
 
+# The region being decompiled, `(start, end)`, while its CFG is built.
+REGION = [None]
+
+
+def keep_jumps_inside(angr):
+    """angr's CFG takes a jump that is a function's first instruction for a jump into another
+    function (a thunk), so a procedure that gcc -O2 starts with a jump to its loop test
+    (`to_upper`: `jmp` to the `*s` check) read as a call to `sub_…`, a part of itself, that does
+    not exist. rea knows the procedure's region: a jump inside it stays in the procedure."""
+    from angr.analyses.cfg.cfg_fast import CFGFast
+
+    original = CFGFast._is_branching_to_outside
+
+    def branching(self, src_node, target_addr, current_function_addr, jumpkind, all_successors):
+        to_outside, target = original(self, src_node, target_addr, current_function_addr, jumpkind, all_successors)
+        region = REGION[0]
+        if (
+            to_outside
+            and region is not None
+            and jumpkind == "Ijk_Boring"
+            and current_function_addr == region[0]
+            and region[0] < target_addr < region[1]
+        ):
+            return False, current_function_addr
+        return to_outside, target
+
+    CFGFast._is_branching_to_outside = branching
+
+
 # A local the pseudo-code declares and reads but never assigns: angr lost the value it holds
 # (a loop's last value, a register merged at a join), so the code is wrong where it is read.
 DECLARATION = None
@@ -675,19 +727,19 @@ class Worker:
         kb = angr.KnowledgeBase(project, name="rea")
         project.kb = kb
         self._label(kb)
+        # The procedures it calls or tail-jumps to are lifted too: their prototypes come from their
+        # own code, and a jump to one of their starts reads as a tail call.
+        callees = [
+            (low + self.bias, high + self.bias)
+            for low, high in request.get("callees", [])
+            if high > low and not (low + self.bias <= start < high + self.bias)
+        ]
         began = time.monotonic()
-        cfg = project.analyses.CFGFast(
-            kb=kb,
-            function_starts=[start],
-            regions=[(start, end)],
-            normalize=True,
-            data_references=True,
-            cross_references=False,
-            force_smart_scan=False,
-            force_complete_scan=False,
-            show_progressbar=False,
-            progress_callback=REQUESTS.progress("cfg"),
-        )
+        REGION[0] = (start, end)
+        try:
+            cfg = self.cfg(kb, start, end, callees)
+        finally:
+            REGION[0] = None
         cfg_seconds = time.monotonic() - began
         if start not in kb.functions:
             raise Refusal("lift", "angr found no function there (its first bytes did not lift)")
@@ -703,6 +755,7 @@ class Worker:
                 callee.name = self.names[callee.addr]
             elif callee.is_default_name:
                 callee.name = f"sub_{self.rea_address(callee.addr):x}"
+        self.callee_prototypes(kb, cfg, [low for low, _ in callees])
         if start in self.names:
             function.name = self.names[start]
         elif function.is_default_name:
@@ -738,6 +791,7 @@ class Worker:
         if codegen is None or codegen.text is None:
             raise Refusal("decompile", "; ".join(limitations) or "angr produced no code")
         self.signed_constants(codegen, function)
+        self.null_compares(codegen)
         if self.bias:
             self.unbias(codegen)
         text = codegen.text
@@ -771,6 +825,48 @@ class Worker:
             "cfg_seconds": round(cfg_seconds, 4),
             "decompile_seconds": round(decompile_seconds, 4),
         }
+
+    def cfg(self, kb, start, end, callees):
+        """angr's CFG of the region `[start, end)` and of the callees' regions."""
+        return self.project.analyses.CFGFast(
+            kb=kb,
+            function_starts=[start] + [low for low, _ in callees],
+            regions=[(start, end)] + callees,
+            normalize=True,
+            data_references=True,
+            cross_references=False,
+            force_smart_scan=False,
+            force_complete_scan=False,
+            show_progressbar=False,
+            progress_callback=REQUESTS.progress("cfg"),
+        )
+
+    def callee_prototypes(self, kb, cfg, starts):
+        """Gives each callee of the document that has no prototype the one angr's calling
+        convention analysis finds in the callee's own code. Without it angr knows a callee
+        outside the region by its address alone, and a call to it reads `classify()`, its
+        arguments dropped. Imports have their library's prototypes instead."""
+        wanted = [
+            address
+            for address in starts
+            if address in kb.functions
+            and address not in self.imports
+            and kb.functions[address].prototype is None
+        ]
+        if not wanted:
+            return
+        REQUESTS.progress("cfg")(100.0, text=f"recovering the prototypes of {len(wanted)} callees")
+        try:
+            self.project.analyses.CompleteCallingConventions(
+                kb=kb,
+                cfg=cfg.model,
+                recover_variables=True,
+                prioritize_func_addrs=wanted,
+                skip_other_funcs=True,
+            )
+        except Exception:
+            # (Cancelled is not an Exception: a cancel still stops the request.) A callee whose convention angr cannot recover keeps reading as before.
+            pass
 
     def decompile_checked(self, function, cfg, kb, labels):
         """angr's decompilation of `function`; again without expression folding when the first
@@ -975,6 +1071,39 @@ class Worker:
             kb.labels._reverse_labels[name] = address
 
     @staticmethod
+    def null_compares(codegen):
+        """Keeps `x != 0` whole where its value is used. angr prints a comparison with zero C's
+        short way (`x` for `x != 0`) wherever it stands, which is right only as a condition:
+        `classify`'s `setne` result, `(unsigned char)(x != 0)`, read `(unsigned char)(x)`. Only
+        comparisons in a condition (of an `if`, a loop, a `?:`, or under `&&`, `||`, `!`) keep
+        the short form."""
+        from angr.analyses.decompiler.structured_codegen import c as cgen
+
+        conditions = set()
+        comparisons = []
+        for node in walk(codegen.cfunc, cgen.CConstruct):
+            if isinstance(node, (cgen.CWhileLoop, cgen.CDoWhileLoop, cgen.CForLoop, cgen.CIfBreak)):
+                conditions.add(id(node.condition))
+            elif isinstance(node, cgen.CIfElse):
+                conditions.update(id(condition) for condition, _ in node.condition_and_nodes)
+            elif isinstance(node, cgen.CITE):
+                conditions.add(id(node.cond))
+            elif isinstance(node, cgen.CUnaryOp) and node.op == "Not":
+                conditions.add(id(node.operand))
+            elif isinstance(node, cgen.CBinaryOp):
+                if node.op in ("LogicalAnd", "LogicalOr"):
+                    conditions.update((id(node.lhs), id(node.rhs)))
+                elif node.op == "CmpNE" and node._cstyle_null_cmp and node._has_const_null_rhs():
+                    comparisons.append(node)
+        changed = False
+        for node in comparisons:
+            if id(node) not in conditions:
+                node._cstyle_null_cmp = False
+                changed = True
+        if changed:
+            codegen.regenerate_text()
+
+    @staticmethod
     def signed_constants(codegen, function):
         """Shows constants in the signedness of their type: angr prints an `int` -1 as
         4294967295 unless told the constant is negative. A constant is signed when its own type
@@ -990,22 +1119,7 @@ class Worker:
         )
         from angr.sim_type import SimTypeInt
 
-        nodes = []
-        seen = set()
-        stack = [codegen.cfunc]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            nodes.append(node)
-            for cls in type(node).__mro__:
-                for slot in getattr(cls, "__slots__", ()):
-                    value = getattr(node, slot, None)
-                    items = value if isinstance(value, (list, tuple)) else [value]
-                    for item in items:
-                        parts = item if isinstance(item, tuple) else (item,)
-                        stack.extend(p for p in parts if isinstance(p, CConstruct))
+        nodes = walk(codegen.cfunc, CConstruct)
         returned = getattr(function.prototype, "returnty", None)
         signed_return = isinstance(returned, SimTypeInt) and returned.signed and returned.size
         returns = set()
@@ -1026,28 +1140,37 @@ class Worker:
                 ):
                     returned_constants.append(node.rhs)
 
-        def negative(constant, size):
-            value = constant.value
-            return (
-                isinstance(value, int)
-                and not isinstance(value, bool)
-                and size
-                and 1 << (size - 1) <= value < 1 << size
-                and not constant.fmt_neg
-            )
+        def shown(constant):
+            """The number angr formats: the constant's reference value for its type, if any."""
+            references = constant.reference_values or {}
+            value = references.get(constant._type, constant.value) if constant._type is not None else constant.value
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        def sign(constant, size):
+            """Formats the constant as the signed number of `size` bits it is. angr's negative
+            format flips the sign of what it prints, so it must be off for a reference value that
+            is already negative: angr sets it there, and a `switch` case -5 read `4294967291`."""
+            value = shown(constant)
+            if value is None or not size:
+                return False
+            wanted = 1 << (size - 1) <= value < 1 << size
+            if value < 0:
+                wanted = False
+            if constant.fmt_neg != wanted:
+                constant.fmt_neg = wanted
+                return True
+            return False
 
         changed = False
         for node in nodes:
             if isinstance(node, CConstant):
                 kind = node._type
-                if isinstance(kind, SimTypeInt) and kind.signed and negative(node, kind.size):
-                    node.fmt_neg = True
-                    changed = True
+                if isinstance(kind, SimTypeInt) and kind.signed:
+                    changed |= sign(node, kind.size)
         for constant in returned_constants:
             size = getattr(constant._type, "size", None) or returned.size
-            if isinstance(constant._type, SimTypeInt) and size == returned.size and negative(constant, size):
-                constant.fmt_neg = True
-                changed = True
+            if isinstance(constant._type, SimTypeInt) and size == returned.size:
+                changed |= sign(constant, size)
         if changed:
             codegen.regenerate_text()
 
@@ -1366,6 +1489,28 @@ class Worker:
         return found
 
 
+def walk(root, construct):
+    """Every node of angr's C tree under `root` (each once), found through the slots of its
+    classes: `construct` is angr's `CConstruct`."""
+    nodes = []
+    seen = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        nodes.append(node)
+        for cls in type(node).__mro__:
+            for slot in getattr(cls, "__slots__", ()):
+                value = getattr(node, slot, None)
+                items = value if isinstance(value, (list, tuple)) else [value]
+                for item in items:
+                    parts = item if isinstance(item, tuple) else (item,)
+                    stack.extend(p for p in parts if isinstance(p, construct))
+    return nodes
+
+
 def set_platform(project, platform):
     """A blob has no operating system, so angr takes the System V convention; a PE document's
     code follows Microsoft's (arguments in rcx, rdx, r8, r9), which angr picks by this name."""
@@ -1457,6 +1602,7 @@ def main():
     correct_signedness(angr)
     rewrite_arm64_conditions(angr)
     fold_when_asked(angr)
+    keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
     for raw in sys.stdin.buffer:
         line = raw.decode("utf-8", "replace").strip()
