@@ -269,7 +269,7 @@ vocabulary!(
 vocabulary!(
     /// How a procedure no table of the file lists was found: by following code from a root, or
     /// at a root the file points at without listing it as a function.
-    FoundBy, "a discovery source (call, tail-jump, pointer, init_array, fini_array, preinit_array, DT_INIT, DT_FINI, tls_callback)", {
+    FoundBy, "a discovery source (call, tail-jump, pointer, init_array, fini_array, preinit_array, DT_INIT, DT_FINI, tls_callback, mod_init_func, mod_term_func)", {
         /// The target of a direct call in code followed from a known start.
         Call => "call",
         /// The target of a direct jump that leaves the procedure it is in.
@@ -288,6 +288,10 @@ vocabulary!(
         DtFini => "DT_FINI",
         /// A PE TLS callback.
         TlsCallback => "tls_callback",
+        /// An initializer of a Mach-O (`__mod_init_func`, `__init_offsets`).
+        ModInitFunc => "mod_init_func",
+        /// A terminator of a Mach-O (`__mod_term_func`).
+        ModTermFunc => "mod_term_func",
     }
 );
 

@@ -4,7 +4,8 @@
 //! `main` reaches by direct calls in the unstripped twin (`objdump -d` and its symbols are the
 //! truth) is a procedure, none is invented, and each says how it was found. A stripped ELF keeps
 //! the procedures its init/fini arrays and `DT_INIT`/`DT_FINI` point at; a stripped PE names
-//! `main` from mingw-w64's `__tmainCRTStartup` and lists its import thunks as `Name@thunk`.
+//! `main` from mingw-w64's `__tmainCRTStartup` and lists its import thunks as `Name@thunk`. A
+//! stripped Mach-O keeps the constructor only `__mod_init_func` points at.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -254,6 +255,75 @@ async fn stripped_elf_keeps_init_and_fini_procedures_regression_27() {
             .call("procedure_info", json!({ "procedure": dt_init }))
             .await;
         assert_eq!(info["found_by"], "DT_INIT", "{info}");
+    }
+}
+
+/// A Mach-O whose static constructor only `__mod_init_func` points at (no symbol once local
+/// ones are stripped, no function starts: linked with `-no_function_starts`).
+const CONSTRUCTOR: &str = "extern int puts(const char *);
+static int counter;
+__attribute__((noinline)) static void bump(int x) { counter += x * 3; }
+__attribute__((constructor)) static void setup(void) { bump(7); puts(\"ready\"); }
+int get_counter(void) { return counter; }
+";
+
+/// A Mach-O linked without function starts and stripped of its local symbols lists what its
+/// unstripped twin's symbols list: the constructor, found from `__mod_init_func`, and the
+/// function only the constructor calls; the `__stubs` entry of the import it calls is no
+/// procedure. x86-64 and arm64, linked by lld (pointers written as addresses).
+#[tokio::test]
+async fn stripped_macho_keeps_the_constructor_its_initializers_point_at_regression_27() {
+    for target in ["x86_64-apple-macos11", "arm64-apple-macos11"] {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("ctor.c");
+        std::fs::write(&src, CONSTRUCTOR).unwrap();
+        let twin = dir.path().join("ctor.dylib");
+        run(
+            "clang-14",
+            &[
+                "-O1",
+                "-target",
+                target,
+                "-fuse-ld=lld",
+                "-nostdlib",
+                "-dynamiclib",
+                "-Wl,-undefined,dynamic_lookup",
+                "-Wl,-no_function_starts",
+                "-o",
+                twin.to_str().unwrap(),
+                src.to_str().unwrap(),
+            ],
+        );
+        let stripped = dir.path().join("ctor-stripped.dylib");
+        std::fs::copy(&twin, &stripped).unwrap();
+        run("llvm-strip-14", &["-x", stripped.to_str().unwrap()]);
+        let symbols: BTreeMap<String, u64> =
+            run("llvm-nm-14", &["--defined-only", twin.to_str().unwrap()])
+                .lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    (f.len() == 3 && f[1].eq_ignore_ascii_case("t"))
+                        .then(|| (f[2].to_owned(), u64::from_str_radix(f[0], 16).unwrap()))
+                })
+                .collect();
+        let expected: BTreeSet<u64> = ["_setup", "_bump", "_get_counter"]
+            .iter()
+            .map(|n| symbols[*n])
+            .collect();
+        assert_eq!(symbols.len(), 3, "{target}: {symbols:?}");
+        assert_eq!(addresses_of(&twin).await, expected, "{target}");
+        assert_eq!(addresses_of(&stripped).await, expected, "{target}");
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &stripped })).await;
+        for (name, how) in [("_setup", "mod_init_func"), ("_bump", "call")] {
+            let info = h
+                .call(
+                    "procedure_info",
+                    json!({ "procedure": format!("{:#x}", symbols[name]) }),
+                )
+                .await;
+            assert_eq!(info["found_by"], how, "{target} {name}: {info}");
+        }
     }
 }
 

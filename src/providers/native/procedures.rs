@@ -1,6 +1,8 @@
 //! Procedures of a document: the union of every source of function starts the format offers,
 //! merged to one entry per address with the best name and a stated size.
 
+use std::collections::HashSet;
+
 use object::elf;
 use object::read::elf::{ElfFile, FileHeader, Sym as _};
 use object::read::macho::MachHeader;
@@ -232,6 +234,17 @@ pub(crate) fn collect(
         noreturn: noreturn_stubs(imports),
         follow: !listed,
     });
+    // A call into a Mach-O's `__stubs` reaches an import, which the file's imports name; no
+    // table lists a stub as a function (ELF's PLT entries are, as `name@plt`).
+    let stubs: HashSet<u64> = imports
+        .iter()
+        .filter(|i| i.kind == ImportKind::Stub)
+        .map(|i| i.address)
+        .collect();
+    let found: Vec<_> = found
+        .into_iter()
+        .filter(|(address, _, _)| !stubs.contains(address))
+        .collect();
     if !found.is_empty() {
         procedures.extend(found.into_iter().map(|(address, how, size)| Procedure {
             address,
@@ -337,7 +350,7 @@ fn noreturn_stubs(imports: &[ImportEntry]) -> Vec<u64> {
 }
 
 /// Starts the file points at without listing them as functions: the ELF init/fini arrays and
-/// `DT_INIT`/`DT_FINI`, PE TLS callbacks.
+/// `DT_INIT`/`DT_FINI`, PE TLS callbacks, Mach-O initializers and terminators.
 fn roots(file: &object::File<'_>, bytes: &[u8], sections: &[SectionInfo]) -> Vec<(u64, FoundBy)> {
     let mut out = Vec::new();
     match file {
@@ -376,9 +389,70 @@ fn roots(file: &object::File<'_>, bytes: &[u8], sections: &[SectionInfo]) -> Vec
         }
         object::File::Pe32(f) => pe_tls_callbacks(f, bytes, sections, 4, &mut out),
         object::File::Pe64(f) => pe_tls_callbacks(f, bytes, sections, 8, &mut out),
+        object::File::MachO64(_) => macho_initializers(file, bytes, sections, &mut out),
         _ => {}
     }
     out
+}
+
+/// A Mach-O's initializers and terminators: the pointers of `__mod_init_func` and
+/// `__mod_term_func`, and the 32-bit offsets from the image's base of `__init_offsets`. A
+/// static constructor is reached from nowhere else: no call, and no function-starts entry in a
+/// file linked without them.
+fn macho_initializers(
+    file: &object::File<'_>,
+    bytes: &[u8],
+    sections: &[SectionInfo],
+    out: &mut Vec<(u64, FoundBy)>,
+) {
+    use object::{Object as _, ObjectSegment as _};
+    let base = file
+        .segments()
+        .find(|s| s.name().ok().flatten() == Some("__TEXT"))
+        .map_or(0, |s| s.address());
+    let in_code = |a: u64| {
+        sections
+            .iter()
+            .any(|s| s.executable && a >= s.address && a - s.address < s.size)
+    };
+    for section in sections {
+        let Some((_, name)) = section.name.split_once(',') else {
+            continue;
+        };
+        let (how, word) = match name {
+            "__mod_init_func" => (FoundBy::ModInitFunc, 8),
+            "__mod_term_func" => (FoundBy::ModTermFunc, 8),
+            "__init_offsets" => (FoundBy::ModInitFunc, 4),
+            _ => continue,
+        };
+        for slot in (0..section.size / word).take(MAX_STARTS) {
+            let place = section.address + slot * word;
+            let Some(value) = word_at(bytes, sections, place, word as usize) else {
+                break;
+            };
+            let target = if word == 4 {
+                Some(base + value)
+            } else {
+                macho_pointer_target(value, base, in_code)
+            };
+            if let Some(target) = target {
+                out.push((target, how));
+            }
+        }
+    }
+}
+
+/// Where a pointer slot of a Mach-O points: its value as written, or, in a file whose pointers
+/// are chained fixups (`LC_DYLD_CHAINED_FIXUPS`), the 36-bit target of a rebase, an address or
+/// an offset from `base` by the format. The first of these that lands in code.
+fn macho_pointer_target(value: u64, base: u64, in_code: impl Fn(u64) -> bool) -> Option<u64> {
+    // A bind (bit 63) names an import, not a place in this file.
+    let target = value & ((1 << 36) - 1);
+    [value, target, base.wrapping_add(target)]
+        .into_iter()
+        .enumerate()
+        .find(|&(i, a)| (i == 0 || value >> 63 == 0) && a != 0 && in_code(a))
+        .map(|(_, a)| a)
 }
 
 /// The callbacks of a PE TLS directory: `AddressOfCallBacks` is the address of a zero-ended
@@ -409,7 +483,7 @@ fn pe_tls_callbacks<Pe: ImageNtHeaders>(
         return;
     };
     for _ in 0..1024 {
-        let Some(value) = pe_word_at(bytes, sections, array, word).filter(|&v| v != 0) else {
+        let Some(value) = word_at(bytes, sections, array, word).filter(|&v| v != 0) else {
             break;
         };
         out.push((value, FoundBy::TlsCallback));
@@ -418,7 +492,7 @@ fn pe_tls_callbacks<Pe: ImageNtHeaders>(
 }
 
 /// The little-endian word of `word` bytes at a virtual address, from the file's bytes.
-fn pe_word_at(bytes: &[u8], sections: &[SectionInfo], address: u64, word: usize) -> Option<u64> {
+fn word_at(bytes: &[u8], sections: &[SectionInfo], address: u64, word: usize) -> Option<u64> {
     let s = sections
         .iter()
         .find(|s| address >= s.address && address - s.address < s.file_size)?;
@@ -475,7 +549,7 @@ fn pe_base_relocated<Pe: ImageNtHeaders>(
                 continue;
             }
             let place = base.wrapping_add(u64::from(relocation.virtual_address));
-            if let Some(value) = pe_word_at(bytes, sections, place, 8) {
+            if let Some(value) = word_at(bytes, sections, place, 8) {
                 out.push((value, place));
             }
             if out.len() >= super::relocations::MAX_RELOCATIONS {
@@ -950,6 +1024,30 @@ mod tests {
 
     use super::*;
     use crate::providers::native::test_support::{document, target, tool_output};
+
+    /// A Mach-O pointer slot as lld writes it (the address), and as a chained fixup: a 64-bit
+    /// rebase (the 36-bit address, with the next fixup's distance above it) and a rebase of
+    /// the offset format (an offset from the image's base); a bind points at no code here.
+    #[test]
+    fn macho_pointer_slots_are_read_as_addresses_or_chained_rebases() {
+        let code = |a: u64| (0x1_0000_3f00..0x1_0000_4000).contains(&a);
+        let base = 0x1_0000_0000;
+        assert_eq!(
+            macho_pointer_target(0x1_0000_3f10, base, code),
+            Some(0x1_0000_3f10)
+        );
+        let next = 2u64 << 51;
+        assert_eq!(
+            macho_pointer_target(next | 0x1_0000_3f20, base, code),
+            Some(0x1_0000_3f20)
+        );
+        assert_eq!(
+            macho_pointer_target(next | 0x3f30, base, code),
+            Some(0x1_0000_3f30)
+        );
+        assert_eq!(macho_pointer_target((1 << 63) | 0x3f30, base, code), None);
+        assert_eq!(macho_pointer_target(0x2000, base, code), None);
+    }
     use crate::providers::native::{Image, procedures};
 
     fn hex_field(text: &str) -> u64 {
