@@ -90,6 +90,17 @@ pub use unknowns::{
 
 pub use crate::store::Recording;
 
+// The results of the floors below that operations return as they are: the edge names them (in
+// its output schemas and reports) only through this layer.
+pub use crate::analyzers::artifact::{Comparison, Verdict};
+pub use crate::analyzers::callpaths::CallPaths;
+pub use crate::analyzers::capture::{CaptureComparison, Scenario};
+pub use crate::analyzers::procdiff::ProcedureDiffPage;
+pub use crate::providers::decompile::PseudoCodePage;
+pub use crate::providers::native::{CallGraphEdges, Callers, Dossier, Xrefs};
+pub use crate::session::SessionInfo;
+pub use crate::store::UnknownHead;
+
 use crate::analyzers::capture::Policy;
 use crate::settings::Settings;
 
