@@ -271,12 +271,32 @@ impl CapturePolicy {
         self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether the policy in force enables process capture.
+    pub fn enabled(&self) -> bool {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).enabled
+    }
+
     /// Puts `policy` in force; returns whether that switched capture on or off.
-    pub fn replace(&self, policy: Policy) -> bool {
+    fn replace(&self, policy: Policy) -> bool {
         let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
         let toggled = current.enabled != policy.enabled;
         *current = policy;
         toggled
+    }
+
+    /// The policy of `rea.toml` in the operator's configuration directory `config_dir`, or the
+    /// disabled policy when there is no directory. A file that does not load is an error.
+    pub fn load(config_dir: Option<&Path>) -> Result<CapturePolicy> {
+        Ok(CapturePolicy::new(match config_dir {
+            Some(dir) => crate::analyzers::capture::load_policy(dir)?,
+            None => Policy::default(),
+        }))
+    }
+
+    /// Reads `rea.toml` in `config_dir` again and puts its policy in force; returns whether that
+    /// switched capture on or off. A file that does not load leaves the policy in force as it is.
+    pub fn reload(&self, config_dir: &Path) -> Result<bool> {
+        Ok(self.replace(crate::analyzers::capture::load_policy(config_dir)?))
     }
 }
 
