@@ -22,6 +22,7 @@
 //! - `depth`: pseudo-code from a decompiler, and raw bytes at an address or matching a pattern.
 //! - `capture`: bounded process capture and the comparison of two captures.
 //! - `ledger`: reading and exporting the Evidence ledger.
+//! - `report`: the command line's one-shot analyses, as text for a person and as a recording.
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
 //! - `doctor`: the server's own check.
 
@@ -42,6 +43,7 @@ mod javascript;
 mod ledger;
 mod native;
 mod observe;
+mod report;
 mod session;
 mod unknowns;
 
@@ -70,7 +72,7 @@ pub use carry::{
 pub use compare::{CallPathsArgs, CompareProceduresArgs};
 pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
-pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
+pub use javascript::{AnalyzeArgs, Analyzed, is_javascript_directory};
 pub use ledger::{
     EvidencePage, EvidenceRead, ExportArgs, ExportFormat, Exported, GetArgs, JSONL_FORMAT_VERSION,
     JSONL_KIND, JsonlExport, JsonlHeader, ListArgs, claim_export, export_jsonl,
@@ -81,6 +83,7 @@ pub use native::{
     SearchMode, SearchProceduresArgs, SearchStringsArgs, StringsFound, XrefsArgs,
 };
 pub use observe::{EvidenceInline, Observed};
+pub use report::Report;
 pub use session::{
     Closed, NoArgs, OpenArgs, Opened, OpenedDocument, ResumeArgs, SessionState, new_target,
 };
