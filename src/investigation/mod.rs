@@ -21,7 +21,9 @@
 //! - `javascript`: JavaScript/Electron application analysis.
 //! - `depth`: pseudo-code from a decompiler, and raw bytes at an address or matching a pattern.
 //! - `capture`: bounded process capture and the comparison of two captures.
-//! - `ledger`: reading and exporting the Evidence ledger.
+//! - `ledger`: reading and exporting the Evidence ledger, and verifying a session's.
+//! - `sessions`: sessions on disk for the operator's commands: listed, shown, pruned, read
+//!   without a lock.
 //! - `report`: the command line's one-shot analyses, as text for a person and as a recording.
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
 //! - `doctor`: the server's own check.
@@ -45,6 +47,7 @@ mod native;
 mod observe;
 mod report;
 mod session;
+mod sessions;
 mod unknowns;
 
 use std::path::Path;
@@ -74,19 +77,22 @@ pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchByte
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
 pub use javascript::{AnalyzeArgs, Analyzed, is_javascript_directory};
 pub use ledger::{
-    EvidencePage, EvidenceRead, ExportArgs, ExportFormat, Exported, GetArgs, JSONL_FORMAT_VERSION,
-    JSONL_KIND, JsonlExport, JsonlHeader, ListArgs, claim_export, export_jsonl,
+    Copied, EvidencePage, EvidenceRead, ExportArgs, ExportFormat, ExportSource, Exported, GetArgs,
+    JSONL_FORMAT_VERSION, JSONL_KIND, JsonlExport, JsonlHeader, ListArgs, claim_export,
+    export_destination, export_jsonl, verify_session,
 };
 pub use native::{
     About, AssemblyArgs, AssemblyResult, DeepAssembly, Documents, ListDocumentsArgs,
     ListProceduresArgs, ProcedureArgs, ProcedureDetails, ProcedurePage, ResolvedProcedure,
-    SearchMode, SearchProceduresArgs, SearchStringsArgs, StringsFound, XrefsArgs,
+    SearchMode, SearchProceduresArgs, SearchStringsArgs, StringsFound, XrefsArgs, documents_at,
+    procedures_of, read_target,
 };
 pub use observe::{EvidenceInline, Observed};
 pub use report::Report;
 pub use session::{
     Closed, NoArgs, OpenArgs, Opened, OpenedDocument, ResumeArgs, SessionState, new_target,
 };
+pub use sessions::{Pruned, ReadOnlySession, list_sessions, prune_sessions, show_session};
 pub use unknowns::{
     ListUnknownsArgs, RecordUnknownArgs, UnknownError, UnknownPage, UpdateUnknownArgs,
 };
@@ -102,7 +108,10 @@ pub use crate::analyzers::procdiff::ProcedureDiffPage;
 pub use crate::providers::decompile::PseudoCodePage;
 pub use crate::providers::native::{CallGraphEdges, Callers, Dossier, Xrefs};
 pub use crate::session::SessionInfo;
-pub use crate::store::UnknownHead;
+pub use crate::store::{EvidenceFilter, UnknownHead};
+
+// The identifiers the edge parses and prints.
+pub use crate::ids::{Address, EvidenceId};
 
 use crate::analyzers::capture::Policy;
 use crate::settings::Settings;
