@@ -19,9 +19,10 @@
 //! - [`providers`]: the built-in native reader (`auto`), deep analyzer candidates, and the
 //!   decompiler interface with its `angr` provider.
 //! - [`investigation`]: every operation, made the same way for the server and the CLI: one
-//!   snapshot of the binary session, a pure recording, one commit.
+//!   snapshot of the binary session, a pure recording, one commit. The façade: of the floors
+//!   below, the edge sees only what it re-exports.
 //! - [`tools`]: the MCP tools and their catalog, one file per family (edge: knows rmcp).
-//! - [`cli`]: the command line over the same library.
+//! - [`cli`]: the command line over the same operations, the reading commands included (edge).
 //! - [`server`]: the rmcp handler: prompts, completion, tools, list-changed delivery (edge).
 //! - [`transport`]: strict JSON-RPC in front of rmcp's stdio and streamable HTTP (edge).
 pub mod analyzers;

@@ -87,7 +87,7 @@ impl Shared {
         &self,
         family: completion::Family,
         typed: &str,
-    ) -> crate::store::CompletionPage {
+    ) -> completion::CompletionPage {
         let roots: Vec<std::path::PathBuf> = self
             .settings
             .allowed_roots
@@ -140,8 +140,8 @@ impl Shared {
     /// tool catalog and the prompts that draw on it change, and clients are told.
     pub fn reload_config(&self) {
         if let Some(dir) = &self.settings.config_dir {
-            let loaded = crate::analyzers::capture::load_policy(dir);
-            let refusal = loaded.as_ref().err().map(ToString::to_string);
+            let reloaded = self.policy.reload(dir);
+            let refusal = reloaded.as_ref().err().map(ToString::to_string);
             let repeated = {
                 let mut last = self
                     .policy_refusal
@@ -151,9 +151,9 @@ impl Shared {
                 *last = refusal;
                 repeated
             };
-            match loaded {
-                Ok(policy) => {
-                    if self.policy.replace(policy) {
+            match reloaded {
+                Ok(toggled) => {
+                    if toggled {
                         tracing::info!("process capture policy changed");
                         let _ = self.changes.send(Change::Tools);
                         let _ = self.changes.send(Change::Prompts);
@@ -168,9 +168,9 @@ impl Shared {
         self.reload_prompts();
     }
 
-    /// The capture policy in force.
-    pub fn policy(&self) -> crate::analyzers::capture::Policy {
-        self.policy.current()
+    /// Whether the capture policy in force enables process capture.
+    pub fn capture_enabled(&self) -> bool {
+        self.policy.enabled()
     }
 
     /// An investigation under these settings and this capture policy, with no session yet.
@@ -358,7 +358,7 @@ impl ReaServer {
     /// The tools currently offered: every tool, except that capture_process_scenario is offered
     /// only while the operator's policy enables process capture.
     pub fn live_tools(&self) -> Vec<Tool> {
-        let mut tools = crate::tools::live(&self.router, self.shared.policy().enabled);
+        let mut tools = crate::tools::live(&self.router, self.shared.capture_enabled());
         // Every tool takes the one optional property that addresses a binary session (needed by
         // stateless requests; a connection's own session is implied).
         for tool in &mut tools {

@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::analyzers::{artifact, capture, javascript};
 use crate::investigation::{
-    Cancel, CapturePolicy, InspectArgs, Investigation, Progress, Recording, Route, route,
+    Cancel, CapturePolicy, Investigation, Progress, Recording, Report, Scenario,
 };
 use crate::settings::Settings;
 
@@ -44,29 +43,24 @@ impl Progress for Stderr {
     }
 }
 
-/// `rea analyze PATH`: a JavaScript/Electron application, or else an artifact inventory.
-pub fn analyze(investigation: &Investigation, path: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    if route(path) == Route::Binary {
-        return inspect(investigation, path, json);
-    }
-    let (analyzed, recording) = investigation.analyze_detached(path, &Stderr)?;
+/// Prints `report`: its primary record with `--json`, else its text.
+fn print_report(report: &Report, json: bool) -> anyhow::Result<ExitCode> {
     if json {
-        print_recording(&recording)?;
+        print_recording(&report.recording)?;
     } else {
-        print!("{}", javascript::render_report(&analyzed.analysis));
+        print!("{}", report.text());
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// `rea analyze PATH`: a JavaScript/Electron application, or else an artifact inventory.
+pub fn analyze(investigation: &Investigation, path: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    print_report(&investigation.analyze_report(path, &Stderr)?, json)
+}
+
 /// `rea inspect TARGET`: the artifact inventory of a file or bundle.
 pub fn inspect(investigation: &Investigation, path: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let (inventory, _, recording) = investigation.inspect_detached(path, InspectArgs::default())?;
-    if json {
-        print_recording(&recording)?;
-    } else {
-        print!("{}", artifact::render_inventory_report(&inventory));
-    }
-    Ok(ExitCode::SUCCESS)
+    print_report(&investigation.inspect_report(path)?, json)
 }
 
 /// `rea compare LEFT RIGHT`: inventories of both and their comparison.
@@ -76,34 +70,19 @@ pub fn compare(
     right: &Path,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let (comparison, recording) = investigation.compare_detached(left, right)?;
-    if json {
-        print_recording(&recording)?;
-    } else {
-        print!("{}", artifact::render_comparison_report(&comparison));
-    }
-    Ok(ExitCode::SUCCESS)
+    print_report(&investigation.compare_report(left, right)?, json)
 }
 
 /// `rea capture SCENARIO.json`: one bounded run under the operator's policy.
 pub fn capture(settings: &Settings, scenario: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(scenario).with_context(|| scenario.display().to_string())?;
-    let scenario: capture::Scenario = serde_json::from_str(&text)
+    let scenario: Scenario = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a scenario", scenario.display()))?;
     // A policy file that does not load is an error here, not the disabled policy a server keeps.
-    let policy = match &settings.config_dir {
-        Some(dir) => capture::load_policy(dir)?,
-        None => capture::Policy::default(),
-    };
-    let investigation = Investigation::new(
-        Arc::new(settings.clone()),
-        Arc::new(CapturePolicy::new(policy)),
-    );
-    let (captured, recording) = investigation.capture_detached(&scenario, &Cancel::new())?;
-    if json {
-        print_recording(&recording)?;
-    } else {
-        print!("{}", capture::render_report(&captured.capture));
-    }
-    Ok(ExitCode::SUCCESS)
+    let policy = CapturePolicy::load(settings.config_dir.as_deref())?;
+    let investigation = Investigation::new(Arc::new(settings.clone()), Arc::new(policy));
+    print_report(
+        &investigation.capture_report(&scenario, &Cancel::new())?,
+        json,
+    )
 }

@@ -7,9 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 
-use crate::ids::EvidenceId;
+use crate::investigation::{self, EvidenceFilter, EvidenceId, ExportSource, ReadOnlySession};
 use crate::settings::Settings;
-use crate::store::EvidenceFilter;
 
 /// Evidence subcommands.
 #[derive(Debug, Subcommand)]
@@ -69,8 +68,8 @@ pub enum EvidenceAction {
 
 /// Runs an evidence subcommand.
 pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCode> {
-    let open = |session: Option<&str>| -> anyhow::Result<crate::store::ReadOnlyStore> {
-        super::open_session_store(settings, session)?
+    let open = |session: Option<&str>| -> anyhow::Result<ReadOnlySession> {
+        super::open_read_only(settings, session)?
             .context("no session exists under the state directory")
     };
     match action {
@@ -102,8 +101,7 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
             // reported and the walk goes on, where the read-only store would stop at the first.
             let id = super::session_id(settings, session.as_deref())?
                 .context("no session exists under the state directory")?;
-            let path = crate::session::database_path(&settings.state_dir, &id)?;
-            let check = crate::store::verify_ledger(&path)?;
+            let check = investigation::verify_session(settings, &id)?;
             if json {
                 println!("{}", serde_json::to_string(&check)?);
             } else {
@@ -151,26 +149,17 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 .context("no session exists under the state directory")?;
             // The operator's own command is not confined to the roots, but never writes into
             // rea's state or configuration or over a session's files.
-            let target = crate::fsroot::Roots::none().open_new(&dest, &settings.protected())?;
-            let claim = crate::investigation::claim_export(&target, overwrite)?;
+            let target = investigation::export_destination(settings, &dest)?;
+            let claim = investigation::claim_export(&target, overwrite)?;
             // A session no live process holds is taken for the export, so the export time is
-            // noted in it (`rea sessions prune` keeps sessions never exported); a live server's
-            // session is read beside it and left as it is.
-            let owned = match crate::session::Session::resume(&settings.state_dir, &id) {
-                Ok(s) => Some(s),
-                Err(crate::session::SessionError::InUse { .. }) => None,
-                // A damaged session is not written to: what is readable is copied beside it.
-                Err(e @ crate::session::SessionError::Damaged { .. }) => {
-                    eprintln!("rea: {e}");
-                    None
-                }
-                Err(e) => return Err(e.into()),
-            };
+            // noted in it; a live server's session is read beside it and left as it is.
+            let source = ExportSource::take(settings, &id)?;
+            // A damaged session is not written to: what is readable is copied beside it.
+            if let Some(e) = source.damage() {
+                eprintln!("rea: {e}");
+            }
             if jsonl {
-                // Read through a connection of its own that reads past damage (also a truncated
-                // file, which the read-only store does not open).
-                let db = crate::session::database_path(&settings.state_dir, &id)?;
-                let done = crate::investigation::export_jsonl(&db, &id, &target, claim)?;
+                let done = source.jsonl(&target, claim)?;
                 if !done.skipped.is_empty() {
                     eprintln!(
                         "rea: {} unreadable records were left out:",
@@ -182,21 +171,15 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
                 }
                 println!("exported {} records to {}", done.records, dest.display());
             } else {
-                match &owned {
-                    Some(s) => {
-                        s.store().export(&target, claim)?;
-                        // The copy is of the file as it is; say so when a row in it is damaged.
-                        let check = s.store().wait_ledger_check();
-                        if let crate::store::LedgerStatus::Damaged(_) = check {
-                            eprintln!("rea: the copy holds a damaged record: ledger check {check}");
-                        }
-                    }
-                    None => {
-                        open(Some(&id))?.copy_to(&target, claim)?;
-                        eprintln!(
-                            "rea: session {id} is not held by this command; its export time is not noted"
-                        );
-                    }
+                let copied = source.sqlite(&target, claim)?;
+                // The copy is of the file as it is; say so when a row in it is damaged.
+                if let Some(check) = &copied.damaged {
+                    eprintln!("rea: the copy holds a damaged record: ledger check {check}");
+                }
+                if !copied.noted {
+                    eprintln!(
+                        "rea: session {id} is not held by this command; its export time is not noted"
+                    );
                 }
                 println!("exported the session database to {}", dest.display());
             }
@@ -207,11 +190,7 @@ pub fn run(settings: &Settings, action: EvidenceAction) -> anyhow::Result<ExitCo
 
 /// Prints the rows `filter` selects as they are read, so the listing of a ledger of any size
 /// starts at once and holds one row in memory; the total goes to stderr after them.
-fn list(
-    store: &crate::store::ReadOnlyStore,
-    filter: &EvidenceFilter,
-    json: bool,
-) -> anyhow::Result<()> {
+fn list(store: &ReadOnlySession, filter: &EvidenceFilter, json: bool) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut failed: Option<anyhow::Error> = None;
     let mut rows = 0u64;

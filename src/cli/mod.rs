@@ -12,13 +12,12 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 
-use crate::completion::{self, Family};
-use crate::investigation::{DoctorArgs, Investigation, ListProceduresArgs};
-use crate::providers::native;
+use crate::completion::{self, CompletionPage, Family};
+use crate::investigation::{
+    self, Address, DoctorArgs, Investigation, ListProceduresArgs, ReadOnlySession,
+};
 use crate::server::{ReaServer, Shared};
-use crate::session;
 use crate::settings::Settings;
-use crate::store::ReadOnlyStore;
 
 /// Every environment variable rea reads, as `--help` lists them.
 const ENVIRONMENT_HELP: &str = "\
@@ -476,7 +475,7 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
     let dir = &settings.state_dir;
     match action {
         SessionsAction::List => {
-            let list = session::list(dir)?;
+            let list = investigation::list_sessions(settings)?;
             if json {
                 print_json(&list)?;
             } else if list.is_empty() {
@@ -501,7 +500,7 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
             }
         }
         SessionsAction::Show { id } => {
-            let info = session::show(dir, &id)?;
+            let info = investigation::show_session(settings, &id)?;
             if json {
                 print_json(&info)?;
             } else {
@@ -519,19 +518,11 @@ fn sessions(settings: &Settings, action: SessionsAction, json: bool) -> anyhow::
             }
         }
         SessionsAction::Prune { force } => {
-            let mut deleted = vec![];
-            let mut kept = vec![];
-            session::sweep_closed_now(dir)?;
-            for s in session::list(dir)?.into_iter().filter(|s| !s.live) {
-                if s.exported_at.is_none() && !force {
-                    kept.push(s.id);
-                    continue;
-                }
-                match session::delete(dir, &s.id) {
-                    Ok(()) => deleted.push(s.id),
-                    Err(e) => eprintln!("rea: keeping {}: {e}", s.id),
-                }
+            let pruned = investigation::prune_sessions(settings, force)?;
+            for (id, e) in &pruned.failed {
+                eprintln!("rea: keeping {id}: {e}");
             }
+            let (deleted, kept) = (pruned.deleted, pruned.kept_unexported);
             if json {
                 print_json(&serde_json::json!({ "deleted": deleted, "kept_unexported": kept }))?;
             } else {
@@ -552,7 +543,7 @@ pub(crate) fn session_id(settings: &Settings, id: Option<&str>) -> anyhow::Resul
     let id = match id {
         Some(id) => id.to_owned(),
         None => {
-            let all = session::list(&settings.state_dir)?;
+            let all = investigation::list_sessions(settings)?;
             match all.as_slice() {
                 [] => return Ok(None),
                 [one] => one.id.clone(),
@@ -572,15 +563,14 @@ pub(crate) fn session_id(settings: &Settings, id: Option<&str>) -> anyhow::Resul
 /// Opens a session's database for reading by a CLI command (the named session, or the only
 /// one): read-only, taking no lock and writing nothing, so it works beside a live server and on
 /// a read-only file system.
-pub(crate) fn open_session_store(
+pub(crate) fn open_read_only(
     settings: &Settings,
     id: Option<&str>,
-) -> anyhow::Result<Option<ReadOnlyStore>> {
+) -> anyhow::Result<Option<ReadOnlySession>> {
     let Some(id) = session_id(settings, id)? else {
         return Ok(None);
     };
-    let path = session::database_path(&settings.state_dir, &id)?;
-    Ok(Some(ReadOnlyStore::open(&path)?))
+    Ok(Some(ReadOnlySession::open(settings, &id)?))
 }
 
 fn complete(
@@ -594,8 +584,12 @@ fn complete(
 ) -> anyhow::Result<ExitCode> {
     // `annotate`'s `supersedes` is a tool argument, not a prompt's: it completes annotation ids.
     if prompt == "annotate" && argument == "supersedes" {
-        let store = open_session_store(settings, session)?;
-        let page = completion::complete_annotations(store.as_ref(), prefix, completion::MAX_VALUES);
+        let store = open_read_only(settings, session)?;
+        let page = completion::complete_annotations(
+            store.as_ref().map(ReadOnlySession::completion_source),
+            prefix,
+            completion::MAX_VALUES,
+        );
         return print_completion(&page, json);
     }
     let shared = Shared::new(settings.clone());
@@ -611,17 +605,21 @@ fn complete(
     if let Some(f) = family.filter(|f| f.is_path()) {
         return print_completion(&shared.complete_path(f, prefix), json);
     }
-    let store = open_session_store(settings, session)?;
+    let store = open_read_only(settings, session)?;
     let page = match family {
-        Some(f) => {
-            completion::complete(store.as_ref(), f, prefix, document, completion::MAX_VALUES)
-        }
+        Some(f) => completion::complete(
+            store.as_ref().map(ReadOnlySession::completion_source),
+            f,
+            prefix,
+            document,
+            completion::MAX_VALUES,
+        ),
         None => Default::default(),
     };
     print_completion(&page, json)
 }
 
-fn print_completion(page: &crate::store::CompletionPage, json: bool) -> anyhow::Result<ExitCode> {
+fn print_completion(page: &CompletionPage, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         print_json(
             &serde_json::json!({ "values": page.values, "total": page.total, "hasMore": page.has_more }),
@@ -638,7 +636,7 @@ fn print_completion(page: &crate::store::CompletionPage, json: bool) -> anyhow::
 }
 
 fn documents(target: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let t = native::admit(target)?;
+    let t = investigation::read_target(target)?;
     if json {
         print_json(&t.documents)?;
     } else {
@@ -678,7 +676,7 @@ struct ProcedureLine<'a> {
 
 fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     use std::io::Write;
-    let documents = native::documents_of(target)?;
+    let documents = investigation::documents_at(target)?;
     if let Some(d) = document
         && !documents.iter().any(|x| x.name == d)
     {
@@ -690,8 +688,8 @@ fn procedures(target: &Path, document: Option<&str>, json: bool) -> anyhow::Resu
         .iter()
         .filter(|d| document.is_none_or(|n| n == d.name))
     {
-        for p in native::procedures(doc)? {
-            let address = crate::ids::Address(p.address).to_string();
+        for p in investigation::procedures_of(doc)? {
+            let address = Address(p.address).to_string();
             if json {
                 serde_json::to_writer(
                     &mut out,

@@ -11,7 +11,8 @@ pub mod paths;
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{CompletionPage, ProcedureScope, ReadOnlyStore};
+pub use crate::store::CompletionPage;
+use crate::store::{ProcedureScope, ReadOnlyStore};
 
 /// The protocol's limit on values in one completion answer.
 pub const MAX_VALUES: usize = 100;

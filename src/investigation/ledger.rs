@@ -1,6 +1,8 @@
-//! The Evidence ledger: reading one record, listing them, exporting the whole ledger.
+//! The Evidence ledger: reading one record, listing them, exporting the whole ledger; and for
+//! the operator's own commands, verifying a session's ledger and exporting it without a binary
+//! session.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -9,10 +11,13 @@ use super::args::cap;
 use super::args::{Page, PageRequest};
 use super::{Investigation, InvestigationError, Result, blocking};
 use crate::evidence::EvidenceRecord;
-use crate::fsroot::{Claim, NewFile};
+use crate::fsroot::{Claim, NewFile, Roots};
 use crate::ids::EvidenceId;
+use crate::session::{self, Session, SessionError};
+use crate::settings::Settings;
 use crate::store::{
-    BadRow, EvidenceFilter, EvidenceSummary, RawEvidence, StoreError, each_readable_evidence,
+    BadRow, EvidenceFilter, EvidenceSummary, LedgerCheck, LedgerStatus, RawEvidence, ReadOnlyStore,
+    StoreError, each_readable_evidence, verify_ledger,
 };
 
 /// Arguments of `get_evidence`.
@@ -325,5 +330,96 @@ impl Investigation {
             skipped: done.skipped.len() as u64,
             skipped_rows: done.listed(),
         })
+    }
+}
+
+/// Every row of session `id`'s ledger checked on its own (`rea evidence verify`), read through a
+/// connection of its own that tolerates damage: every bad row is reported and the walk goes on,
+/// where the read-only store would stop at the first. Blocking.
+pub fn verify_session(settings: &Settings, id: &str) -> Result<LedgerCheck> {
+    let path = session::database_path(&settings.state_dir, id)?;
+    Ok(verify_ledger(&path)?)
+}
+
+/// Where the operator's own export (`rea evidence export`) writes: any path, not only beneath
+/// the allowed roots, but never into rea's state or configuration or over a session's files.
+pub fn export_destination(settings: &Settings, dest: &Path) -> Result<NewFile> {
+    Ok(Roots::none().open_new(dest, &settings.protected())?)
+}
+
+/// A session's ledger as the operator's export reads it: the session itself when no live
+/// process holds it, so the export time is noted in it (`rea sessions prune` keeps sessions
+/// never exported); else read beside its owner and left as it is.
+#[derive(Debug)]
+pub struct ExportSource {
+    id: String,
+    /// The session's database.
+    db: PathBuf,
+    /// The session, taken for the export.
+    held: Option<Session>,
+    /// Why a session no live process holds was not taken: it is damaged, and a damaged session
+    /// is not written to (what is readable is copied beside it).
+    damage: Option<SessionError>,
+}
+
+/// What a SQLite copy of the ledger found.
+#[derive(Debug)]
+pub struct Copied {
+    /// Whether the export time was noted in the session (it was taken for the export).
+    pub noted: bool,
+    /// The copy is of the file as it is: the ledger check's finding, when it found a damaged
+    /// record.
+    pub damaged: Option<LedgerStatus>,
+}
+
+impl ExportSource {
+    /// Takes session `id` for an export when no live process holds it and it is sound.
+    pub fn take(settings: &Settings, id: &str) -> Result<ExportSource> {
+        let (held, damage) = match Session::resume(&settings.state_dir, id) {
+            Ok(s) => (Some(s), None),
+            Err(SessionError::InUse { .. }) => (None, None),
+            Err(e @ SessionError::Damaged { .. }) => (None, Some(e)),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(ExportSource {
+            id: id.to_owned(),
+            db: session::database_path(&settings.state_dir, id)?,
+            held,
+            damage,
+        })
+    }
+
+    /// Why the session was not taken though no live process holds it, if it was not.
+    pub fn damage(&self) -> Option<&SessionError> {
+        self.damage.as_ref()
+    }
+
+    /// Writes every readable record as JSON lines (see [`export_jsonl`]), through a connection
+    /// of its own that reads past damage (also a truncated file, which the read-only store does
+    /// not open). Blocking.
+    pub fn jsonl(&self, dest: &NewFile, claim: Claim) -> Result<JsonlExport> {
+        export_jsonl(&self.db, &self.id, dest, claim)
+    }
+
+    /// A consistent copy of the session database: through the session when it was taken, else
+    /// through a read-only store beside its owner. Blocking.
+    pub fn sqlite(&self, dest: &NewFile, claim: Claim) -> Result<Copied> {
+        match &self.held {
+            Some(s) => {
+                s.store().export(dest, claim)?;
+                let check = s.store().wait_ledger_check();
+                Ok(Copied {
+                    noted: true,
+                    damaged: matches!(check, LedgerStatus::Damaged(_)).then_some(check),
+                })
+            }
+            None => {
+                ReadOnlyStore::open(&self.db)?.copy_to(dest, claim)?;
+                Ok(Copied {
+                    noted: false,
+                    damaged: None,
+                })
+            }
+        }
     }
 }

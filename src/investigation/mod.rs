@@ -21,7 +21,10 @@
 //! - `javascript`: JavaScript/Electron application analysis.
 //! - `depth`: pseudo-code from a decompiler, and raw bytes at an address or matching a pattern.
 //! - `capture`: bounded process capture and the comparison of two captures.
-//! - `ledger`: reading and exporting the Evidence ledger.
+//! - `ledger`: reading and exporting the Evidence ledger, and verifying a session's.
+//! - `sessions`: sessions on disk for the operator's commands: listed, shown, pruned, read
+//!   without a lock.
+//! - `report`: the command line's one-shot analyses, as text for a person and as a recording.
 //! - `unknowns`: residual unknowns and the rules for revising and resolving them.
 //! - `doctor`: the server's own check.
 
@@ -42,7 +45,9 @@ mod javascript;
 mod ledger;
 mod native;
 mod observe;
+mod report;
 mod session;
+mod sessions;
 mod unknowns;
 
 use std::path::Path;
@@ -70,25 +75,43 @@ pub use carry::{
 pub use compare::{CallPathsArgs, CompareProceduresArgs};
 pub use depth::{BytesFound, BytesRead, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs};
 pub use doctor::{DoctorArgs, DoctorReport, DoctorResult, TargetCheck};
-pub use javascript::{AnalyzeArgs, Analyzed, Route, is_javascript_directory, route};
+pub use javascript::{AnalyzeArgs, Analyzed, is_javascript_directory};
 pub use ledger::{
-    EvidencePage, EvidenceRead, ExportArgs, ExportFormat, Exported, GetArgs, JSONL_FORMAT_VERSION,
-    JSONL_KIND, JsonlExport, JsonlHeader, ListArgs, claim_export, export_jsonl,
+    Copied, EvidencePage, EvidenceRead, ExportArgs, ExportFormat, ExportSource, Exported, GetArgs,
+    JSONL_FORMAT_VERSION, JSONL_KIND, JsonlExport, JsonlHeader, ListArgs, claim_export,
+    export_destination, export_jsonl, verify_session,
 };
 pub use native::{
     About, AssemblyArgs, AssemblyResult, DeepAssembly, Documents, ListDocumentsArgs,
     ListProceduresArgs, ProcedureArgs, ProcedureDetails, ProcedurePage, ResolvedProcedure,
-    SearchMode, SearchProceduresArgs, SearchStringsArgs, StringsFound, XrefsArgs,
+    SearchMode, SearchProceduresArgs, SearchStringsArgs, StringsFound, XrefsArgs, documents_at,
+    procedures_of, read_target,
 };
 pub use observe::{EvidenceInline, Observed};
+pub use report::Report;
 pub use session::{
     Closed, NoArgs, OpenArgs, Opened, OpenedDocument, ResumeArgs, SessionState, new_target,
 };
+pub use sessions::{Pruned, ReadOnlySession, list_sessions, prune_sessions, show_session};
 pub use unknowns::{
     ListUnknownsArgs, RecordUnknownArgs, UnknownError, UnknownPage, UpdateUnknownArgs,
 };
 
 pub use crate::store::Recording;
+
+// The results of the floors below that operations return as they are: the edge names them (in
+// its output schemas and reports) only through this layer.
+pub use crate::analyzers::artifact::{Comparison, Verdict};
+pub use crate::analyzers::callpaths::CallPaths;
+pub use crate::analyzers::capture::{CaptureComparison, Scenario};
+pub use crate::analyzers::procdiff::ProcedureDiffPage;
+pub use crate::providers::decompile::PseudoCodePage;
+pub use crate::providers::native::{CallGraphEdges, Callers, Dossier, Xrefs};
+pub use crate::session::SessionInfo;
+pub use crate::store::{EvidenceFilter, UnknownHead};
+
+// The identifiers the edge parses and prints.
+pub use crate::ids::{Address, EvidenceId};
 
 use crate::analyzers::capture::Policy;
 use crate::settings::Settings;
@@ -260,12 +283,32 @@ impl CapturePolicy {
         self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether the policy in force enables process capture.
+    pub fn enabled(&self) -> bool {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).enabled
+    }
+
     /// Puts `policy` in force; returns whether that switched capture on or off.
-    pub fn replace(&self, policy: Policy) -> bool {
+    fn replace(&self, policy: Policy) -> bool {
         let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
         let toggled = current.enabled != policy.enabled;
         *current = policy;
         toggled
+    }
+
+    /// The policy of `rea.toml` in the operator's configuration directory `config_dir`, or the
+    /// disabled policy when there is no directory. A file that does not load is an error.
+    pub fn load(config_dir: Option<&Path>) -> Result<CapturePolicy> {
+        Ok(CapturePolicy::new(match config_dir {
+            Some(dir) => crate::analyzers::capture::load_policy(dir)?,
+            None => Policy::default(),
+        }))
+    }
+
+    /// Reads `rea.toml` in `config_dir` again and puts its policy in force; returns whether that
+    /// switched capture on or off. A file that does not load leaves the policy in force as it is.
+    pub fn reload(&self, config_dir: &Path) -> Result<bool> {
+        Ok(self.replace(crate::analyzers::capture::load_policy(config_dir)?))
     }
 }
 

@@ -2,6 +2,7 @@
 //! procedure details, assembly, callers, callees, cross-references and dossiers, through the
 //! built-in provider or a deep one.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -332,6 +333,25 @@ fn inventory_page(
         }));
     }
     Page::of_all(rows, request)
+}
+
+/// The target at `path` as the operator's `rea documents` reads it: admitted from the path as
+/// given, not only beneath the allowed roots, without a session. Blocking.
+pub fn read_target(path: &Path) -> Result<Target> {
+    Ok(native::admit(path)?)
+}
+
+/// The documents at `path` for the operator's `rea procedures` listing, which names no subject:
+/// a single file is sniffed from its head and not hashed (see [`native::documents_of`]).
+/// Blocking.
+pub fn documents_at(path: &Path) -> Result<Vec<DocumentSpec>> {
+    Ok(native::documents_of(path)?)
+}
+
+/// Every procedure the native reader finds in `doc`, as it finds them (not the inventory's
+/// order or rows). Blocking.
+pub fn procedures_of(doc: &DocumentSpec) -> Result<Vec<native::Procedure>> {
+    Ok(native::procedures(doc)?)
 }
 
 /// Architectures whose decoded code (listings, call edges and tail jumps, code references) the

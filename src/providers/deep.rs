@@ -188,13 +188,29 @@ fn llvm_version_suffix(name: &str) -> Option<&str> {
 pub fn candidates(format: &str, path_env: Option<&OsStr>) -> Vec<Candidate> {
     let ghidra = std::env::var_os("GHIDRA_INSTALL_DIR");
     let mut found = candidates_with(format, path_env, ghidra.as_deref());
-    if let Some(angr) = crate::providers::angr::candidate(format)
+    if let Some(angr) = angr_candidate(format)
         && !found.iter().any(|c| c.id == angr.id)
     {
         found.push(angr);
         found.sort_by(|a, b| a.id.cmp(&b.id));
     }
     found
+}
+
+/// The angr decompiler as the candidate for a target of `format`, when it is installed and reads
+/// that format. Only files are read; nothing is started. Made here, not in `angr`, so that the
+/// decompiler knows nothing of the candidates it is listed among.
+fn angr_candidate(format: &str) -> Option<Candidate> {
+    use crate::providers::angr;
+    if format != ANY_FORMAT && !angr::accepts_format(format) {
+        return None;
+    }
+    let found = angr::locate().ok()?;
+    Some(Candidate {
+        id: angr::PROVIDER_ID.to_string(),
+        name: format!("angr {} decompiler", found.version),
+        path: found.python,
+    })
 }
 
 /// The names in directory `dir`, read again only when the directory has changed since they were

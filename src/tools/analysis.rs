@@ -6,10 +6,9 @@ use rmcp::{tool, tool_router};
 
 use super::{ToolError, Tools};
 use crate::investigation::{
-    About, AssemblyArgs, AssemblyResult, Observed, ProcedureArgs, ProcedureDetails,
-    SearchStringsArgs, StringsFound, XrefsArgs,
+    About, AssemblyArgs, AssemblyResult, CallGraphEdges, Callers, Dossier, Observed, ProcedureArgs,
+    ProcedureDetails, SearchStringsArgs, StringsFound, Xrefs, XrefsArgs,
 };
-use crate::providers::native::{CallGraphEdges, Callers, Dossier, Xrefs};
 
 #[tool_router(router = analysis_tools, vis = "pub(crate)")]
 impl Tools {

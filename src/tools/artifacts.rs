@@ -4,8 +4,9 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 
 use super::{ToolError, Tools};
-use crate::analyzers::artifact::{Comparison, Verdict};
-use crate::investigation::{CompareArgs, InspectArgs, InventoryGraph, Observed, VerifyArgs};
+use crate::investigation::{
+    CompareArgs, Comparison, InspectArgs, InventoryGraph, Observed, Verdict, VerifyArgs,
+};
 
 #[tool_router(router = artifact_tools, vis = "pub(crate)")]
 impl Tools {

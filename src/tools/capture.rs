@@ -6,8 +6,7 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 
 use super::{ToolError, Tools, cancellation};
-use crate::analyzers::capture::{CaptureComparison, Scenario};
-use crate::investigation::{Captured, CompareCapturesArgs, Observed};
+use crate::investigation::{CaptureComparison, Captured, CompareCapturesArgs, Observed, Scenario};
 
 #[tool_router(router = capture_tools, vis = "pub(crate)")]
 impl Tools {

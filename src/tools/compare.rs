@@ -4,9 +4,9 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 
 use super::{ToolError, Tools};
-use crate::analyzers::callpaths::CallPaths;
-use crate::analyzers::procdiff::ProcedureDiffPage;
-use crate::investigation::{CallPathsArgs, CompareProceduresArgs, Observed};
+use crate::investigation::{
+    CallPaths, CallPathsArgs, CompareProceduresArgs, Observed, ProcedureDiffPage,
+};
 
 #[tool_router(router = compare_tools, vis = "pub(crate)")]
 impl Tools {

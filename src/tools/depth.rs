@@ -7,9 +7,8 @@ use rmcp::{RoleServer, tool, tool_router};
 
 use super::{ToolError, Tools, cancellation, progress};
 use crate::investigation::{
-    BytesFound, BytesRead, Observed, PseudoCodeArgs, ReadBytesArgs, SearchBytesArgs,
+    BytesFound, BytesRead, Observed, PseudoCodeArgs, PseudoCodePage, ReadBytesArgs, SearchBytesArgs,
 };
-use crate::providers::decompile::PseudoCodePage;
 
 #[tool_router(router = depth_tools, vis = "pub(crate)")]
 impl Tools {

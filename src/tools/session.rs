@@ -6,9 +6,9 @@ use rmcp::{RoleServer, tool, tool_router};
 
 use super::{ToolError, Tools, cancellation, progress};
 use crate::investigation::{
-    Closed, DoctorArgs, DoctorResult, NoArgs, Observed, OpenArgs, Opened, ResumeArgs, SessionState,
+    Closed, DoctorArgs, DoctorResult, NoArgs, Observed, OpenArgs, Opened, ResumeArgs, SessionInfo,
+    SessionState,
 };
-use crate::session::SessionInfo;
 
 #[tool_router(router = session_tools, vis = "pub(crate)")]
 impl Tools {

@@ -4,8 +4,9 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{tool, tool_router};
 
 use super::{ToolError, Tools};
-use crate::investigation::{ListUnknownsArgs, RecordUnknownArgs, UnknownPage, UpdateUnknownArgs};
-use crate::store::UnknownHead;
+use crate::investigation::{
+    ListUnknownsArgs, RecordUnknownArgs, UnknownHead, UnknownPage, UpdateUnknownArgs,
+};
 
 #[tool_router(router = unknown_tools, vis = "pub(crate)")]
 impl Tools {

@@ -1,6 +1,8 @@
 //! The layering ARCHITECTURE.md states, checked on the source tree: which floor may use which,
-//! who alone knows MCP and the command line, who alone speaks SQL, and no import cycle where the
-//! invariants forbid one. Test modules (`#[cfg(test)]`) and comments are not code for this.
+//! that the edge stops at the façade, who alone knows MCP and the command line, who alone speaks
+//! SQL, and no import cycle where the invariants forbid one. A use is found however it is
+//! spelled (`crate::`, `super::`, `use` groups). Test modules (`#[cfg(test)]`) and comments are
+//! not code for this.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -30,12 +32,14 @@ fn sources() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The code of a file: lines without their comments, up to its first test module.
+/// The code of a file: its text without comments, up to its first test module.
 fn code(text: &str) -> String {
+    let text = without_comments(text);
     let mut out = String::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
-        if line.trim() == "#[cfg(test)]"
+        let test_only = line.trim() == "#[cfg(test)]" || line.trim().starts_with("#[cfg(all(test,");
+        if test_only
             && lines.peek().is_some_and(|next| {
                 next.trim_start().starts_with("mod ")
                     || next.trim_start().starts_with("pub(crate) mod ")
@@ -43,14 +47,70 @@ fn code(text: &str) -> String {
         {
             break;
         }
-        let line = match line.find("//") {
-            Some(at) => &line[..at],
-            None => line,
-        };
         out.push_str(line);
         out.push('\n');
     }
     out
+}
+
+/// `text` without its comments (`//` to the end of the line, `/* … */`). String and character
+/// literals are read as such, so a `//` inside one (`"http://…"`) is not taken for a comment.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("//") {
+            rest = &rest[rest.find('\n').unwrap_or(rest.len())..];
+        } else if rest.starts_with("/*") {
+            rest = &rest[rest.find("*/").map_or(rest.len(), |e| e + 2)..];
+        } else if let Some(len) = literal_len(rest) {
+            out.push_str(&rest[..len]);
+            rest = &rest[len..];
+        } else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+/// The length of the string, raw string or character literal `text` begins with, if it begins
+/// with one (a lifetime, `'a`, is not one).
+fn literal_len(text: &str) -> Option<usize> {
+    if let Some(after) = text.strip_prefix("br").or_else(|| text.strip_prefix('r')) {
+        let hashes = after.len() - after.trim_start_matches('#').len();
+        if after[hashes..].starts_with('"') {
+            let close = format!("\"{}", "#".repeat(hashes));
+            let body = hashes + 1;
+            let end = after[body..]
+                .find(&close)
+                .map_or(after.len(), |e| body + e + close.len());
+            return Some(text.len() - after.len() + end);
+        }
+    }
+    let quoted = text.strip_prefix('b').unwrap_or(text);
+    let prefix = text.len() - quoted.len();
+    if let Some(body) = quoted.strip_prefix('"') {
+        let mut escaped = false;
+        for (i, c) in body.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => return Some(prefix + 1 + i + 1),
+                _ => {}
+            }
+        }
+        return Some(text.len());
+    }
+    let body = quoted.strip_prefix('\'')?;
+    // Where the closing quote is: after the escape (`'\''`, `'\u{1F600}'`) or the one character.
+    let close = if body.starts_with('\\') {
+        body.get(2..)?.find('\'').map(|e| e + 2)
+    } else {
+        let n = body.chars().next()?.len_utf8();
+        body[n..].starts_with('\'').then_some(n)
+    }?;
+    Some(prefix + 1 + close + 1)
 }
 
 /// The floor a file stands on, by where it lives.
@@ -243,8 +303,9 @@ fn floors_use_only_the_floors_below_them() {
         let Some((_, banned)) = forbidden.iter().find(|(m, _)| *m == module) else {
             continue;
         };
+        let named = paths_named(&rel, &code);
         for b in *banned {
-            if code.contains(&format!("crate::{b}::")) || code.contains(&format!("crate::{b};")) {
+            if named.iter().any(|p| p.first().is_some_and(|m| m == b)) {
                 broken.push(format!("{rel} uses crate::{b}"));
             }
         }
@@ -402,4 +463,310 @@ fn the_server_and_the_tools_do_not_use_each_other_both_ways() {
     assert!(!tools_use_server, "tools/ must not use server.rs");
     let investigation = sibling_graph("investigation");
     assert_eq!(cycle(&investigation), None, "{investigation:#?}");
+}
+
+/// The module path of the file `rel` (relative to `src/`): `providers/angr/mod.rs` is
+/// `providers::angr`, `server.rs` is `server`, `lib.rs` the crate root.
+fn module_path(rel: &str) -> Vec<String> {
+    let mut segments: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_owned)
+        .collect();
+    if matches!(
+        segments.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        segments.pop();
+    }
+    segments
+}
+
+/// Every path the file `rel` names through `crate::`, `super::` or `self::`, from the crate root,
+/// with `use` groups spelled out: `use crate::{a, b::{self, c}}` names `a`, `b` and `b::c`.
+/// Whatever the spelling, a use of another module shows here.
+fn paths_named(rel: &str, code: &str) -> BTreeSet<Vec<String>> {
+    let here = module_path(rel);
+    let inline = inline_modules(code);
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = BTreeSet::new();
+    for start in ["crate", "super", "self"] {
+        for (at, _) in code.match_indices(start) {
+            let (before, after) = (&code[..at], &code[at + start.len()..]);
+            // A whole word that begins a path (`crate :: x` too); `super::super::x` is one
+            // path, taken from its first `super`.
+            if before.ends_with(ident)
+                || after.starts_with(ident)
+                || !after.trim_start().starts_with("::")
+                || before.trim_end().ends_with("::")
+            {
+                continue;
+            }
+            let mut rest = &code[at..];
+            let mut module = here.clone();
+            module.extend(
+                inline
+                    .iter()
+                    .filter(|(body, _)| body.contains(&at))
+                    .map(|(_, name)| name.clone()),
+            );
+            for relative in path_tree(&mut rest) {
+                let mut absolute = module.clone();
+                let mut segments = relative.into_iter().peekable();
+                match segments.peek().map(String::as_str) {
+                    Some("crate") => {
+                        absolute.clear();
+                        segments.next();
+                    }
+                    Some("self") => {
+                        segments.next();
+                    }
+                    _ => {}
+                }
+                while segments.peek().is_some_and(|s| s == "super") {
+                    absolute.pop();
+                    segments.next();
+                }
+                absolute.extend(segments.filter(|s| s != "self"));
+                out.insert(absolute);
+            }
+        }
+    }
+    out
+}
+
+/// The inline modules of `code` (`mod name { … }`), outermost first, each with the byte range of
+/// its body: a path inside one is relative to it.
+fn inline_modules(code: &str) -> Vec<(std::ops::Range<usize>, String)> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = vec![];
+    for (at, _) in code.match_indices("mod ") {
+        if code[..at].ends_with(ident) {
+            continue;
+        }
+        let rest = &code[at + "mod ".len()..];
+        let name_end = rest.find(|c| !ident(c)).unwrap_or(rest.len());
+        let after = rest[name_end..].trim_start();
+        if name_end == 0 || !after.starts_with('{') {
+            continue;
+        }
+        let open = code.len() - after.len();
+        // The brace that closes the body, braces in string and character literals aside.
+        let (mut depth, mut end, mut at) = (0usize, code.len(), open);
+        while let Some(c) = code[at..].chars().next() {
+            if let Some(len) = literal_len(&code[at..]) {
+                at += len;
+                continue;
+            }
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = at;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            at += c.len_utf8();
+        }
+        out.push((open..end, rest[..name_end].to_owned()));
+    }
+    out
+}
+
+/// The paths a path tree at the start of `text` spells (`a::b`, `a::{b, c::{d, self}}`, `a::*`),
+/// each as its segments; `text` is left after the tree.
+fn path_tree(text: &mut &str) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut prefix = vec![];
+    loop {
+        *text = text.trim_start();
+        let end = text.find(|c| !ident(c)).unwrap_or(text.len());
+        if end > 0 {
+            prefix.push(text[..end].to_owned());
+            *text = &text[end..];
+        }
+        let after = text.trim_start();
+        let Some(next) = after.strip_prefix("::") else {
+            return vec![prefix];
+        };
+        *text = next.trim_start();
+        if let Some(group) = text.strip_prefix('{') {
+            *text = group;
+            let mut paths = vec![];
+            loop {
+                for mut inner in path_tree(text) {
+                    let mut full = prefix.clone();
+                    full.append(&mut inner);
+                    paths.push(full);
+                }
+                *text = text.trim_start();
+                // `b as c` names `b`.
+                if let Some(renamed) = text.strip_prefix("as ") {
+                    *text = renamed.trim_start();
+                    let end = text.find(|c| !ident(c)).unwrap_or(text.len());
+                    *text = &text[end..];
+                    *text = text.trim_start();
+                }
+                match text.chars().next() {
+                    Some(',') => *text = &text[1..],
+                    Some('}') => {
+                        *text = &text[1..];
+                        return paths;
+                    }
+                    _ => return paths,
+                }
+                if text.trim_start().starts_with('}') {
+                    *text = &text.trim_start()[1..];
+                    return paths;
+                }
+            }
+        }
+        if let Some(glob) = text.strip_prefix('*') {
+            *text = glob;
+            return vec![prefix];
+        }
+    }
+}
+
+#[test]
+fn paths_named_spells_out_every_way_of_naming_a_module() {
+    fn check(rel: &str, code: &str, expected: &[&str]) {
+        let named: Vec<String> = paths_named(rel, code)
+            .into_iter()
+            .map(|p| p.join("::"))
+            .collect();
+        assert_eq!(named, expected, "{code}");
+    }
+    check(
+        "cli/mod.rs",
+        "use crate::store::ReadOnlyStore;",
+        &["store::ReadOnlyStore"],
+    );
+    check(
+        "cli/ledger.rs",
+        "use crate::{investigation::{self, Report}, store};",
+        &["investigation", "investigation::Report", "store"],
+    );
+    check(
+        "cli/ledger.rs",
+        "use crate::{\n    ids::EvidenceId as Id,\n    session::{Session, SessionError},\n};",
+        &[
+            "ids::EvidenceId",
+            "session::Session",
+            "session::SessionError",
+        ],
+    );
+    check(
+        "server.rs",
+        "fn f() -> crate::store::CompletionPage { crate :: session::list() }",
+        &["session::list", "store::CompletionPage"],
+    );
+    check(
+        "tools/depth.rs",
+        "use super::{ToolError, Tools};",
+        &["tools::ToolError", "tools::Tools"],
+    );
+    check("tools/depth.rs", "use super::super::store::*;", &["store"]);
+    check(
+        "providers/angr/render.rs",
+        "use super::super::deep::Candidate; use super::protocol; use self::x::y;",
+        &[
+            "providers::angr::protocol",
+            "providers::angr::render::x::y",
+            "providers::deep::Candidate",
+        ],
+    );
+    check(
+        "providers/deep.rs",
+        "use super::angr;",
+        &["providers::angr"],
+    );
+    // Inside an inline module, paths start from it; braces in literals do not end it.
+    check(
+        "providers/native/analysis.rs",
+        r#"mod hex { fn f<'a>() { g("}", '}', '"', r"}"); super::super::address::parse() } }
+           use super::types;"#,
+        &[
+            "providers::native::address::parse",
+            "providers::native::types",
+        ],
+    );
+    // Comments name nothing; literals are not comments.
+    let text = code("use crate::ids; // crate::store\n/* crate::session */ f(\"a//b\", '/');\n");
+    assert_eq!(text, "use crate::ids; \n f(\"a//b\", '/');\n");
+}
+
+#[test]
+fn the_edge_stops_at_the_facade() {
+    // Besides itself, the edge uses the investigation layer and what serves prompts, completion,
+    // settings and the wire; every other module it reaches through `investigation`.
+    let allowed = [
+        "investigation",
+        "prompts",
+        "completion",
+        "settings",
+        "transport",
+        "cli",
+        "tools",
+        "server",
+    ];
+    let mut broken = vec![];
+    for (rel, code) in sources() {
+        if !(rel == "server.rs" || rel.starts_with("cli/") || rel.starts_with("tools/")) {
+            continue;
+        }
+        for path in paths_named(&rel, &code) {
+            match path.first() {
+                Some(module) if !allowed.contains(&module.as_str()) => {
+                    broken.push(format!("{rel} uses crate::{}", path.join("::")));
+                }
+                None => broken.push(format!("{rel} names the crate root")),
+                _ => {}
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{broken:#?}");
+}
+
+#[test]
+fn the_providers_use_each_other_without_a_circle() {
+    // Each child of `providers/` (a file or a directory) is one node; its files' uses of the
+    // others, however spelled, are its edges.
+    let files = sources();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, code) in &files {
+        let Some(inside) = rel.strip_prefix("providers/") else {
+            continue;
+        };
+        if inside == "mod.rs" {
+            continue;
+        }
+        let node = inside.split(['/', '.']).next().unwrap().to_owned();
+        let uses = graph.entry(node.clone()).or_default();
+        for path in paths_named(rel, code) {
+            if let [top, child, ..] = path.as_slice()
+                && top == "providers"
+                && *child != node
+            {
+                uses.insert(child.clone());
+            }
+        }
+    }
+    assert!(
+        ["angr", "deep", "decompile", "native"]
+            .iter()
+            .all(|n| graph.contains_key(*n)),
+        "{graph:#?}"
+    );
+    // Every use names a child that is there: the paths were read right.
+    assert!(
+        graph.values().flatten().all(|n| graph.contains_key(n)),
+        "{graph:#?}"
+    );
+    assert_eq!(cycle(&graph), None, "{graph:#?}");
+    // The one circle there was: the angr decompiler and the deep candidates it is listed among.
+    assert!(!graph["angr"].contains("deep"), "{graph:#?}");
 }

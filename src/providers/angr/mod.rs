@@ -56,16 +56,11 @@ const DECOMPILING: u64 = 30;
 const RECENT: usize = 8;
 
 /// Whether angr (through rea) reads documents of `format`: a target format (`elf`, `macho`,
-/// `macho-universal`, `app-bundle`), a document format, or `any`.
+/// `macho-universal`, `app-bundle`) or a document format.
 pub fn accepts_format(format: &str) -> bool {
     matches!(
         format,
-        "elf"
-            | "macho"
-            | "macho-universal"
-            | "app-bundle"
-            | "pe"
-            | crate::providers::deep::ANY_FORMAT
+        "elf" | "macho" | "macho-universal" | "app-bundle" | "pe"
     )
 }
 
@@ -117,20 +112,6 @@ impl Default for Limits {
             cancel_grace: Duration::from_secs(5),
         }
     }
-}
-
-/// The candidate to list for a target of `format`, when angr is installed and fits it. Only
-/// files are read; nothing is started.
-pub fn candidate(format: &str) -> Option<crate::providers::deep::Candidate> {
-    if !accepts_format(format) {
-        return None;
-    }
-    let found = locate().ok()?;
-    Some(crate::providers::deep::Candidate {
-        id: PROVIDER_ID.to_string(),
-        name: format!("angr {} decompiler", found.version),
-        path: found.python,
-    })
 }
 
 /// A worker that has loaded one document.
