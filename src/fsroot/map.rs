@@ -8,11 +8,16 @@
 //! map as changed; the read then sees zeros and the operation can say the file changed under it.
 //! A fault outside every registered map goes on to the handler that was installed before (Rust's
 //! own stack-overflow handler), or to the default action.
+//!
+//! That is Unix. Windows refuses to cut a file while a view of it is mapped, so a map there
+//! (`memmap2`) needs no guard.
 
 use std::ops::Deref;
 
 #[cfg(unix)]
 pub use guarded::Mapped;
+#[cfg(windows)]
+pub use windows::Mapped;
 
 #[cfg(unix)]
 mod guarded {
@@ -261,6 +266,55 @@ mod guarded {
             // SAFETY: unmaps the mapping made in `new`, which nothing borrows any more.
             unsafe { libc::munmap(self.base, self.map_len) };
             entry.used.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// Maps on Windows, where a mapped file cannot be cut.
+#[cfg(windows)]
+mod windows {
+    use std::io;
+    use std::ops::Deref;
+
+    /// A read-only map of part of a regular file.
+    pub struct Mapped(memmap2::Mmap);
+
+    impl std::fmt::Debug for Mapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Mapped")
+                .field("len", &self.0.len())
+                .finish()
+        }
+    }
+
+    impl Mapped {
+        /// Maps `len` bytes of `file` from `offset`; the caller checks the range.
+        pub(crate) fn new(file: &std::fs::File, offset: u64, len: usize) -> io::Result<Mapped> {
+            // SAFETY: the map is read-only, and Windows refuses to truncate a file while a view
+            // of it is mapped, so its pages stay backed for the life of the map.
+            let map = unsafe {
+                memmap2::MmapOptions::new()
+                    .offset(offset)
+                    .len(len)
+                    .map(file)?
+            };
+            Ok(Mapped(map))
+        }
+
+        /// Never: the file cannot be cut while mapped.
+        pub fn changed(&self) -> bool {
+            false
+        }
+
+        /// Windows gives back a view's pages as it needs them.
+        pub(super) fn release(&self, _: std::ops::Range<usize>) {}
+    }
+
+    impl Deref for Mapped {
+        type Target = [u8];
+
+        fn deref(&self) -> &[u8] {
+            &self.0
         }
     }
 }

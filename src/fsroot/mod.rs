@@ -28,19 +28,23 @@
 //! opening anything, opens only a regular file or a directory and checks its device and inode on
 //! the descriptor; exports are put in place with `linkat` (which never replaces) and, where a
 //! name is replaced, a last look at it just before `renameat`. Linux tests force that resolver
-//! too.
+//! too. On Windows, resolution beneath a root is `cap-std`'s, and reads go through the handles it
+//! opened; see the README's platform section for what that does not give.
 //!
 //! This module sits on the bottom floor: it knows nothing of the protocol or of any analysis.
 //!
 //! # Layout
-//! - `sys`: the system calls (`openat2` and the component walks, listing by descriptor,
-//!   `renameat2` and its portable fallback).
+//! - `sys`: the system calls: on Unix `sys.rs` (`openat2` and the component walks, listing by
+//!   descriptor, `renameat2` and its portable fallback), on Windows `windows.rs` (`cap-std`).
 //! - `map`: read-only maps of documents, guarded against the file being cut while mapped.
 //! - `deadline`: the deadline long analyses check between steps.
 
 mod deadline;
 mod map;
 #[cfg(unix)]
+mod sys;
+#[cfg(windows)]
+#[path = "windows.rs"]
 mod sys;
 
 use std::ffi::{OsStr, OsString};
@@ -128,6 +132,7 @@ pub(crate) enum Admitted {
 }
 
 /// What a pseudo-file of `/proc` or `/sys` is called in refusals.
+#[cfg_attr(windows, allow(dead_code))]
 const PSEUDO_FILE: &str = "a pseudo-file of /proc or /sys (its size is not its content)";
 
 /// Why a path could not be opened, read or written.
@@ -1019,6 +1024,18 @@ impl Protected {
     }
 }
 
+/// The name that opens the descriptor `fd` again, in this process or in a child that inherited
+/// it: `/proc/self/fd/N` on Linux, `/dev/fd/N` on other Unix systems. What is opened by it is the
+/// file the descriptor holds, whatever has its path since.
+#[cfg(unix)]
+pub fn descriptor_name(fd: std::os::fd::RawFd) -> PathBuf {
+    if cfg!(target_os = "linux") {
+        PathBuf::from(format!("/proc/self/fd/{fd}"))
+    } else {
+        PathBuf::from(format!("/dev/fd/{fd}"))
+    }
+}
+
 /// Whether the kernel resolves paths with `openat2` here (else the component walk is used).
 pub fn kernel_resolves_beneath() -> bool {
     sys::kernel_resolves_beneath()
@@ -1166,6 +1183,21 @@ impl TempFile<'_> {
         &mut self.file
     }
 
+    /// The name by which something that opens files by name (SQLite's `VACUUM INTO`) writes this
+    /// very file: on Unix its descriptor's ([`descriptor_name`]), so what is written is the file
+    /// created whatever has its name since; on Windows, which has no such name, its path, where it
+    /// was created as a new file a moment before.
+    pub fn reopen_name(&self) -> PathBuf {
+        #[cfg(unix)]
+        {
+            descriptor_name(std::os::fd::AsRawFd::as_raw_fd(&self.file))
+        }
+        #[cfg(not(unix))]
+        {
+            self.dest.dir.path().join(&self.name)
+        }
+    }
+
     /// Flushes it to disk and puts it at the destination's name as `claim` allows: a
     /// [`Claim::Fresh`] name must still be free; a [`Claim::Replace`] name must still hold the
     /// file that was checked. The replacement is an atomic exchange of the two names, after which
@@ -1238,5 +1270,5 @@ impl std::os::fd::AsFd for RegularFile {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests;
