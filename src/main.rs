@@ -10,10 +10,12 @@ fn main() -> ExitCode {
     // SIGPIPE. Rust ignores SIGPIPE, which turns every later print into an error or a panic.
     // Restored before parsing, so that `--help` ends the same way.
     // SAFETY: setting a signal's action, before any thread is started.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = rea::cli::Cli::parse();
+    #[cfg(unix)]
     if matches!(cli.command, rea::cli::Command::Serve { .. }) {
         // The server keeps ignoring it: a client that closes its end must not kill the server
         // in the middle of a write it can report and recover from.

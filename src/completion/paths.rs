@@ -130,10 +130,9 @@ pub fn complete(
 
 /// Whether a regular file is one the argument takes.
 fn takes(wanted: Wanted, path: &Path, meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
     match wanted {
         Wanted::Directory => false,
-        Wanted::Executable => meta.permissions().mode() & 0o111 != 0,
+        Wanted::Executable => is_executable(path, meta),
         Wanted::Target => {
             if path.extension().is_some_and(|e| e == "asar") {
                 return true;
@@ -154,6 +153,23 @@ fn takes(wanted: Wanted, path: &Path, meta: &std::fs::Metadata) -> bool {
                 != crate::vocabulary::Format::Raw
         }
     }
+}
+
+/// Whether a regular file can be run: an execute bit on Unix.
+#[cfg(unix)]
+fn is_executable(_: &Path, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+/// Whether a regular file can be run: Windows has no execute bit, so an executable's extension.
+#[cfg(not(unix))]
+fn is_executable(path: &Path, _: &std::fs::Metadata) -> bool {
+    path.extension().is_some_and(|e| {
+        ["exe", "com", "bat", "cmd"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    })
 }
 
 /// Directories first, then files, each in code point order; the first `limit`.

@@ -23,21 +23,32 @@
 //! descriptor, as an earlier export: the replacement is an exchange of names, undone when what was
 //! swapped out is not the file checked.
 //!
+//! That is Linux. Other Unix systems have neither `O_PATH` nor `openat2`: there the walk opens
+//! directories `O_DIRECTORY | O_NOFOLLOW`, classifies the last component with `fstatat` before
+//! opening anything, opens only a regular file or a directory and checks its device and inode on
+//! the descriptor; exports are put in place with `linkat` (which never replaces) and, where a
+//! name is replaced, a last look at it just before `renameat`. Linux tests force that resolver
+//! too. On Windows, resolution beneath a root is `cap-std`'s, and reads go through the handles it
+//! opened; see the README's platform section for what that does not give.
+//!
 //! This module sits on the bottom floor: it knows nothing of the protocol or of any analysis.
 //!
 //! # Layout
-//! - `sys`: the system calls (`openat2` and its fallback, listing by descriptor, `renameat2`).
+//! - `sys`: the system calls: on Unix `sys.rs` (`openat2` and the component walks, listing by
+//!   descriptor, `renameat2` and its portable fallback), on Windows `windows.rs` (`cap-std`).
 //! - `map`: read-only maps of documents, guarded against the file being cut while mapped.
 //! - `deadline`: the deadline long analyses check between steps.
 
 mod deadline;
 mod map;
+#[cfg(unix)]
+mod sys;
+#[cfg(windows)]
+#[path = "windows.rs"]
 mod sys;
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,7 +104,35 @@ impl EntryKind {
     }
 }
 
+/// How a path beneath a directory may be resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Links {
+    /// Symbolic links are followed while they stay beneath the directory (absolute targets and
+    /// `..` past the directory are refused).
+    Beneath,
+    /// No symbolic link is followed anywhere on the path.
+    Never,
+}
+
+/// What `sys` opened and admitted: a regular file or a directory, held for reading.
+pub(crate) enum Admitted {
+    /// A regular file, its size when opened.
+    File {
+        file: std::fs::File,
+        id: FileId,
+        len: u64,
+        path: PathBuf,
+    },
+    /// A directory.
+    Dir {
+        fd: sys::DirFd,
+        id: FileId,
+        path: PathBuf,
+    },
+}
+
 /// What a pseudo-file of `/proc` or `/sys` is called in refusals.
+#[cfg_attr(windows, allow(dead_code))]
 const PSEUDO_FILE: &str = "a pseudo-file of /proc or /sys (its size is not its content)";
 
 /// Why a path could not be opened, read or written.
@@ -226,11 +265,11 @@ pub enum FsError {
 
 impl FsError {
     fn io(path: &Path, source: io::Error) -> FsError {
-        match source.raw_os_error() {
-            Some(libc::ENOENT) => FsError::NotFound {
+        match source.kind() {
+            io::ErrorKind::NotFound => FsError::NotFound {
                 path: path.to_path_buf(),
             },
-            Some(libc::ENOTDIR) => FsError::NotADirectory {
+            io::ErrorKind::NotADirectory => FsError::NotADirectory {
                 path: path.to_path_buf(),
             },
             _ => FsError::Io {
@@ -238,25 +277,6 @@ impl FsError {
                 source,
             },
         }
-    }
-}
-
-/// Maps the error of a resolution beneath `within` to a typed error.
-fn beneath_error(path: &Path, within: &Path, links: sys::Links, e: io::Error) -> FsError {
-    match e.raw_os_error() {
-        Some(libc::EXDEV) => FsError::Escapes {
-            path: path.to_path_buf(),
-            within: within.to_path_buf(),
-        },
-        Some(libc::ELOOP) if links == sys::Links::Never => FsError::Link {
-            path: path.to_path_buf(),
-        },
-        // Opening a socket (or a device without a driver) for reading fails this way.
-        Some(libc::ENXIO) => FsError::NotRegular {
-            path: path.to_path_buf(),
-            kind: "a socket or a device",
-        },
-        _ => FsError::io(path, e),
     }
 }
 
@@ -314,7 +334,7 @@ enum Origin {
     /// Resolved beneath a directory (an allowed root) as `rel`.
     Beneath { dir: Directory, rel: PathBuf },
     /// Opened without roots at this absolute path.
-    Given(PathBuf),
+    Given(PathBuf, sys::Resolver),
 }
 
 struct FileInner {
@@ -363,7 +383,7 @@ const DIGEST_CHUNK: usize = 1 << 20;
 impl RegularFile {
     /// Opens `path` without roots (following links), refusing anything but a regular file.
     pub fn open(path: &Path) -> Result<RegularFile, FsError> {
-        open_unconfined(path)?.into_file()
+        open_unconfined(path, sys::Resolver::native())?.into_file()
     }
 
     /// The path it was opened at.
@@ -392,21 +412,30 @@ impl RegularFile {
     }
 
     /// The raw descriptor (to hand to a child process as `/proc/self/fd/N`).
-    pub fn as_raw_fd(&self) -> RawFd {
-        self.0.file.as_raw_fd()
+    #[cfg(unix)]
+    pub fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.0.file)
     }
 
     /// Reads at `offset` into `buf`; fewer bytes at the end of the file.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.0.file.read_at(buf, offset)
+        sys::read_at(&self.0.file, buf, offset)
     }
 
     /// Exactly `len` bytes at `offset`, or an error when the file ends first. The caller bounds
     /// `len`.
     pub fn read_range(&self, offset: u64, len: u64) -> io::Result<Vec<u8>> {
-        let len = usize::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        let len = usize::try_from(len).map_err(|_| too_large(len))?;
         let mut buf = vec![0u8; len];
-        self.0.file.read_exact_at(&mut buf, offset)?;
+        let mut got = 0;
+        while got < len {
+            match sys::read_at(&self.0.file, &mut buf[got..], offset + got as u64) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
         Ok(buf)
     }
 
@@ -417,7 +446,7 @@ impl RegularFile {
         let mut buf = vec![0u8; want];
         let mut got = 0;
         while got < want {
-            match self.0.file.read_at(&mut buf[got..], offset + got as u64) {
+            match sys::read_at(&self.0.file, &mut buf[got..], offset + got as u64) {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -464,12 +493,11 @@ impl RegularFile {
                 "{len} bytes at offset {offset} asked of a file of {now} bytes"
             )));
         }
-        let size = usize::try_from(len)
-            .map_err(|_| FsError::io(&self.0.path, io::Error::from_raw_os_error(libc::EFBIG)))?;
+        let size = usize::try_from(len).map_err(|_| FsError::io(&self.0.path, too_large(len)))?;
         if size == 0 {
             return Ok(Bytes::Owned(Vec::new()));
         }
-        match Mapped::new(self.as_raw_fd(), offset, size) {
+        match Mapped::new(&self.0.file, offset, size) {
             Ok(m) => Ok(Bytes::Mapped(m)),
             Err(_) => self
                 .read_range(offset, len)
@@ -488,7 +516,7 @@ impl RegularFile {
         while offset < self.0.len {
             deadline.check(|| format!("hashing {}", self.0.path.display()))?;
             let want = (self.0.len - offset).min(buffer.len() as u64) as usize;
-            let n = match self.0.file.read_at(&mut buffer[..want], offset) {
+            let n = match sys::read_at(&self.0.file, &mut buffer[..want], offset) {
                 Ok(0) => {
                     return Err(self.changed(format!(
                         "{} bytes when opened, ended at {offset}",
@@ -523,7 +551,9 @@ impl RegularFile {
         };
         match &self.0.origin {
             Some(Origin::Beneath { dir, rel }) => dir.open_dir(with_suffix(rel)),
-            Some(Origin::Given(path)) => open_unconfined(&with_suffix(path))?.into_dir(),
+            Some(Origin::Given(path, resolver)) => {
+                open_unconfined(&with_suffix(path), *resolver)?.into_dir()
+            }
             None => Err(FsError::NotFound {
                 path: with_suffix(&self.0.path),
             }),
@@ -538,10 +568,20 @@ impl RegularFile {
     }
 }
 
+/// A length that does not fit in memory here.
+fn too_large(len: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("{len} bytes do not fit in memory"),
+    )
+}
+
 struct DirInner {
-    fd: OwnedFd,
+    fd: sys::DirFd,
     path: PathBuf,
     id: FileId,
+    /// How paths beneath it are resolved (what it was itself opened with).
+    resolver: sys::Resolver,
 }
 
 /// A directory held open: what lies beneath it is opened relative to this descriptor.
@@ -579,7 +619,7 @@ pub struct DirEntry {
 impl Directory {
     /// Opens `path` without roots (following links), refusing anything but a directory.
     pub fn open(path: &Path) -> Result<Directory, FsError> {
-        open_unconfined(path)?.into_dir()
+        open_unconfined(path, sys::Resolver::native())?.into_dir()
     }
 
     /// The path it was opened at.
@@ -592,13 +632,13 @@ impl Directory {
         self.0.id
     }
 
-    fn fd(&self) -> RawFd {
-        self.0.fd.as_raw_fd()
+    fn fd(&self) -> &sys::DirFd {
+        &self.0.fd
     }
 
     /// Opens `rel` beneath this directory, following links only while they stay inside it.
     pub fn open_beneath(&self, rel: impl AsRef<Path>) -> Result<Opened, FsError> {
-        self.open_with(rel.as_ref(), sys::Links::Beneath, None)
+        self.open_with(rel.as_ref(), Links::Beneath, None)
     }
 
     /// [`open_beneath`](Self::open_beneath), for a regular file.
@@ -614,7 +654,7 @@ impl Directory {
     /// Opens `rel` beneath this directory following no link at all (for walkers, which list
     /// links as links).
     pub fn open_nofollow(&self, rel: impl AsRef<Path>) -> Result<Opened, FsError> {
-        self.open_with(rel.as_ref(), sys::Links::Never, None)
+        self.open_with(rel.as_ref(), Links::Never, None)
     }
 
     /// [`open_nofollow`](Self::open_nofollow), for a regular file.
@@ -630,14 +670,7 @@ impl Directory {
     /// What `rel` is beneath this directory, following links that stay inside; `None` when it
     /// does not exist, leads outside, or cannot be looked at. Opens nothing for reading.
     pub fn kind(&self, rel: impl AsRef<Path>) -> Option<EntryKind> {
-        let fd = sys::open_beneath(
-            self.fd(),
-            rel.as_ref(),
-            sys::PATH_FLAGS,
-            sys::Links::Beneath,
-        )
-        .ok()?;
-        sys::fstat(fd.as_raw_fd()).ok().map(|st| sys::kind_of(&st))
+        sys::kind_beneath(self.fd(), self.0.resolver, rel.as_ref())
     }
 
     /// Whether `rel` is a regular file beneath this directory (links inside followed).
@@ -652,15 +685,7 @@ impl Directory {
 
     /// The entries of this directory (not `.` and `..`), in no particular order.
     pub fn entries(&self) -> Result<Vec<DirEntry>, FsError> {
-        let raw = sys::list(self.0.fd.as_fd()).map_err(|e| FsError::io(&self.0.path, e))?;
-        Ok(raw
-            .into_iter()
-            .map(|e| DirEntry {
-                name: e.name,
-                kind: e.kind,
-                size: e.size,
-            })
-            .collect())
+        sys::list(self.fd()).map_err(|e| FsError::io(&self.0.path, e))
     }
 
     /// The target text of the link `rel` (relative to this directory), not followed.
@@ -676,25 +701,25 @@ impl Directory {
             dir = self.open_dir_nofollow(parent)?;
             dir.fd()
         };
-        sys::readlinkat(fd, name).map_err(|e| FsError::io(&self.0.path.join(rel), e))
+        sys::read_link(fd, name).map_err(|e| FsError::io(&self.0.path.join(rel), e))
     }
 
     fn open_with(
         &self,
         rel: &Path,
-        links: sys::Links,
+        links: Links,
         origin: Option<Origin>,
     ) -> Result<Opened, FsError> {
         let shown = self.0.path.join(rel);
-        let fd = sys::open_beneath(self.fd(), rel, sys::PATH_FLAGS, links)
-            .map_err(|e| beneath_error(&shown, &self.0.path, links, e))?;
-        // Without links, the lexical path is the real one; with them, ask the kernel.
-        let path = match links {
-            sys::Links::Never => shown,
-            sys::Links::Beneath => sys::fd_path(fd.as_raw_fd()).unwrap_or(shown),
-        };
-        let reopen = |flags| sys::open_beneath(self.fd(), rel, flags, links);
-        admit_descriptor(fd, path, reopen, origin)
+        let admitted = sys::open_beneath_admitted(
+            self.fd(),
+            self.0.resolver,
+            rel,
+            links,
+            shown,
+            &self.0.path,
+        )?;
+        Ok(opened(admitted, self.0.resolver, origin))
     }
 }
 
@@ -706,81 +731,40 @@ fn split_last(rel: &Path) -> Option<(&Path, &OsStr)> {
     }
 }
 
-/// Turns an `O_PATH` descriptor into an [`Opened`] when it names a regular file or a directory:
-/// classifies it without reading, then reopens that very file for reading through
-/// `/proc/self/fd/N` (or, without `/proc`, by resolving again with `reopen` and checking that
-/// the device and inode are the ones classified).
-fn admit_descriptor(
-    fd: OwnedFd,
-    path: PathBuf,
-    reopen: impl Fn(libc::c_int) -> io::Result<OwnedFd>,
-    origin: Option<Origin>,
-) -> Result<Opened, FsError> {
-    let st = sys::fstat(fd.as_raw_fd()).map_err(|e| FsError::io(&path, e))?;
-    let kind = sys::kind_of(&st);
-    let id = sys::id_of(&st);
-    let mut flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY;
-    match kind {
-        EntryKind::File => {
-            if sys::is_pseudo_file_system(fd.as_raw_fd()).map_err(|e| FsError::io(&path, e))? {
-                return Err(FsError::NotRegular {
-                    path,
-                    kind: PSEUDO_FILE,
-                });
-            }
-        }
-        EntryKind::Dir => flags |= libc::O_DIRECTORY,
-        other => {
-            return Err(FsError::NotRegular {
-                path,
-                kind: other.describe(),
-            });
-        }
-    }
-    let proc_path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-    let readable = match sys::openat(libc::AT_FDCWD, proc_path.as_os_str(), flags) {
-        Ok(readable) => readable,
-        Err(_) => {
-            let readable = reopen(flags | libc::O_NONBLOCK).map_err(|e| FsError::io(&path, e))?;
-            sys::clear_nonblock(readable.as_raw_fd()).map_err(|e| FsError::io(&path, e))?;
-            readable
-        }
-    };
-    let now = sys::fstat(readable.as_raw_fd()).map_err(|e| FsError::io(&path, e))?;
-    if sys::id_of(&now) != id {
-        return Err(FsError::Changed {
-            path,
-            what: "it was replaced between the check and the open".into(),
-        });
-    }
-    drop(fd);
-    Ok(match kind {
-        EntryKind::Dir => Opened::Dir(Directory(Arc::new(DirInner {
-            fd: readable,
+/// What `sys` admitted, as the handle this module gives out.
+fn opened(admitted: Admitted, resolver: sys::Resolver, origin: Option<Origin>) -> Opened {
+    match admitted {
+        Admitted::Dir { fd, id, path } => Opened::Dir(Directory(Arc::new(DirInner {
+            fd,
             path,
             id,
+            resolver,
         }))),
-        _ => Opened::File(RegularFile(Arc::new(FileInner {
-            file: std::fs::File::from(readable),
+        Admitted::File {
+            file,
+            id,
+            len,
+            path,
+        } => Opened::File(RegularFile(Arc::new(FileInner {
+            file,
             path,
             id,
-            len: now.st_size as u64,
+            len,
             origin,
         }))),
-    })
+    }
 }
 
 /// Opens `path` with no roots: links are followed as the system does, and only regular files
 /// and directories are admitted.
-fn open_unconfined(path: &Path) -> Result<Opened, FsError> {
+fn open_unconfined(path: &Path, resolver: sys::Resolver) -> Result<Opened, FsError> {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let fd = sys::openat(libc::AT_FDCWD, path.as_os_str(), sys::PATH_FLAGS)
-        .map_err(|e| FsError::io(path, e))?;
-    let shown = sys::fd_path(fd.as_raw_fd())
-        .or_else(|| std::fs::canonicalize(path).ok())
-        .unwrap_or_else(|| absolute.clone());
-    let reopen = |flags| sys::openat(libc::AT_FDCWD, path.as_os_str(), flags);
-    admit_descriptor(fd, shown, reopen, Some(Origin::Given(absolute)))
+    let admitted = sys::open_path(path, resolver)?;
+    Ok(opened(
+        admitted,
+        resolver,
+        Some(Origin::Given(absolute, resolver)),
+    ))
 }
 
 #[derive(Debug)]
@@ -795,8 +779,21 @@ struct Root {
 
 /// The operator's allowed roots, opened once. Empty means not confined: paths open as the system
 /// resolves them, with the regular-file rules still applied. Cloning shares the descriptors.
-#[derive(Debug, Clone, Default)]
-pub struct Roots(Arc<Vec<Root>>);
+#[derive(Debug, Clone)]
+pub struct Roots {
+    roots: Arc<Vec<Root>>,
+    /// How paths are resolved beneath them (and opened without them).
+    resolver: sys::Resolver,
+}
+
+impl Default for Roots {
+    fn default() -> Roots {
+        Roots {
+            roots: Arc::default(),
+            resolver: sys::Resolver::native(),
+        }
+    }
+}
 
 impl Roots {
     /// Opens each root now. A root that cannot be opened admits nothing (and is reported by
@@ -806,12 +803,21 @@ impl Roots {
         I: IntoIterator<Item = P>,
         P: Into<PathBuf>,
     {
+        Roots::with_resolver(paths, sys::Resolver::native())
+    }
+
+    /// [`Roots::new`] resolving with `resolver`: tests force the portable one on Linux.
+    pub(crate) fn with_resolver<I, P>(paths: I, resolver: sys::Resolver) -> Roots
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
         let roots = paths
             .into_iter()
             .map(|p| {
                 let given: PathBuf = p.into();
                 let given = std::path::absolute(&given).unwrap_or(given);
-                match Directory::open(&given) {
+                match open_unconfined(&given, resolver).and_then(Opened::into_dir) {
                     Ok(dir) => Root {
                         given,
                         dir: Some(dir),
@@ -828,7 +834,10 @@ impl Roots {
                 }
             })
             .collect();
-        Roots(Arc::new(roots))
+        Roots {
+            roots: Arc::new(roots),
+            resolver,
+        }
     }
 
     /// No roots: not confined.
@@ -838,17 +847,17 @@ impl Roots {
 
     /// Whether paths are confined to roots.
     pub fn is_confined(&self) -> bool {
-        !self.0.is_empty()
+        !self.roots.is_empty()
     }
 
     /// The roots as the operator gave them.
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
-        self.0.iter().map(|r| r.given.as_path())
+        self.roots.iter().map(|r| r.given.as_path())
     }
 
     /// Roots that could not be opened at start, with the reason.
     pub fn problems(&self) -> Vec<String> {
-        self.0
+        self.roots
             .iter()
             .filter_map(|r| {
                 r.problem
@@ -862,7 +871,7 @@ impl Roots {
     /// directory, kept by descriptor. Without roots, opens it as the system resolves it.
     pub fn open(&self, path: &Path) -> Result<Opened, FsError> {
         if !self.is_confined() {
-            return open_unconfined(path);
+            return open_unconfined(path, self.resolver);
         }
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let outside = || FsError::OutsideRoots {
@@ -870,7 +879,7 @@ impl Roots {
         };
         // First as written: beneath the root whose spelling (as given, or as it resolved when
         // the server started) begins the path.
-        for root in self.0.iter() {
+        for root in self.roots.iter() {
             let Some(dir) = &root.dir else { continue };
             for spelling in [&root.given, &dir.0.path] {
                 if let Ok(rel) = absolute.strip_prefix(spelling) {
@@ -886,7 +895,7 @@ impl Roots {
         let Ok(canonical) = std::fs::canonicalize(&absolute) else {
             return Err(outside());
         };
-        for root in self.0.iter() {
+        for root in self.roots.iter() {
             let Some(dir) = &root.dir else { continue };
             if let Ok(rel) = canonical.strip_prefix(&dir.0.path) {
                 match self.open_in(dir, rel) {
@@ -903,7 +912,7 @@ impl Roots {
             dir: root.clone(),
             rel: rel.to_path_buf(),
         };
-        root.open_with(rel, sys::Links::Beneath, Some(origin))
+        root.open_with(rel, Links::Beneath, Some(origin))
     }
 
     /// Resolves the directory an export is to be written in (beneath a root), for a file named
@@ -964,14 +973,7 @@ impl Protected {
     /// Protects the directory at `path` (`what` names it in refusals: `state`, `configuration`),
     /// when it exists now; one that does not exist holds nothing to protect.
     pub fn dir(mut self, path: &Path, what: &'static str) -> Protected {
-        if let Ok(m) = std::fs::metadata(path)
-            && m.is_dir()
-        {
-            use std::os::unix::fs::MetadataExt;
-            let id = FileId {
-                dev: m.dev(),
-                ino: m.ino(),
-            };
+        if let Some((id, true)) = sys::path_id(path) {
             self.dirs.push((id, path.to_path_buf(), what));
         }
         self
@@ -979,12 +981,7 @@ impl Protected {
 
     /// Protects the file at `path` when it exists now.
     pub fn file(mut self, path: &Path) -> Protected {
-        if let Ok(m) = std::fs::metadata(path) {
-            use std::os::unix::fs::MetadataExt;
-            let id = FileId {
-                dev: m.dev(),
-                ino: m.ino(),
-            };
+        if let Some((id, _)) = sys::path_id(path) {
             self.files.push((id, path.to_path_buf()));
         }
         self
@@ -997,7 +994,7 @@ impl Protected {
             return Ok(());
         }
         let io = |e| FsError::io(dir.path(), e);
-        let mut current: Option<OwnedFd> = None;
+        let mut current: Option<sys::DirFd> = None;
         let mut id = dir.id();
         for _ in 0..MAX_ANCESTORS {
             if let Some((_, within, what)) = self.dirs.iter().find(|(d, _, _)| *d == id) {
@@ -1007,10 +1004,8 @@ impl Protected {
                     what,
                 });
             }
-            let from = current.as_ref().map_or(dir.fd(), |fd| fd.as_raw_fd());
-            let up = sys::openat(from, OsStr::new(".."), sys::PATH_FLAGS | libc::O_DIRECTORY)
-                .map_err(io)?;
-            let up_id = sys::id_of(&sys::fstat(up.as_raw_fd()).map_err(io)?);
+            let from = current.as_ref().unwrap_or(dir.fd());
+            let (up, up_id) = sys::parent(from, dir.0.resolver).map_err(io)?;
             // The root is its own parent.
             if up_id == id {
                 return Ok(());
@@ -1029,9 +1024,21 @@ impl Protected {
     }
 }
 
+/// The name that opens the descriptor `fd` again, in this process or in a child that inherited
+/// it: `/proc/self/fd/N` on Linux, `/dev/fd/N` on other Unix systems. What is opened by it is the
+/// file the descriptor holds, whatever has its path since.
+#[cfg(unix)]
+pub fn descriptor_name(fd: std::os::fd::RawFd) -> PathBuf {
+    if cfg!(target_os = "linux") {
+        PathBuf::from(format!("/proc/self/fd/{fd}"))
+    } else {
+        PathBuf::from(format!("/dev/fd/{fd}"))
+    }
+}
+
 /// Whether the kernel resolves paths with `openat2` here (else the component walk is used).
 pub fn kernel_resolves_beneath() -> bool {
-    sys::openat2_available()
+    sys::kernel_resolves_beneath()
 }
 
 /// A file to be created in a directory held open: written to a temporary file beside it, then
@@ -1069,7 +1076,7 @@ impl NewFile {
 
     /// Whether something (a file, a link, dangling or not) has the name now.
     pub fn exists(&self) -> bool {
-        sys::lstatat(self.dir.fd(), &self.name).is_ok()
+        sys::entry_id(self.dir.fd(), &self.name).is_ok()
     }
 
     /// Decides what may be done with the destination's name. A free name is [`Claim::Fresh`]. A
@@ -1084,12 +1091,12 @@ impl NewFile {
         overwrite: bool,
         recognise: impl FnOnce(&[u8]) -> Result<(), String>,
     ) -> Result<Claim, FsError> {
-        let st = match sys::lstatat(self.dir.fd(), &self.name) {
-            Ok(st) => st,
+        let id = match sys::entry_id(self.dir.fd(), &self.name) {
+            Ok(id) => id,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Claim::Fresh),
             Err(e) => return Err(FsError::io(&self.path, e)),
         };
-        if let Some(file) = self.protected.file_named(sys::id_of(&st)) {
+        if let Some(file) = self.protected.file_named(id) {
             return Err(FsError::ProtectedFile {
                 path: self.path.clone(),
                 file: file.to_path_buf(),
@@ -1135,12 +1142,12 @@ impl NewFile {
                 std::process::id(),
                 TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
-            match sys::create_new(self.dir.fd(), &name, 0o644) {
-                Ok(fd) => {
+            match sys::create_new(self.dir.fd(), &name) {
+                Ok(file) => {
                     return Ok(TempFile {
                         dest: self,
                         name,
-                        file: std::fs::File::from(fd),
+                        file,
                         done: false,
                     });
                 }
@@ -1176,6 +1183,21 @@ impl TempFile<'_> {
         &mut self.file
     }
 
+    /// The name by which something that opens files by name (SQLite's `VACUUM INTO`) writes this
+    /// very file: on Unix its descriptor's ([`descriptor_name`]), so what is written is the file
+    /// created whatever has its name since; on Windows, which has no such name, its path, where it
+    /// was created as a new file a moment before.
+    pub fn reopen_name(&self) -> PathBuf {
+        #[cfg(unix)]
+        {
+            descriptor_name(std::os::fd::AsRawFd::as_raw_fd(&self.file))
+        }
+        #[cfg(not(unix))]
+        {
+            self.dest.dir.path().join(&self.name)
+        }
+    }
+
     /// Flushes it to disk and puts it at the destination's name as `claim` allows: a
     /// [`Claim::Fresh`] name must still be free; a [`Claim::Replace`] name must still hold the
     /// file that was checked. The replacement is an atomic exchange of the two names, after which
@@ -1190,37 +1212,39 @@ impl TempFile<'_> {
             .map_err(|e| FsError::io(&path, e))?
             .len();
         let dir = self.dest.dir.fd();
+        let resolver = self.dest.dir.0.resolver;
         let changed = || FsError::Changed {
             path: path.clone(),
             what: "another file took the name after it was checked; it was left as it is".into(),
         };
+        let (temp, name) = (&self.name, &self.dest.name);
         match claim {
-            Claim::Fresh => sys::rename(dir, &self.name, dir, &self.dest.name, false)
+            Claim::Fresh => sys::rename(dir, resolver, temp, name, false)
                 .map_err(|e| self.dest.rename_error(e))?,
-            Claim::Replace(checked) => match sys::exchange(dir, &self.name, dir, &self.dest.name) {
+            Claim::Replace(checked) => match sys::exchange(dir, resolver, temp, name) {
                 Ok(()) => {
                     // The temporary name now holds what was at the destination.
-                    let out = sys::lstatat(dir, &self.name).map(|st| sys::id_of(&st));
+                    let out = sys::entry_id(dir, temp);
                     if out.as_ref().ok() != Some(&checked) {
-                        sys::exchange(dir, &self.name, dir, &self.dest.name)
+                        sys::exchange(dir, resolver, temp, name)
                             .map_err(|e| FsError::io(&path, e))?;
                         return Err(changed());
                     }
-                    sys::unlink(dir, &self.name).map_err(|e| FsError::io(&path, e))?;
+                    sys::unlink(dir, temp).map_err(|e| FsError::io(&path, e))?;
                 }
                 // Nothing at the name any more: it is put there as a new file.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    sys::rename(dir, &self.name, dir, &self.dest.name, false)
+                    sys::rename(dir, resolver, temp, name, false)
                         .map_err(|e| self.dest.rename_error(e))?
                 }
-                // A file system without the exchange: the name is looked at once more just
-                // before the rename, the narrowest check left.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
-                    let now = sys::lstatat(dir, &self.dest.name).map(|st| sys::id_of(&st));
+                // A system or file system without the exchange: the name is looked at once more
+                // just before the rename, the narrowest check left.
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                    let now = sys::entry_id(dir, name);
                     if now.as_ref().ok() != Some(&checked) {
                         return Err(changed());
                     }
-                    sys::rename(dir, &self.name, dir, &self.dest.name, true)
+                    sys::rename(dir, resolver, temp, name, true)
                         .map_err(|e| self.dest.rename_error(e))?
                 }
                 Err(e) => return Err(FsError::io(&path, e)),
@@ -1239,11 +1263,12 @@ impl Drop for TempFile<'_> {
     }
 }
 
-impl AsFd for RegularFile {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.0.file.as_fd()
+#[cfg(unix)]
+impl std::os::fd::AsFd for RegularFile {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.0.file)
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests;

@@ -1,6 +1,10 @@
-//! Tests of resolution beneath roots (with `openat2` and with the component walk), the
+//! Tests of resolution beneath roots (with `openat2` and with the component walks), the
 //! regular-file rule, exports and guarded maps.
+//!
+//! Every test that opens or exports runs with each resolver this system has: on Linux the
+//! kernel's and the portable walk every other Unix uses, so that walk stays tested here.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
@@ -8,6 +12,30 @@ use super::*;
 
 fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
+}
+
+/// This system's resolver, and the portable one when that is another.
+fn resolvers() -> Vec<sys::Resolver> {
+    let mut all = vec![sys::Resolver::native()];
+    if all[0] != sys::Resolver::Portable {
+        all.push(sys::Resolver::Portable);
+    }
+    all
+}
+
+/// [`RegularFile::open`] with `r`.
+fn open_file(path: &Path, r: sys::Resolver) -> Result<RegularFile, FsError> {
+    open_unconfined(path, r)?.into_file()
+}
+
+/// [`Directory::open`] with `r`.
+fn open_dir(path: &Path, r: sys::Resolver) -> Result<Directory, FsError> {
+    open_unconfined(path, r)?.into_dir()
+}
+
+/// [`Roots::none`] with `r`.
+fn unconfined(r: sys::Resolver) -> Roots {
+    Roots::with_resolver(Vec::<PathBuf>::new(), r)
 }
 
 fn mkfifo(path: &Path) {
@@ -45,50 +73,65 @@ fn layout() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     (t, r, o)
 }
 
-/// Resolves every case with both resolvers and checks they agree with the expected outcome:
+/// Resolves every case with every resolver and checks they agree with the expected outcome:
 /// `Ok(content)` or the errno.
 #[test]
-fn both_resolvers_follow_only_links_that_stay_beneath() {
+fn every_resolver_follows_only_links_that_stay_beneath() {
     let (_t, r, _o) = layout();
     let dir = Directory::open(&r).unwrap();
-    let cases: [(&str, sys::Links, Result<&str, i32>); 10] = [
-        ("a/file", sys::Links::Beneath, Ok("inside")),
-        ("in", sys::Links::Beneath, Ok("inside")),
-        ("a/../a/file", sys::Links::Beneath, Ok("inside")),
-        ("abs", sys::Links::Beneath, Err(libc::EXDEV)),
-        ("up", sys::Links::Beneath, Err(libc::EXDEV)),
-        ("../o/secret", sys::Links::Beneath, Err(libc::EXDEV)),
-        ("a/top/o/secret", sys::Links::Beneath, Err(libc::EXDEV)),
-        ("loop1", sys::Links::Beneath, Err(libc::ELOOP)),
-        ("in", sys::Links::Never, Err(libc::ELOOP)),
-        ("a/file", sys::Links::Never, Ok("inside")),
+    let cases: [(&str, Links, Result<&str, i32>); 10] = [
+        ("a/file", Links::Beneath, Ok("inside")),
+        ("in", Links::Beneath, Ok("inside")),
+        ("a/../a/file", Links::Beneath, Ok("inside")),
+        ("abs", Links::Beneath, Err(libc::EXDEV)),
+        ("up", Links::Beneath, Err(libc::EXDEV)),
+        ("../o/secret", Links::Beneath, Err(libc::EXDEV)),
+        ("a/top/o/secret", Links::Beneath, Err(libc::EXDEV)),
+        ("loop1", Links::Beneath, Err(libc::ELOOP)),
+        ("in", Links::Never, Err(libc::ELOOP)),
+        ("a/file", Links::Never, Ok("inside")),
     ];
     let read = |fd: OwnedFd| {
         let mut s = String::new();
         io::Read::read_to_string(&mut std::fs::File::from(fd), &mut s).unwrap();
         s
     };
+    let check = |what: &str, rel: &str, expected: &Result<&str, i32>, got: io::Result<OwnedFd>| {
+        let got = got.map(read).map_err(|e| e.raw_os_error().unwrap());
+        assert_eq!(
+            got.as_deref(),
+            expected.as_ref().map(|s| *s),
+            "{what} {rel}"
+        );
+    };
     for (rel, links, expected) in cases {
-        let flags = libc::O_RDONLY | libc::O_CLOEXEC;
-        let walked = sys::resolve_by_components(dir.fd(), Path::new(rel), flags, links);
-        let got = walked.map(read).map_err(|e| e.raw_os_error().unwrap());
-        assert_eq!(got.as_deref(), expected.as_ref().map(|s| *s), "walk {rel}");
-        if kernel_resolves_beneath() {
-            let kernel = sys::open_beneath(dir.fd(), Path::new(rel), flags, links);
-            let got = kernel.map(read).map_err(|e| e.raw_os_error().unwrap());
-            assert_eq!(
-                got.as_deref(),
-                expected.as_ref().map(|s| *s),
-                "openat2 {rel}"
-            );
+        let rel_path = Path::new(rel);
+        let portable = sys::walk(dir.fd().as_raw_fd(), rel_path, links, true)
+            .map(|found| found.fd.expect("a regular file is opened"));
+        check("portable walk", rel, &expected, portable);
+        #[cfg(target_os = "linux")]
+        {
+            let flags = libc::O_RDONLY | libc::O_CLOEXEC;
+            let walked = sys::resolve_by_components(dir.fd().as_raw_fd(), rel_path, flags, links);
+            check("O_PATH walk", rel, &expected, walked);
+            if kernel_resolves_beneath() {
+                let kernel = sys::open_beneath(dir.fd().as_raw_fd(), rel_path, flags, links);
+                check("openat2", rel, &expected, kernel);
+            }
         }
     }
 }
 
 #[test]
 fn roots_refuse_paths_outside_and_links_out() {
+    for resolver in resolvers() {
+        roots_refuse_paths_outside_and_links_out_with(resolver);
+    }
+}
+
+fn roots_refuse_paths_outside_and_links_out_with(resolver: sys::Resolver) {
     let (_t, r, o) = layout();
-    let roots = Roots::new([&r]);
+    let roots = Roots::with_resolver([&r], resolver);
     assert_eq!(
         roots.open(&r.join("in")).unwrap().path(),
         r.join("a/file").canonicalize().unwrap()
@@ -119,6 +162,12 @@ fn roots_refuse_paths_outside_and_links_out() {
 /// later re-pointing of the link changes nothing.
 #[test]
 fn a_root_link_repointed_later_changes_nothing_regression_16() {
+    for resolver in resolvers() {
+        a_root_link_repointed_later_changes_nothing_with(resolver);
+    }
+}
+
+fn a_root_link_repointed_later_changes_nothing_with(resolver: sys::Resolver) {
     let t = scratch();
     let (a, b) = (t.path().join("a"), t.path().join("b"));
     std::fs::create_dir_all(&a).unwrap();
@@ -127,7 +176,7 @@ fn a_root_link_repointed_later_changes_nothing_regression_16() {
     std::fs::write(b.join("f"), "b").unwrap();
     let link = t.path().join("root");
     symlink(&a, &link).unwrap();
-    let roots = Roots::new([&link]);
+    let roots = Roots::with_resolver([&link], resolver);
     std::fs::remove_file(&link).unwrap();
     symlink(&b, &link).unwrap();
     let f = roots.open(&link.join("f")).unwrap().into_file().unwrap();
@@ -139,6 +188,12 @@ fn a_root_link_repointed_later_changes_nothing_regression_16() {
 
 #[test]
 fn fifos_devices_sockets_and_proc_files_are_refused_without_blocking() {
+    for resolver in resolvers() {
+        fifos_devices_sockets_and_proc_files_are_refused_with(resolver);
+    }
+}
+
+fn fifos_devices_sockets_and_proc_files_are_refused_with(resolver: sys::Resolver) {
     let t = scratch();
     let fifo = t.path().join("fifo");
     mkfifo(&fifo);
@@ -148,23 +203,23 @@ fn fifos_devices_sockets_and_proc_files_are_refused_without_blocking() {
     mkfifo(&t.path().join("app/Contents/Info.plist"));
     let base = t.path().to_path_buf();
     let outcomes = without_blocking(move || {
-        let roots = Roots::new([&base]);
-        let app = Directory::open(&base.join("app")).unwrap();
+        let roots = Roots::with_resolver([&base], resolver);
+        let app = open_dir(&base.join("app"), resolver).unwrap();
         vec![
-            RegularFile::open(&base.join("fifo")).map(|_| ()),
+            open_file(&base.join("fifo"), resolver).map(|_| ()),
             roots.open(&base.join("fifo")).map(|_| ()),
             roots.open(&base.join("socket")).map(|_| ()),
             app.open_file("Contents/Info.plist").map(|_| ()),
             app.open_file_nofollow("Contents/Info.plist").map(|_| ()),
-            RegularFile::open(Path::new("/dev/null")).map(|_| ()),
-            RegularFile::open(Path::new("/proc/self/pagemap")).map(|_| ()),
+            open_file(Path::new("/dev/null"), resolver).map(|_| ()),
+            open_file(Path::new("/proc/self/pagemap"), resolver).map(|_| ()),
         ]
     });
     let kinds: Vec<&str> = outcomes
         .iter()
         .map(|o| match o {
             Err(FsError::NotRegular { kind, .. }) => *kind,
-            other => panic!("expected a refusal, got {other:?}"),
+            other => panic!("{resolver:?}: expected a refusal, got {other:?}"),
         })
         .collect();
     assert_eq!(
@@ -177,21 +232,24 @@ fn fifos_devices_sockets_and_proc_files_are_refused_without_blocking() {
             "a FIFO (named pipe)",
             "a character device",
             PSEUDO_FILE,
-        ]
+        ],
+        "{resolver:?}"
     );
 }
 
 #[test]
 fn a_descriptor_keeps_reading_the_file_it_opened() {
-    let t = scratch();
-    let path = t.path().join("target");
-    std::fs::write(&path, "original").unwrap();
-    std::fs::write(t.path().join("other"), "swapped!").unwrap();
-    let f = RegularFile::open(&path).unwrap();
-    std::fs::remove_file(&path).unwrap();
-    symlink(t.path().join("other"), &path).unwrap();
-    assert_eq!(f.read_all(64).unwrap(), b"original");
-    assert_eq!(&*f.bytes(0, 8).unwrap(), b"original");
+    for resolver in resolvers() {
+        let t = scratch();
+        let path = t.path().join("target");
+        std::fs::write(&path, "original").unwrap();
+        std::fs::write(t.path().join("other"), "swapped!").unwrap();
+        let f = open_file(&path, resolver).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        symlink(t.path().join("other"), &path).unwrap();
+        assert_eq!(f.read_all(64).unwrap(), b"original");
+        assert_eq!(&*f.bytes(0, 8).unwrap(), b"original");
+    }
 }
 
 #[test]
@@ -246,6 +304,12 @@ fn digests_read_exactly_the_size_opened_and_stop_at_the_deadline() {
 /// earlier export.
 #[test]
 fn exports_replace_names_and_never_write_through_links_regression_16() {
+    for resolver in resolvers() {
+        exports_never_write_through_links_with(resolver);
+    }
+}
+
+fn exports_never_write_through_links_with(resolver: sys::Resolver) {
     let t = scratch();
     let r = t.path().join("r");
     std::fs::create_dir_all(&r).unwrap();
@@ -253,7 +317,7 @@ fn exports_replace_names_and_never_write_through_links_regression_16() {
     std::fs::write(&outside, "keep me").unwrap();
     symlink(&outside, r.join("link.jsonl")).unwrap();
     symlink(t.path().join("created-outside"), r.join("dangling.db")).unwrap();
-    let roots = Roots::new([&r]);
+    let roots = Roots::with_resolver([&r], resolver);
 
     for name in ["link.jsonl", "dangling.db"] {
         let dest = roots.open_new(&r.join(name), &Protected::none()).unwrap();
@@ -306,6 +370,12 @@ fn put(dest: &NewFile, claim: Claim, bytes: &[u8]) -> Result<u64, FsError> {
 /// name), and one that is a protected file is refused by device and inode (a hard link of it).
 #[test]
 fn a_protected_directory_or_file_is_refused_by_descriptor_regression_25() {
+    for resolver in resolvers() {
+        a_protected_directory_or_file_is_refused_with(resolver);
+    }
+}
+
+fn a_protected_directory_or_file_is_refused_with(resolver: sys::Resolver) {
     let t = scratch();
     let state = t.path().join("state");
     std::fs::create_dir_all(state.join("sessions/ses_1")).unwrap();
@@ -316,7 +386,7 @@ fn a_protected_directory_or_file_is_refused_by_descriptor_regression_25() {
     symlink(&state, out.join("via-link")).unwrap();
     std::fs::hard_link(&db, out.join("hard.db")).unwrap();
     let protected = Protected::none().dir(&state, "state").file(&db);
-    let roots = Roots::none();
+    let roots = unconfined(resolver);
     for spelled in [
         state.join("x.db"),
         state.join("sessions/ses_1/session.db"),
@@ -377,6 +447,12 @@ fn a_name_with_a_control_character_is_refused_regression_25() {
 /// check is swapped back and kept.
 #[test]
 fn overwrite_replaces_only_the_checked_earlier_export_regression_25() {
+    for resolver in resolvers() {
+        overwrite_replaces_only_the_checked_earlier_export_with(resolver);
+    }
+}
+
+fn overwrite_replaces_only_the_checked_earlier_export_with(resolver: sys::Resolver) {
     let t = scratch();
     let name = t.path().join("ledger.out");
     let recognise = |head: &[u8]| {
@@ -384,7 +460,9 @@ fn overwrite_replaces_only_the_checked_earlier_export_regression_25() {
             .then_some(())
             .ok_or_else(|| "no header".to_string())
     };
-    let dest = Roots::none().open_new(&name, &Protected::none()).unwrap();
+    let dest = unconfined(resolver)
+        .open_new(&name, &Protected::none())
+        .unwrap();
     std::fs::write(&name, "EXPORT old").unwrap();
     let claim = dest.claim(true, recognise).unwrap();
     assert_eq!(put(&dest, claim, b"EXPORT new").unwrap(), 10);
@@ -414,6 +492,12 @@ fn overwrite_replaces_only_the_checked_earlier_export_regression_25() {
 /// opened.
 #[test]
 fn a_directory_swapped_for_a_link_never_opens_an_outside_file() {
+    for resolver in resolvers() {
+        a_directory_swapped_for_a_link_never_opens_an_outside_file_with(resolver);
+    }
+}
+
+fn a_directory_swapped_for_a_link_never_opens_an_outside_file_with(resolver: sys::Resolver) {
     let t = scratch();
     let r = t.path().join("r");
     let o = t.path().join("o");
@@ -422,7 +506,7 @@ fn a_directory_swapped_for_a_link_never_opens_an_outside_file() {
     std::fs::write(r.join("d/f"), "inside").unwrap();
     std::fs::write(o.join("f"), "outside").unwrap();
     symlink(&o, r.join("link")).unwrap();
-    let roots = Roots::new([&r]);
+    let roots = Roots::with_resolver([&r], resolver);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let swapper = {
         let stop = stop.clone();
@@ -460,6 +544,9 @@ fn a_directory_swapped_for_a_link_never_opens_an_outside_file() {
     }
     stop.store(true, Ordering::Relaxed);
     swapper.join().unwrap();
-    assert_eq!(outside, 0, "{opened} of {tries} opened");
-    assert!(opened > 0, "the inside file opened at least once");
+    assert_eq!(outside, 0, "{resolver:?}: {opened} of {tries} opened");
+    assert!(
+        opened > 0,
+        "{resolver:?}: the inside file opened at least once"
+    );
 }

@@ -185,7 +185,12 @@ impl Investigation {
                 .collect(),
             prompts,
             deep_candidates: deep::candidates(deep::ANY_FORMAT, None),
-            process_capture: if policy.enabled {
+            process_capture: if !cfg!(target_os = "linux") {
+                format!(
+                    "not available: process capture runs on Linux only (this is {})",
+                    std::env::consts::OS
+                )
+            } else if policy.enabled {
                 format!(
                     "enabled: executables under {:?}, working directories under {:?}",
                     policy.executable_roots, policy.working_directory_roots

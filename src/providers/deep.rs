@@ -3,8 +3,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
-use std::os::fd::RawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -105,6 +103,14 @@ pub enum DeepError {
         /// The output cap in bytes.
         limit: usize,
     },
+    /// The tool reads the document from a descriptor it inherits, which rea passes on Unix only.
+    #[error(
+        "{provider} is given the document on an inherited descriptor, which rea does on Linux and other Unix systems only; on this system it cannot run it"
+    )]
+    NoDescriptorPassing {
+        /// Candidate id.
+        provider: String,
+    },
     /// The document's file could not be reached as admitted.
     #[error(transparent)]
     File(#[from] crate::fsroot::FsError),
@@ -194,6 +200,11 @@ pub fn candidates(format: &str, path_env: Option<&OsStr>) -> Vec<Candidate> {
         found.push(angr);
         found.sort_by(|a, b| a.id.cmp(&b.id));
     }
+    for c in &mut found {
+        if let Some(note) = platform_note(c) {
+            c.name = format!("{} ({note})", c.name);
+        }
+    }
     found
 }
 
@@ -211,6 +222,21 @@ fn angr_candidate(format: &str) -> Option<Candidate> {
         name: format!("angr {} decompiler", found.version),
         path: found.python,
     })
+}
+
+/// What this system keeps rea from doing with a candidate that is present, said beside its name
+/// so that doctor shows it: the angr worker runs on Linux only, and objdump is handed the
+/// document on an inherited descriptor, which rea passes on Unix only.
+fn platform_note(c: &Candidate) -> Option<&'static str> {
+    if c.id == "angr" && !cfg!(target_os = "linux") {
+        return Some("not run on this system: rea runs the angr worker on Linux only");
+    }
+    if (c.id == "objdump" || is_llvm(c)) && !cfg!(unix) {
+        return Some(
+            "not run on this system: rea hands it the document on an inherited descriptor, on Unix only",
+        );
+    }
+    None
 }
 
 /// The names in directory `dir`, read again only when the directory has changed since they were
@@ -365,13 +391,14 @@ fn drain(
 /// Runs a tool with stdin closed, a time limit and an output cap; the child is always waited
 /// for, and killed when it overruns either limit.
 ///
-/// `inherit` is a descriptor the child keeps (the document's file, which it is given as
-/// `/proc/self/fd/N`): every other descriptor of ours is close-on-exec.
+/// `inherit` is a file whose descriptor the child keeps (the document's, which it is given as
+/// [`fsroot::descriptor_name`](crate::fsroot::descriptor_name)): every other descriptor of ours
+/// is close-on-exec. Unix only: elsewhere a run that needs it is refused.
 fn run_bounded(
     provider: &str,
     program: &Path,
     args: &[OsString],
-    inherit: Option<RawFd>,
+    inherit: Option<&RegularFile>,
     timeout: Duration,
     cap: usize,
 ) -> Result<Captured, DeepError> {
@@ -382,7 +409,10 @@ fn run_bounded(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env("LC_ALL", "C");
-    if let Some(fd) = inherit {
+    #[cfg(unix)]
+    if let Some(file) = inherit {
+        use std::os::unix::process::CommandExt;
+        let fd = file.as_raw_fd();
         // SAFETY: runs in the child between fork and exec and only clears FD_CLOEXEC on a
         // descriptor the parent holds open for the whole run (fcntl is async-signal-safe).
         unsafe {
@@ -393,6 +423,12 @@ fn run_bounded(
                 Ok(())
             });
         }
+    }
+    #[cfg(not(unix))]
+    if inherit.is_some() {
+        return Err(DeepError::NoDescriptorPassing {
+            provider: provider.to_string(),
+        });
     }
     let mut child = command.spawn().map_err(|source| DeepError::Spawn {
         program: program.to_path_buf(),
@@ -457,7 +493,7 @@ fn run_bounded(
 fn run_checked(
     c: &Candidate,
     args: &[OsString],
-    inherit: Option<RawFd>,
+    inherit: Option<&RegularFile>,
     timeout: Duration,
     cap: usize,
 ) -> Result<String, DeepError> {
@@ -531,12 +567,24 @@ fn file_is_universal(file: &RegularFile) -> bool {
         })
 }
 
-/// The document's file as admitted, and the name the child opens it by: `/proc/self/fd/N` of
-/// the descriptor kept since admission, so a file swapped at the path since cannot be read.
-fn document_file(doc: &DocumentSpec) -> Result<(RegularFile, OsString), DeepError> {
-    let file = doc.open_file()?;
-    let name = OsString::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-    Ok((file, name))
+/// The document's file as admitted, and the name the child opens it by: `/proc/self/fd/N` (or
+/// `/dev/fd/N`) of the descriptor kept since admission, so a file swapped at the path since
+/// cannot be read. Unix only: elsewhere rea has no such name to give, and refuses the run.
+fn document_file(c: &Candidate, doc: &DocumentSpec) -> Result<(RegularFile, OsString), DeepError> {
+    #[cfg(unix)]
+    {
+        let _ = c;
+        let file = doc.open_file()?;
+        let name = crate::fsroot::descriptor_name(file.as_raw_fd()).into_os_string();
+        Ok((file, name))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = doc;
+        Err(DeepError::NoDescriptorPassing {
+            provider: c.id.clone(),
+        })
+    }
 }
 
 /// The tools whose `provider_id` argument takes a deep provider: what provider completion offers
@@ -795,11 +843,11 @@ pub fn run_procedures(
     output_cap: usize,
 ) -> Result<DeepOutput<Vec<Procedure>>, DeepError> {
     require_objdump(c, "list_procedures")?;
-    let (file, name) = document_file(doc)?;
+    let (file, name) = document_file(c, doc)?;
     let mut args = document_args(c, doc, &file)?;
     args.push(OsString::from("--syms"));
     args.push(name);
-    let text = run_checked(c, &args, Some(file.as_raw_fd()), timeout, output_cap)?;
+    let text = run_checked(c, &args, Some(&file), timeout, output_cap)?;
     Ok(DeepOutput {
         provider: c.id.clone(),
         name: c.name.clone(),
@@ -884,7 +932,7 @@ pub fn run_assembly_with(
     output_cap: usize,
 ) -> Result<DeepOutput<Vec<DeepInstruction>>, DeepError> {
     require_objdump(c, "procedure_assembly")?;
-    let (file, name) = document_file(doc)?;
+    let (file, name) = document_file(c, doc)?;
     let mut args = document_args(c, doc, &file)?;
     args.push(OsString::from("-d"));
     let x86 = matches!(doc.architecture.as_str(), "x86" | "x86_64");
@@ -907,7 +955,7 @@ pub fn run_assembly_with(
     args.push(OsString::from(format!("--start-address={start:#x}")));
     args.push(OsString::from(format!("--stop-address={end:#x}")));
     args.push(name);
-    let text = run_checked(c, &args, Some(file.as_raw_fd()), timeout, output_cap)?;
+    let text = run_checked(c, &args, Some(&file), timeout, output_cap)?;
     // Some builds ignore the address range for universal files; keep only the range asked.
     let result = parse_disassembly(&text)
         .into_iter()

@@ -207,7 +207,6 @@ pub fn from_toml(text: &str, path: &Path) -> Result<HttpAuth, HttpConfigError> {
 /// only. The file is written beside and renamed into place, so it is never seen half written or
 /// with other permissions, and a link planted at its name is replaced, not followed.
 pub fn generate_token(state_dir: &Path) -> Result<(String, PathBuf), TokenFileError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = state_dir.join(TOKEN_FILE_NAME);
     let fail = |source| TokenFileError {
         path: path.clone(),
@@ -220,11 +219,13 @@ pub fn generate_token(state_dir: &Path) -> Result<(String, PathBuf), TokenFileEr
     let temporary = state_dir.join(format!(".{TOKEN_FILE_NAME}.{}", std::process::id()));
     let _ = std::fs::remove_file(&temporary);
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        // On Windows the file takes the access list of the state directory, which under the
+        // user's profile admits the user alone.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&temporary)?;
         file.write_all(token.as_bytes())?;
         file.write_all(b"\n")?;
         file.sync_all()?;

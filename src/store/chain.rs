@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -433,15 +432,42 @@ fn create_head_file(path: &Path, head: &Head) -> std::io::Result<()> {
     let temp = PathBuf::from(temp);
     let file = File::create(&temp)?;
     let slot = head.slot();
-    file.write_all_at(&slot, 0)?;
-    file.write_all_at(&slot, SLOT as u64)?;
+    write_all_at(&file, &slot, 0)?;
+    write_all_at(&file, &slot, SLOT as u64)?;
     file.sync_all()?;
     drop(file);
     std::fs::rename(&temp, path)?;
+    // Windows opens no directory as a file to sync; NTFS journals the rename itself.
+    #[cfg(unix)]
     if let Some(dir) = path.parent() {
         File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// All of `bytes` at `offset` of `file`.
+fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < bytes.len() {
+            match std::os::windows::fs::FileExt::seek_write(
+                file,
+                &bytes[done..],
+                offset + done as u64,
+            ) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes a head file for the database at `db` whose chain ends at row `seq` with `hash`, after
@@ -462,7 +488,7 @@ pub fn write_head(db: &Path, seq: i64, hash: [u8; 32], evidence: i64) -> std::io
 fn write_slot(path: &Path, head: &Head) -> std::io::Result<()> {
     let file = File::options().write(true).open(path)?;
     let at = (head.seq.rem_euclid(2) as u64) * SLOT as u64;
-    file.write_all_at(&head.slot(), at)?;
+    write_all_at(&file, &head.slot(), at)?;
     file.sync_data()
 }
 

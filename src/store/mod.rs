@@ -743,17 +743,17 @@ impl ReadOnlyStore {
     ///
     /// SQLite opens its output by name, so the name it is given is the descriptor of a new
     /// temporary file beside the destination (`/proc/self/fd/N`, created `O_EXCL | O_NOFOLLOW`;
+    /// on Windows its path: [`TempFile::reopen_name`](crate::fsroot::TempFile::reopen_name);
     /// VACUUM INTO accepts an empty file), which is then renamed over the destination
     /// (`RENAME_NOREPLACE` unless overwriting): never written through a link, and nothing is left
     /// behind when it fails.
     pub fn copy_to(&self, dest: &NewFile, claim: Claim) -> Result<(), StoreError> {
-        use std::os::fd::AsRawFd;
         let fs_error = |e: FsError| match e {
             FsError::Exists { path } => StoreError::ExportExists { path },
             other => StoreError::Export(other),
         };
-        let mut temp = dest.temp().map_err(fs_error)?;
-        let output = format!("/proc/self/fd/{}", temp.file().as_raw_fd());
+        let temp = dest.temp().map_err(fs_error)?;
+        let output = temp.reopen_name().to_string_lossy().into_owned();
         // A connection of its own: readers are query_only, which VACUUM INTO refuses, and the
         // writer is always inside a transaction, where VACUUM cannot run.
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -795,12 +795,17 @@ fn name_exhaustion(path: &Path, e: StoreError) -> StoreError {
     ) {
         return e;
     }
-    match std::fs::File::open("/dev/null") {
-        Err(probe) if matches!(probe.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
-            StoreError::TooManyOpenFiles {
-                path: path.to_owned(),
-            }
-        }
+    #[cfg(unix)]
+    let exhausted =
+        |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+    // ERROR_TOO_MANY_OPEN_FILES.
+    #[cfg(windows)]
+    let exhausted = |e: &std::io::Error| e.raw_os_error() == Some(4);
+    let probe = if cfg!(windows) { "NUL" } else { "/dev/null" };
+    match std::fs::File::open(probe) {
+        Err(probe) if exhausted(&probe) => StoreError::TooManyOpenFiles {
+            path: path.to_owned(),
+        },
         _ => e,
     }
 }

@@ -19,8 +19,11 @@
 //! Typical use: `load_policy` → `check` → `run` (on a blocking thread) → record the `Capture`.
 
 mod backtrace;
+// The crash backtrace is read under ptrace, on Linux only: elsewhere these are built, unused.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod cfi;
 mod compare;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod fault;
 mod outcome;
 mod policy;
@@ -29,6 +32,7 @@ mod run;
 mod scenario;
 #[cfg(target_os = "linux")]
 mod tracee;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod unwind;
 
 pub use backtrace::{Backtrace, Frame, FrameKind, FrameSource, MAX_FRAMES, RegisterValue, WalkEnd};

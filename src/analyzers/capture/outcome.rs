@@ -408,6 +408,7 @@ pub fn signal_name(number: i32) -> String {
 }
 
 /// Formats an address the way the rest of rea does: lowercase `0x` hex.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn hex(value: u64) -> String {
     format!("{value:#x}")
 }

@@ -92,6 +92,8 @@ pub struct Scenario {
 pub struct ApprovedScenario {
     scenario: Scenario,
     executable: PathBuf,
+    /// What the run checks the executable against before it starts it (Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     identity: FileIdentity,
     format: ExecutableFormat,
     working_directory: PathBuf,
@@ -152,6 +154,7 @@ impl ApprovedScenario {
         &self.limits
     }
 
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn identity(&self) -> FileIdentity {
         self.identity
     }

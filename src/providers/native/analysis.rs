@@ -1062,7 +1062,8 @@ impl Image {
     /// graph and the cross references share (targets of calls, jumps and recognised switch
     /// tables, addresses it computes, reads or writes, immediates that can be addresses): what
     /// the procedure can be said to point at.
-    /// `None` when its instructions cannot be decoded here.
+    /// `None` when its instructions cannot be decoded here. (The angr worker's, so Linux only.)
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn operand_addresses(&self, start: u64) -> Option<Vec<u64>> {
         self.require_decoder("procedure_pseudo_code").ok()?;
         let index = self.require_procedure(start).ok()?;
