@@ -40,7 +40,7 @@ use crate::providers::decompile::{
     DecompilerIdentity, PseudoCode, PseudoCodePage, ReferenceKind, Referent, Timings,
 };
 use crate::providers::native::{DocumentSpec, Image, display_name};
-use protocol::{Load, Named, RawReference, Request, Segment, Zero};
+use protocol::{CalleeRegion, Load, Named, RawReference, Request, Segment, Zero};
 
 /// The provider id: what a call names to get angr's pseudo-code.
 pub const PROVIDER_ID: &str = "angr";
@@ -656,21 +656,28 @@ fn callee_regions(
     start: u64,
     edges: &[crate::providers::native::CalleeEdge],
     cap: u64,
-) -> Vec<[u64; 2]> {
-    let mut regions: Vec<[u64; 2]> = edges
+) -> Vec<CalleeRegion> {
+    let mut regions: Vec<CalleeRegion> = edges
         .iter()
         .filter(|edge| {
             edge.kind == crate::vocabulary::CalleeKind::Procedure && edge.target != start
         })
         .filter_map(|edge| {
             let index = image.procedure_index(edge.target)?;
-            Some([edge.target, image.procedure_end(index, cap)])
+            Some(CalleeRegion {
+                start: edge.target,
+                end: image.procedure_end(index, cap),
+                tail: edge.via == "tail-jump",
+            })
         })
-        .filter(|[from, to]| to > from)
+        .filter(|r| r.end > r.start)
         .collect();
-    regions.sort_by_key(|[from, _]| from.abs_diff(start));
+    // A procedure both called and tail-jumped to is lifted with the region.
+    regions.sort_unstable_by_key(|r| (r.start, !r.tail));
+    regions.dedup_by_key(|r| r.start);
+    regions.sort_by_key(|r| r.start.abs_diff(start));
     regions.truncate(MAX_CALLEE_REGIONS);
-    regions.sort_unstable();
+    regions.sort_unstable_by_key(|r| r.start);
     regions
 }
 

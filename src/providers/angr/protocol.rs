@@ -31,11 +31,11 @@ pub(crate) enum Request {
         /// show has its block decompiled on its own.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         targets: Vec<u64>,
-        /// The regions `[start, end)` of the procedures the region calls or tail-jumps to:
-        /// angr finds their prototypes in their own code, so calls to them show their arguments
-        /// (and a tail jump reads as a call).
+        /// The procedures the region calls or tail-jumps to: angr finds their prototypes in
+        /// their own code, so calls to them show their arguments, and a tail jump reads as a
+        /// call.
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        callees: Vec<[u64; 2]>,
+        callees: Vec<CalleeRegion>,
         /// The analyst's names, prototypes and types to apply (left out when there are none).
         #[serde(skip_serializing_if = "AnalystHints::is_empty")]
         hints: AnalystHints,
@@ -47,6 +47,17 @@ pub(crate) enum Request {
         text: String,
         types: Vec<String>,
     },
+}
+
+/// A procedure a decompiled region reaches directly: its own region `[start, end)`, and whether
+/// the region tail-jumps to it (lifted with the region, so that the jump reads as a call) or
+/// only calls it (lifted apart, for its prototype alone: whether a callee returns is angr's to
+/// judge from the call, not from a region rea may have cut).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct CalleeRegion {
+    pub start: u64,
+    pub end: u64,
+    pub tail: bool,
 }
 
 /// The reply to [`Request::Check`]: whether the declaration parses, and where it failed.

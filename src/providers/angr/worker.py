@@ -727,17 +727,18 @@ class Worker:
         kb = angr.KnowledgeBase(project, name="rea")
         project.kb = kb
         self._label(kb)
-        # The procedures it calls or tail-jumps to are lifted too: their prototypes come from their
-        # own code, and a jump to one of their starts reads as a tail call.
+        # The procedures it calls or tail-jumps to: their prototypes come from their own code,
+        # and those it tail-jumps to are lifted with it, so that the jump reads as a call.
         callees = [
-            (low + self.bias, high + self.bias)
-            for low, high in request.get("callees", [])
-            if high > low and not (low + self.bias <= start < high + self.bias)
+            (c["start"] + self.bias, c["end"] + self.bias, c["tail"])
+            for c in request.get("callees", [])
+            if c["end"] > c["start"] and not (c["start"] + self.bias <= start < c["end"] + self.bias)
         ]
+        tails = [(low, high) for low, high, tail in callees if tail]
         began = time.monotonic()
         REGION[0] = (start, end)
         try:
-            cfg = self.cfg(kb, start, end, callees)
+            cfg = self.cfg(kb, start, end, tails)
         finally:
             REGION[0] = None
         cfg_seconds = time.monotonic() - began
@@ -755,7 +756,7 @@ class Worker:
                 callee.name = self.names[callee.addr]
             elif callee.is_default_name:
                 callee.name = f"sub_{self.rea_address(callee.addr):x}"
-        self.callee_prototypes(kb, cfg, [low for low, _ in callees])
+        self.callee_prototypes(kb, [(low, high) for low, high, _ in callees])
         if start in self.names:
             function.name = self.names[start]
         elif function.is_default_name:
@@ -826,12 +827,12 @@ class Worker:
             "decompile_seconds": round(decompile_seconds, 4),
         }
 
-    def cfg(self, kb, start, end, callees):
-        """angr's CFG of the region `[start, end)` and of the callees' regions."""
+    def cfg(self, kb, start, end, tails):
+        """angr's CFG of the region `[start, end)` and of the procedures it tail-jumps to."""
         return self.project.analyses.CFGFast(
             kb=kb,
-            function_starts=[start] + [low for low, _ in callees],
-            regions=[(start, end)] + callees,
+            function_starts=[start] + [low for low, _ in tails],
+            regions=[(start, end)] + tails,
             normalize=True,
             data_references=True,
             cross_references=False,
@@ -841,32 +842,56 @@ class Worker:
             progress_callback=REQUESTS.progress("cfg"),
         )
 
-    def callee_prototypes(self, kb, cfg, starts):
+    def callee_prototypes(self, kb, regions):
         """Gives each callee of the document that has no prototype the one angr's calling
         convention analysis finds in the callee's own code. Without it angr knows a callee
         outside the region by its address alone, and a call to it reads `classify()`, its
-        arguments dropped. Imports have their library's prototypes instead."""
+        arguments dropped. Imports have their library's prototypes instead. The callees are
+        lifted in a knowledge base of their own: only their prototypes come back, not angr's
+        view of whether they return, which a region rea cut short could make wrong."""
         wanted = [
-            address
-            for address in starts
-            if address in kb.functions
-            and address not in self.imports
-            and kb.functions[address].prototype is None
+            (low, high)
+            for low, high in regions
+            if low in kb.functions and low not in self.imports and kb.functions[low].prototype is None
         ]
         if not wanted:
             return
         REQUESTS.progress("cfg")(100.0, text=f"recovering the prototypes of {len(wanted)} callees")
+        own = self.angr.KnowledgeBase(self.project, name="rea_callees")
+        self.project.kb = own
         try:
+            cfg = self.project.analyses.CFGFast(
+                kb=own,
+                function_starts=[low for low, _ in wanted],
+                regions=wanted,
+                normalize=True,
+                data_references=False,
+                cross_references=False,
+                force_smart_scan=False,
+                force_complete_scan=False,
+                show_progressbar=False,
+            )
             self.project.analyses.CompleteCallingConventions(
-                kb=kb,
+                kb=own,
                 cfg=cfg.model,
                 recover_variables=True,
-                prioritize_func_addrs=wanted,
+                prioritize_func_addrs=[low for low, _ in wanted],
                 skip_other_funcs=True,
             )
         except Exception:
-            # (Cancelled is not an Exception: a cancel still stops the request.) A callee whose convention angr cannot recover keeps reading as before.
-            pass
+            # (Cancelled is not an Exception: a cancel still stops the request.) A callee whose
+            # convention angr cannot recover keeps reading as before.
+            return
+        finally:
+            self.project.kb = kb
+        for low, _ in wanted:
+            found = own.functions.get_by_addr(low) if low in own.functions else None
+            if found is None or found.prototype is None or found.calling_convention is None:
+                continue
+            callee = kb.functions[low]
+            callee.calling_convention = found.calling_convention
+            callee.prototype = found.prototype
+            callee.prototype_source = found.prototype_source
 
     def decompile_checked(self, function, cfg, kb, labels):
         """angr's decompilation of `function`; again without expression folding when the first
