@@ -515,6 +515,9 @@ impl<'a> Walk<'a> {
                     {
                         targets = self.loose_switch_targets(block, i.address, table, start, hi);
                     }
+                    if targets.is_empty() && self.isa == Isa::Arm64 {
+                        targets = self.loose_arm64_targets(start, block, i.address, hi);
+                    }
                     for t in targets {
                         jump(self, t);
                     }
@@ -608,6 +611,24 @@ impl<'a> Walk<'a> {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// The destinations of an AArch64 switch whose base and guard lie far from its jump
+    /// ([`jumptable::loose_arm64`]), kept only while every one lies in the procedure's section
+    /// after its start (`hi` is the section's end).
+    fn loose_arm64_targets(&self, start: u64, block: u64, jump: u64, hi: u64) -> Vec<u64> {
+        let (sections, bytes) = (self.sections, self.bytes);
+        let read = move |address: u64, len: usize| section_bytes(sections, bytes, address, len);
+        let Some(table) = jumptable::loose_arm64(start, block, jump, &read) else {
+            return Vec::new();
+        };
+        if table.targets.iter().any(|&t| t < start || t >= hi) {
+            return Vec::new();
+        }
+        let mut targets = table.targets;
+        targets.sort_unstable();
+        targets.dedup();
+        targets
     }
 
     /// The jump table of the indirect jump at `jump` in the procedure at `start`, decoding

@@ -915,6 +915,178 @@ impl State {
     }
 }
 
+/// An AArch64 switch whose table base was computed long before the jump, in a callee-saved
+/// register the procedure sets once (`adrp x27, table; add x27, x27, #off` in its prologue),
+/// and whose guard is a `cmp; b.ls` far from the table's block: the path [`recognise`] follows
+/// holds neither. Read from the procedure decoded in address order from `start`: the jump's
+/// block (from `block`) ends `ldrh wI, [xB, wK, uxtw #1]; adr xL, label; add xT, xL, wI, sxth
+/// #2; br xT`; the guard is the `cmp wK, #N` just before a `b.ls`/`b.lo` to `block`; the base is
+/// what the last `adrp`/`add` pair into xB laid out before the guard left in it (restores from
+/// the stack, on the way out, do not count as writes).
+/// Only discovery uses it, and keeps it only when every destination lands in the procedure.
+pub(crate) fn loose_arm64(start: u64, block: u64, jump: u64, read: &Read<'_>) -> Option<JumpTable> {
+    if jump < start || block < start || jump < block || jump - start > 1 << 20 {
+        return None;
+    }
+    let decoder = InstDecoder::default();
+    let decode = |address: u64| {
+        let bytes = read(address, 4)?;
+        decoder.decode(&mut U8Reader::new(bytes)).ok()
+    };
+    let br = decode(jump)?;
+    if br.opcode != Opcode::BR {
+        return None;
+    }
+    let destination = arm_reg(&br.operands[0])?;
+    // The block's last instructions, back from the jump.
+    let (mut add, mut label, mut load) = (None, None, None);
+    let mut at = jump;
+    while at > block && jump - at < 4 * 8 {
+        at -= 4;
+        let inst = decode(at)?;
+        let ops = &inst.operands;
+        match inst.opcode {
+            Opcode::ADD if add.is_none() && arm_reg(&ops[0]) == Some(destination) => {
+                let (Some(l), Operand::RegShift(style, 2, _, i)) = (arm_reg(&ops[1]), ops[2])
+                else {
+                    return None;
+                };
+                add = Some((l, usize::from(i), style));
+            }
+            Opcode::ADR if add.is_some_and(|(l, _, _)| arm_reg(&ops[0]) == Some(l)) => {
+                if let Operand::PCOffset(off) = ops[1] {
+                    label = Some(at.wrapping_add_signed(off));
+                }
+            }
+            Opcode::LDRB | Opcode::LDRH | Opcode::LDR
+                if load.is_none() && add.is_some_and(|(_, i, _)| arm_reg(&ops[0]) == Some(i)) =>
+            {
+                let width: u64 = match inst.opcode {
+                    Opcode::LDRB => 1,
+                    Opcode::LDRH => 2,
+                    _ => 4,
+                };
+                let Operand::RegRegOffset(
+                    n,
+                    m,
+                    _,
+                    ShiftStyle::UXTW | ShiftStyle::SXTW | ShiftStyle::LSL,
+                    amount,
+                ) = ops[1]
+                else {
+                    return None;
+                };
+                if u32::from(amount) != width.trailing_zeros() && amount != 0 {
+                    return None;
+                }
+                load = Some((usize::from(n), usize::from(m), width));
+            }
+            _ => {}
+        }
+    }
+    let ((_, _, style), label, (base, index, width)) = (add?, label?, load?);
+    let signed = match (style, width) {
+        (ShiftStyle::SXTB, 1) | (ShiftStyle::SXTH, 2) | (ShiftStyle::SXTW, 4) => true,
+        (ShiftStyle::UXTB, 1) | (ShiftStyle::UXTH, 2) | (ShiftStyle::UXTW, 4) => false,
+        _ => return None,
+    };
+    // The guard and the base, in address order from the procedure's start.
+    let (mut page, mut value, mut bound) = (None::<u64>, None::<u64>, None::<u64>);
+    let mut guarded = None::<u64>;
+    let mut previous: Option<yaxpeax_arm::armv8::a64::Instruction> = None;
+    let mut address = start;
+    while address < jump {
+        let Some(inst) = decode(address) else {
+            previous = None;
+            address += 4;
+            continue;
+        };
+        let ops = &inst.operands;
+        match inst.opcode {
+            Opcode::Bcc(cond @ (3 | 9))
+                if ops.iter().any(|op| matches!(op, Operand::PCOffset(off) if address.wrapping_add_signed(*off) == block)) =>
+            {
+                if let Some(cmp) = &previous
+                    && cmp.opcode == Opcode::SUBS
+                    && matches!(cmp.operands[0], Operand::Register(_, 31))
+                    && matches!(cmp.operands[1], Operand::Register(_, r) | Operand::RegisterOrSP(_, r) if usize::from(r) == index)
+                    && let Some(n) = match cmp.operands[2] {
+                        Operand::Immediate(n) => Some(u64::from(n)),
+                        Operand::ImmShift(n, s) if s < 32 => Some(u64::from(n) << s),
+                        _ => None,
+                    }
+                    && bound.is_none()
+                {
+                    // `b.ls` is taken for 0..=N, `b.lo` for 0..N. The base is what the register
+                    // holds where the guard branches to the table's block: the register may be
+                    // used otherwise on paths laid out between them.
+                    bound = Some(n + u64::from(cond == 9));
+                    guarded = value;
+                }
+            }
+            Opcode::ADRP if arm_reg(&ops[0]) == Some(base) => {
+                page = match ops[1] {
+                    Operand::PCOffset(off) => Some((address & !0xfff).wrapping_add_signed(off)),
+                    _ => None,
+                };
+                value = None;
+            }
+            Opcode::ADD
+                if arm_reg(&ops[0]) == Some(base)
+                    && arm_reg(&ops[1]) == Some(base)
+                    && page.is_some() =>
+            {
+                value = match ops[2] {
+                    Operand::Immediate(n) => page.map(|p| p + u64::from(n)),
+                    Operand::ImmShift(n, s) if s < 64 => page.map(|p| p + (u64::from(n) << s)),
+                    _ => None,
+                };
+                page = None;
+            }
+            op => {
+                let restore = matches!(op, Opcode::LDP | Opcode::LDR)
+                    && ops.iter().any(|o| {
+                        matches!(
+                            o,
+                            Operand::RegPreIndex(31, ..) | Operand::RegPostIndex(31, _)
+                        )
+                    });
+                let writes = if disasm::is_store(op) {
+                    false
+                } else if matches!(op, Opcode::LDP | Opcode::LDPSW) {
+                    arm_reg(&ops[0]) == Some(base) || arm_reg(&ops[1]) == Some(base)
+                } else {
+                    arm_reg(&ops[0]) == Some(base)
+                };
+                if writes && !restore {
+                    page = None;
+                    value = None;
+                }
+            }
+        }
+        previous = Some(inst);
+        address += 4;
+    }
+    let (table, count) = (guarded?, bound.filter(|&n| n > 0 && n <= MAX_ENTRIES)?);
+    let mut targets = Vec::new();
+    for k in 0..count {
+        let bytes = read(table + k * width, width as usize)?;
+        let raw = match width {
+            1 => u64::from(bytes[0]),
+            2 => u64::from(u16::from_le_bytes(bytes.try_into().ok()?)),
+            _ => u64::from(u32::from_le_bytes(bytes.try_into().ok()?)),
+        };
+        let bits = 8 * width as u32;
+        let entry = if signed && raw >> (bits - 1) != 0 {
+            raw as i64 - (1i64 << bits)
+        } else {
+            raw as i64
+        };
+        targets.push(label.wrapping_add_signed(entry * 4));
+    }
+    Some(JumpTable { table, targets })
+}
+
 /// The register an AArch64 operand writes (`None` for the zero register).
 fn arm_reg(op: &Operand) -> Option<usize> {
     match *op {
