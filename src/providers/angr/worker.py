@@ -738,7 +738,8 @@ class Worker:
         began = time.monotonic()
         REGION[0] = (start, end)
         try:
-            cfg = self.cfg(kb, start, end, tails)
+            # The region first, then the procedures it tail-jumps to.
+            cfg = self.cfg(kb, [(start, end)] + tails)
         finally:
             REGION[0] = None
         cfg_seconds = time.monotonic() - began
@@ -827,14 +828,14 @@ class Worker:
             "decompile_seconds": round(decompile_seconds, 4),
         }
 
-    def cfg(self, kb, start, end, tails):
-        """angr's CFG of the region `[start, end)` and of the procedures it tail-jumps to."""
+    def cfg(self, kb, regions, data_references=True):
+        """angr's CFG of `regions` (`(start, end)` pairs), each start a function's."""
         return self.project.analyses.CFGFast(
             kb=kb,
-            function_starts=[start] + [low for low, _ in tails],
-            regions=[(start, end)] + tails,
+            function_starts=[low for low, _ in regions],
+            regions=regions,
             normalize=True,
-            data_references=True,
+            data_references=data_references,
             cross_references=False,
             force_smart_scan=False,
             force_complete_scan=False,
@@ -860,17 +861,7 @@ class Worker:
         own = self.angr.KnowledgeBase(self.project, name="rea_callees")
         self.project.kb = own
         try:
-            cfg = self.project.analyses.CFGFast(
-                kb=own,
-                function_starts=[low for low, _ in wanted],
-                regions=wanted,
-                normalize=True,
-                data_references=False,
-                cross_references=False,
-                force_smart_scan=False,
-                force_complete_scan=False,
-                show_progressbar=False,
-            )
+            cfg = self.cfg(own, wanted, data_references=False)
             self.project.analyses.CompleteCallingConventions(
                 kb=own,
                 cfg=cfg.model,

@@ -166,6 +166,21 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Vec<Found> {
     walk.finish()
 }
 
+/// A table's distinct destinations, sorted, when every one lies in its procedure's section after
+/// the procedure's start (`hi` is the section's end); none otherwise.
+fn inside(table: Option<JumpTable>, start: u64, hi: u64) -> Vec<u64> {
+    let Some(table) = table else {
+        return Vec::new();
+    };
+    if table.targets.iter().any(|&t| t < start || t >= hi) {
+        return Vec::new();
+    }
+    let mut targets = table.targets;
+    targets.sort_unstable();
+    targets.dedup();
+    targets
+}
+
 struct Walk<'a> {
     isa: Isa,
     code: Vec<CodeRange<'a>>,
@@ -537,16 +552,7 @@ impl<'a> Walk<'a> {
     /// procedure at `start`, kept only while every one lies in that procedure's section after
     /// its start (`hi` is the section's end).
     fn switch_targets(&mut self, start: u64, jump: u64, hi: u64) -> Vec<u64> {
-        let Some(table) = self.table_at(start, jump) else {
-            return Vec::new();
-        };
-        if table.targets.iter().any(|&t| t < start || t >= hi) {
-            return Vec::new();
-        }
-        let mut targets = table.targets;
-        targets.sort_unstable();
-        targets.dedup();
-        targets
+        inside(self.table_at(start, jump), start, hi)
     }
 
     /// For discovery only, an x86-64 table of 32-bit offsets from its own start (`lea rdx,
@@ -619,16 +625,7 @@ impl<'a> Walk<'a> {
     fn loose_arm64_targets(&self, start: u64, block: u64, jump: u64, hi: u64) -> Vec<u64> {
         let (sections, bytes) = (self.sections, self.bytes);
         let read = move |address: u64, len: usize| section_bytes(sections, bytes, address, len);
-        let Some(table) = jumptable::loose_arm64(start, block, jump, &read) else {
-            return Vec::new();
-        };
-        if table.targets.iter().any(|&t| t < start || t >= hi) {
-            return Vec::new();
-        }
-        let mut targets = table.targets;
-        targets.sort_unstable();
-        targets.dedup();
-        targets
+        inside(jumptable::loose_arm64(start, block, jump, &read), start, hi)
     }
 
     /// The jump table of the indirect jump at `jump` in the procedure at `start`, decoding
