@@ -56,6 +56,25 @@ test('every prompt, completion family and tool over streamable HTTP', async (t) 
   }
 });
 
+test('a binary session whose connection closed without DELETE is resumed at once by its caller (issue 29)', async () => {
+  // The SDK's own close ends the transport and sends no DELETE: the server still holds the MCP
+  // session, and with it the binary session, until it notices. The same caller's resume_session
+  // takes the binary session from it at once, on the same server.
+  // Each client lists the tools first: the SDK validates a result against the output schema
+  // it listed.
+  const first = await connectHttp(server.url);
+  await first.client.listTools();
+  const sessionId = await leaveResumable(new Session(first.client), targets);
+  await first.client.close();
+  const second = await connectHttp(server.url);
+  try {
+    await second.client.listTools();
+    await resume(new Session(second.client), sessionId, targets);
+  } finally {
+    await second.close();
+  }
+});
+
 test('a deleted MCP session is gone: its id gets 404', async () => {
   const first = await connectHttp(server.url);
   const sessionId = first.transport.sessionId;
