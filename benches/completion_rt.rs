@@ -15,92 +15,21 @@
 #[allow(dead_code)]
 mod common;
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use common::stdio::Server;
 use common::{Latency, Table, fmt_duration, meets};
 
-/// `rea serve` on a pipe, spoken to in newline-delimited JSON-RPC.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-}
-
-impl Server {
-    fn start(state: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rea"))
-            .arg("serve")
-            .env("REA_STATE_DIR", state)
-            .env_remove("REA_CONFIG_DIR")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("rea serve");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Server {
-            child,
-            stdin,
-            stdout,
-            next: 0,
-        };
-        server.call(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "completion-bench", "version": "0"}}),
-        );
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
-
-    fn send(&mut self, message: &Value) {
-        let mut line = serde_json::to_vec(message).unwrap();
-        line.push(b'\n');
-        self.stdin.write_all(&line).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// One request and its response (notifications before it are skipped).
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "rea serve ended"
-            );
-            let frame: Value = serde_json::from_str(&line).unwrap();
-            if frame["id"] == id {
-                assert!(frame.get("error").is_none(), "{method}: {frame}");
-                return frame["result"].clone();
-            }
-        }
-    }
-
-    fn complete(&mut self, argument: &str, value: &str) -> Value {
-        self.call(
-            "completion/complete",
-            json!({"ref": {"type": "ref/prompt", "name": "investigate_feature"},
-                   "argument": {"name": argument, "value": value}}),
-        )
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A `completion/complete` of `argument` of the `investigate_feature` prompt, typed `value`.
+fn complete(server: &mut Server, argument: &str, value: &str) -> Value {
+    server.call(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "investigate_feature"},
+               "argument": {"name": argument, "value": value}}),
+    )
 }
 
 /// Every prefix of `value` from one character on.
@@ -142,7 +71,7 @@ fn main() {
         let state = scratch.join(path.file_name().unwrap_or_default());
         let _ = std::fs::remove_dir_all(&state);
         std::fs::create_dir_all(&state).unwrap();
-        let mut server = Server::start(&state);
+        let mut server = Server::start(&state, "completion-bench");
         let opened = server.call(
             "tools/call",
             json!({"name": "open_binary", "arguments": {"path": path}}),
@@ -183,13 +112,13 @@ fn main() {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         for (family, argument, typed) in cases {
-            let answer = server.complete(argument, &typed);
+            let answer = complete(&mut server, argument, &typed);
             let matches = answer["completion"]["total"].as_u64().unwrap_or(0);
             let (mut own, mut ping) = (Vec::new(), Vec::new());
             // Interleaved, so both see the same machine.
             for _ in 0..calls {
                 let start = Instant::now();
-                server.complete(argument, &typed);
+                complete(&mut server, argument, &typed);
                 own.push(start.elapsed());
                 let start = Instant::now();
                 server.call("ping", json!({}));

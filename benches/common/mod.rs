@@ -15,6 +15,8 @@
 //! - `REA_BENCH_RESULTS`: a Markdown file whose section for each benchmark is kept up to date.
 //! - `REA_FIXTURES`, `REA_BENCH_ELF`, `REA_BENCH_MACHO`: the files of `benches/procedures.rs`.
 
+pub mod stdio;
+
 use std::hint::black_box;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
