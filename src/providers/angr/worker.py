@@ -174,7 +174,7 @@ def correct_signedness(angr):
         if expr.op == "Sub":
             return byte_difference(self, node)
         if expr.op == "Mull":
-            return widening_product(self, node, bool(expr.signed))
+            return widening_product(self, node, bool(expr.signed), expr.bits)
         if expr.op in ordered:
             signed, sides = bool(expr.signed), ("lhs", "rhs")
         elif expr.op == "Sar":
@@ -217,9 +217,12 @@ def correct_signedness(angr):
 
     # A widening multiplication (`imul`'s 128-bit product, behind a division by a constant)
     # reads `a * b >> 64`, a product of 64-bit operands whose high half C never computes: the
-    # first operand is cast to the 128-bit type of the IR's signedness.
-    def widening_product(codegen, node, signed):
-        wide = SimTypeInt128(signed=signed).with_arch(codegen.project.arch)
+    # first operand is cast to the product's width (`bits`), in the IR's signedness.
+    def widening_product(codegen, node, signed, bits):
+        if bits == 128:
+            wide = SimTypeInt128(signed=signed).with_arch(codegen.project.arch)
+        else:
+            wide = codegen.default_simtype_from_bits(bits, signed)
         node.lhs = SignCast(None, wide, node.lhs, codegen=codegen)
         node.common_type = wide
         node._type = wide
