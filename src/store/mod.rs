@@ -392,7 +392,10 @@ impl Store {
                 .run(&mut conn)?;
             rekey_if_needed(&mut conn)?;
             count_prefixes_if_needed(&mut conn)?;
-            schema_notes::annotate_schema(&mut conn)?;
+            // The notes only explain the schema: a ledger that cannot take them still opens.
+            if let Err(e) = schema_notes::annotate_schema(&mut conn) {
+                tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
+            }
             // The rows the ledger check hashes: those written before this store opened.
             let highest: i64 =
                 conn.query_row("select coalesce(max(seq), 0) from evidence", [], |r| {
