@@ -60,11 +60,6 @@ fn open(path: &Path, state: &Path) -> Duration {
     took
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort_unstable();
-    samples[samples.len() / 2]
-}
-
 fn main() {
     let runs: usize = std::env::var("REA_BENCH_RUNS")
         .ok()
@@ -106,7 +101,8 @@ fn main() {
             own.push(open(&path, &state));
             anchor.push(floor(&path, macho));
         }
-        let (own, anchor) = (median(own), median(anchor));
+        let median = |samples: &[Duration]| common::Latency::of(samples).unwrap().p50;
+        let (own, anchor) = (median(&own), median(&anchor));
         table.row(&[
             path.display().to_string(),
             format!("{:.1} MB", meta.len() as f64 / 1e6),

@@ -144,6 +144,26 @@ impl Recall {
 }
 
 /// Builds Lua from `lua` for `arch` in `work` (the driver beside it) and measures discovery.
+/// `unstripped` stripped by `strip` into `bare`, then without `.eh_frame`/`.eh_frame_hdr` (by
+/// `objcopy`) into `stripped`: a file no table of which lists its functions.
+pub fn strip_unwind(strip: &str, objcopy: &str, unstripped: &Path, bare: &Path, stripped: &Path) {
+    run(
+        strip,
+        &["-o", bare.to_str().unwrap(), unstripped.to_str().unwrap()],
+    );
+    run(
+        objcopy,
+        &[
+            "--remove-section",
+            ".eh_frame",
+            "--remove-section",
+            ".eh_frame_hdr",
+            bare.to_str().unwrap(),
+            stripped.to_str().unwrap(),
+        ],
+    );
+}
+
 pub fn measure(arch: &Arch, lua: &Path, work: &Path) -> Recall {
     let driver = work.join("driver.c");
     std::fs::write(&driver, DRIVER).unwrap();
@@ -178,21 +198,7 @@ pub fn measure(arch: &Arch, lua: &Path, work: &Path) -> Recall {
     args.extend(sources.iter().map(String::as_str));
     args.push("-lm");
     run(arch.cc, &args);
-    run(
-        arch.strip,
-        &["-o", bare.to_str().unwrap(), unstripped.to_str().unwrap()],
-    );
-    run(
-        arch.objcopy,
-        &[
-            "--remove-section",
-            ".eh_frame",
-            "--remove-section",
-            ".eh_frame_hdr",
-            bare.to_str().unwrap(),
-            stripped.to_str().unwrap(),
-        ],
-    );
+    strip_unwind(arch.strip, arch.objcopy, &unstripped, &bare, &stripped);
     // Truth: the twin's function symbols (as rea lists them with the symbols, which adds
     // the PLT stubs) and the targets of its direct calls.
     let (twin, _) = list(&unstripped);

@@ -55,25 +55,18 @@ pub(crate) fn build_no_unwind(
     let mut args: Vec<&str> = NO_UNWIND.to_vec();
     args.extend(["-o", unstripped.to_str().unwrap(), source.to_str().unwrap()]);
     run(cc, &args);
-    let bare = dir.join(format!("{stem}-bare{ext}"));
-    run(
-        strip,
-        &["-o", bare.to_str().unwrap(), unstripped.to_str().unwrap()],
-    );
     if toolchain.is_elf() {
+        let bare = dir.join(format!("{stem}-bare{ext}"));
+        lua::strip_unwind(strip, objcopy, &unstripped, &bare, &stripped);
+    } else {
         run(
-            objcopy,
+            strip,
             &[
-                "--remove-section",
-                ".eh_frame",
-                "--remove-section",
-                ".eh_frame_hdr",
-                bare.to_str().unwrap(),
+                "-o",
                 stripped.to_str().unwrap(),
+                unstripped.to_str().unwrap(),
             ],
         );
-    } else {
-        std::fs::rename(&bare, &stripped).unwrap();
     }
     (unstripped, stripped)
 }
@@ -433,14 +426,14 @@ mod lua;
 /// at least 99% of the functions some direct call targets and 95% of all are found, none
 /// invented. On x86-64 a switch the table recogniser cannot prove is still followed for
 /// discovery (its cases call `packint`, `getnumlimit`, `luaK_numberK`, …): without that, x86-64
-/// fell to 97.96% of the called. AArch64 is held where it stands, 98.89% (6 functions reached
-/// only from cases of switches whose tables are not recognised there), short of the goal.
+/// fell to 97.96% of the called. On AArch64 a switch whose base the prologue set and whose guard
+/// is far from it is read for discovery too: without that, AArch64 fell to 98.89% (`gethexa`,
+/// `checkformat`, … are called only from such switches' cases).
 #[test]
 fn lua_without_unwind_tables_meets_the_discovery_goals_regression_27() {
     let sources = lua::lua_sources()
         .expect("Lua's sources: scripts/test.sh fetches the lua-src crate (cargo fetch)");
     for arch in &lua::ARCHES {
-        let called_goal = 0.99;
         let work = tempfile::tempdir().unwrap();
         let recall = lua::measure(arch, &sources, work.path());
         let missed: Vec<String> = recall
@@ -449,7 +442,7 @@ fn lua_without_unwind_tables_meets_the_discovery_goals_regression_27() {
             .map(|a| format!("{a:#x} {}", recall.functions[a]))
             .collect();
         assert!(
-            recall.of_called() >= called_goal,
+            recall.of_called() >= 0.99,
             "{}: {:.4} of the called found; missed {missed:?}",
             arch.label,
             recall.of_called()

@@ -831,11 +831,12 @@ class Worker:
             "decompile_seconds": round(decompile_seconds, 4),
         }
 
-    def cfg(self, kb, regions, data_references=True):
-        """angr's CFG of `regions` (`(start, end)` pairs), each start a function's."""
+    def cfg(self, kb, regions, starts=None, data_references=True, progress=True):
+        """angr's CFG of `regions` (`(start, end)` pairs) from `starts` (each region's start
+        when not given), with progress lines unless `progress` is false."""
         return self.project.analyses.CFGFast(
             kb=kb,
-            function_starts=[low for low, _ in regions],
+            function_starts=starts if starts is not None else [low for low, _ in regions],
             regions=regions,
             normalize=True,
             data_references=data_references,
@@ -843,7 +844,7 @@ class Worker:
             force_smart_scan=False,
             force_complete_scan=False,
             show_progressbar=False,
-            progress_callback=REQUESTS.progress("cfg"),
+            progress_callback=REQUESTS.progress("cfg") if progress else None,
         )
 
     def callee_prototypes(self, kb, regions):
@@ -1391,17 +1392,7 @@ class Worker:
             project.kb = kb
             self._label(kb)
             try:
-                cfg = project.analyses.CFGFast(
-                    kb=kb,
-                    function_starts=[part],
-                    regions=[(start, end)],
-                    normalize=True,
-                    data_references=True,
-                    cross_references=False,
-                    force_smart_scan=False,
-                    force_complete_scan=False,
-                    show_progressbar=False,
-                )
+                cfg = self.cfg(kb, [(start, end)], starts=[part], progress=False)
             except Exception:
                 continue
             if part not in kb.functions:

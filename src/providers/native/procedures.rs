@@ -410,11 +410,7 @@ fn macho_initializers(
         .segments()
         .find(|s| s.name().ok().flatten() == Some("__TEXT"))
         .map_or(0, |s| s.address());
-    let in_code = |a: u64| {
-        sections
-            .iter()
-            .any(|s| s.executable && a >= s.address && a - s.address < s.size)
-    };
+    let in_code = |a: u64| executable_at(sections, a);
     for section in sections {
         let Some((_, name)) = section.name.split_once(',') else {
             continue;
@@ -491,6 +487,13 @@ fn pe_tls_callbacks<Pe: ImageNtHeaders>(
     }
 }
 
+/// Whether `address` lies in an executable section.
+fn executable_at(sections: &[SectionInfo], address: u64) -> bool {
+    sections
+        .iter()
+        .any(|s| s.executable && address >= s.address && address - s.address < s.size)
+}
+
 /// The little-endian word of `word` bytes at a virtual address, from the file's bytes.
 fn word_at(bytes: &[u8], sections: &[SectionInfo], address: u64, word: usize) -> Option<u64> {
     let s = sections
@@ -512,11 +515,7 @@ fn code_pointers(
     bytes: &[u8],
     sections: &[SectionInfo],
 ) -> Vec<(u64, u64)> {
-    let in_code = |a: u64| {
-        sections
-            .iter()
-            .any(|s| s.executable && a >= s.address && a - s.address < s.size)
-    };
+    let in_code = |a: u64| executable_at(sections, a);
     let mut out = match file {
         object::File::Elf32(_) | object::File::Elf64(_) => {
             super::relocations::relocated_pointers(file)
