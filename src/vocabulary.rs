@@ -252,13 +252,17 @@ vocabulary!(
 
 vocabulary!(
     /// Where a procedure's name comes from when no symbol gives it.
-    NameOrigin, "a name source (LC_MAIN, entry:__libc_start_main, entry:__tmainCRTStartup, objc_classlist, objc_catlist)", {
+    NameOrigin, "a name source (LC_MAIN, entry:__libc_start_main, entry:__tmainCRTStartup, entry:mainCRTStartup, objc_classlist, objc_catlist)", {
         /// `main` at the Mach-O `LC_MAIN` entry.
         LcMain => "LC_MAIN",
         /// `main` as the first argument the ELF entry code passes to `__libc_start_main`.
         LibcStartMain => "entry:__libc_start_main",
         /// `main` as mingw-w64's `__tmainCRTStartup`, called by the PE entry, calls it.
         MingwCrtStartup => "entry:__tmainCRTStartup",
+        /// `main` (`wmain`, `WinMain`, `wWinMain`) as the MSVC C runtime's start calls it once
+        /// an import (`__getmainargs`, `__p___argv`, ...) gave it the arguments, and passes
+        /// its result to `exit`.
+        MsvcCrtStartup => "entry:mainCRTStartup",
         /// An Objective-C method of a class in `__objc_classlist`.
         ObjcClasslist => "objc_classlist",
         /// An Objective-C method of a category in `__objc_catlist`.
