@@ -296,10 +296,17 @@ async fn a_table_of_other_functions_is_tail_calls_regression_27() {
 /// procedures at the addresses of the unstripped twin: discovery follows the table too.
 #[tokio::test]
 async fn functions_called_from_cases_are_discovered_regression_27() {
-    for toolchain in [Toolchain::ElfX64, Toolchain::ElfA64] {
+    for toolchain in [Toolchain::ElfX64, Toolchain::ElfA64, Toolchain::PeX86] {
         let dir = tempfile::tempdir().unwrap();
         let (unstripped, stripped) = build_no_unwind(toolchain, dir.path(), "switch.c");
-        let at = functions(&unstripped, toolchain);
+        // 32-bit Windows puts an underscore before a C name.
+        let at: BTreeMap<String, u64> = functions(&unstripped, toolchain)
+            .into_iter()
+            .map(|(n, a)| match toolchain {
+                Toolchain::PeX86 => (n.strip_prefix('_').unwrap_or(&n).to_string(), a),
+                _ => (n, a),
+            })
+            .collect();
         let listed = addresses_of(&stripped).await;
         let missing: Vec<String> = (0..18)
             .map(|k| format!("case_{k}"))
@@ -316,5 +323,32 @@ async fn functions_called_from_cases_are_discovered_regression_27() {
             )
             .await;
         assert_eq!(callees["unresolved"], json!([]), "{toolchain:?}: {callees}");
+    }
+}
+
+/// 32-bit x86 switches read absolute addresses from their table: `jmp [eax*4+table]` at -O2,
+/// `shl eax, 2; add eax, table; mov eax, [eax]; jmp eax` at -O0 (mingw-w64, PE32). The jump is
+/// resolved and `dispatch`'s callees are the direct calls objdump shows in it.
+#[tokio::test]
+async fn x86_switch_tables_are_edges_not_gaps_regression_27() {
+    let toolchain = Toolchain::PeX86;
+    for opt in [Opt::O0, Opt::O2] {
+        let path = corpus::build(Variant::new(Source::Switch, toolchain, opt, false));
+        let listing = reference::listing(&path, toolchain, Disassembler::Gnu);
+        let at = functions(&path, toolchain);
+        let names: BTreeMap<u64, String> = at.iter().map(|(n, &a)| (a, n.clone())).collect();
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &path })).await;
+        let callees = h
+            .call("procedure_callees", json!({ "procedure": "_dispatch" }))
+            .await;
+        assert_eq!(callees["unresolved"], json!([]), "{opt:?}: {callees}");
+        let expected = objdump_callees(&listing, "_dispatch", &names);
+        assert_eq!(
+            expected.as_array().unwrap().len(),
+            19,
+            "{opt:?}: {expected}"
+        );
+        assert_eq!(callees["callees"], expected, "{opt:?}");
     }
 }

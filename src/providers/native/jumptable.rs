@@ -122,9 +122,10 @@ pub(crate) fn recognise<'m>(isa: Isa, path: &Path, read: &Read<'m>) -> Option<Ju
         });
         let last = i + 1 == path.steps.len();
         destination = match isa {
-            Isa::X86_64 => {
+            Isa::X86_64 | Isa::X86 => {
+                state.bits32 = isa == Isa::X86;
                 let instr = iced_x86::Decoder::with_ip(
-                    64,
+                    if state.bits32 { 32 } else { 64 },
                     bytes,
                     step.address,
                     iced_x86::DecoderOptions::NONE,
@@ -142,7 +143,7 @@ pub(crate) fn recognise<'m>(isa: Isa, path: &Path, read: &Read<'m>) -> Option<Ju
                     .flatten()?;
                 state.arm64(&inst, step.address, taken, last)
             }
-            Isa::X86 | Isa::Other => return None,
+            Isa::Other => return None,
         };
     }
     let (table, entries) = destination?;
@@ -316,6 +317,8 @@ struct State {
     compared: Option<(u32, u64)>,
     /// The largest index each bounded value may take on this path.
     bounds: Vec<(u32, u64)>,
+    /// Whether the x86 code is 32-bit: its registers and pointers are 32 bits wide.
+    bits32: bool,
 }
 
 impl State {
@@ -427,7 +430,7 @@ impl State {
         }
     }
 
-    /// Follows one x86-64 instruction; at the last, the table its jump reads.
+    /// Follows one x86-64 (or 32-bit x86) instruction; at the last, the table its jump reads.
     fn x86(
         &mut self,
         instr: &Instruction,
@@ -471,6 +474,10 @@ impl State {
                 .then_some(full.wrapping_sub(rax))
                 .filter(|&i| i < 16)
         };
+        // A register as wide as an address: 64-bit, or any general register of 32-bit code.
+        let bits32 = self.bits32;
+        let full = move |r: Register| r.is_gpr64() || (bits32 && r.is_gpr32());
+        let pointer: u8 = if bits32 { 4 } else { 8 };
         let op_reg = |i: u32| (instr.op_kind(i) == OpKind::Register).then(|| instr.op_register(i));
         let result: Option<(usize, Value)> = match instr.mnemonic() {
             Mnemonic::Ja | Mnemonic::Jae | Mnemonic::Jbe | Mnemonic::Jb => {
@@ -505,7 +512,7 @@ impl State {
                 match (op_reg(0).and_then(reg), instr.op1_kind()) {
                     (Some(d), OpKind::Register) => reg(instr.op1_register()).map(|s| {
                         let v = self.get(s);
-                        let v = if instr.op0_register().is_gpr64() {
+                        let v = if full(instr.op0_register()) {
                             v
                         } else {
                             self.narrow(v)
@@ -513,13 +520,18 @@ impl State {
                         (d, v)
                     }),
                     (Some(d), OpKind::Memory) => {
-                        let wide = instr.op0_register().is_gpr64();
+                        let wide = full(instr.op0_register());
                         let v = if let Some(k) = self.x86_slot(instr) {
                             let v = self.slot(k);
                             Some(if wide { v } else { self.narrow(v) })
                         } else {
+                            let width = if instr.op0_register().is_gpr64() {
+                                8
+                            } else {
+                                4
+                            };
                             self.x86_address(instr, reg)
-                                .and_then(|a| a.load(if wide { 8 } else { 4 }, false))
+                                .and_then(|a| a.load(width, false))
                         };
                         v.map(|v| (d, v))
                     }
@@ -528,7 +540,7 @@ impl State {
                         if let (Some(k), Some(s)) = (self.x86_slot(instr), op_reg(1).and_then(reg))
                         {
                             let v = self.get(s);
-                            let v = if instr.op1_register().is_gpr64() {
+                            let v = if full(instr.op1_register()) {
                                 v
                             } else {
                                 self.narrow(v)
@@ -566,15 +578,28 @@ impl State {
                 }
                 _ => None,
             },
-            Mnemonic::Lea if instr.op0_register().is_gpr64() => {
+            Mnemonic::Lea if full(instr.op0_register()) => {
                 op_reg(0).and_then(reg).zip(self.x86_address(instr, reg))
             }
-            Mnemonic::Add if instr.op0_register().is_gpr64() => {
+            Mnemonic::Shl
+                if full(instr.op0_register())
+                    && instr.op1_kind() == OpKind::Immediate8
+                    && instr.immediate(1) < 8 =>
+            {
+                // gcc -O0 scales the index itself: `shl eax, 2; add eax, table; mov eax, [eax]`.
+                let d = op_reg(0).and_then(reg);
+                let scaled = d.and_then(|d| self.get(d).times(1 << instr.immediate(1)));
+                d.zip(scaled)
+            }
+            Mnemonic::Add if full(instr.op0_register()) => {
                 let d = op_reg(0).and_then(reg);
                 let a = d.map(|d| self.get(d));
                 let b = match instr.op1_kind() {
                     OpKind::Register => reg(instr.op1_register()).map(|s| self.get(s)),
                     OpKind::Immediate8to64 | OpKind::Immediate32to64 => {
+                        Some(Value::constant(instr.immediate(1)))
+                    }
+                    OpKind::Immediate8to32 | OpKind::Immediate32 if bits32 => {
                         Some(Value::constant(instr.immediate(1)))
                     }
                     _ => None,
@@ -592,11 +617,15 @@ impl State {
             // The jump: through a register that holds a destination, or through memory.
             let value = match instr.op0_kind() {
                 OpKind::Register => reg(instr.op0_register()).map(|r| self.get(r)),
-                OpKind::Memory => self.x86_address(instr, reg).and_then(|a| a.load(8, false)),
+                OpKind::Memory => self
+                    .x86_address(instr, reg)
+                    .and_then(|a| a.load(pointer, false)),
                 _ => None,
             };
             return match value? {
-                Value::Entry { table, entries } if entries.base.is_some() || entries.width == 8 => {
+                Value::Entry { table, entries }
+                    if entries.base.is_some() || entries.width == pointer =>
+                {
                     Some((table, entries))
                 }
                 _ => None,
@@ -624,15 +653,20 @@ impl State {
         None
     }
 
-    /// The stack slot a memory operand names: `[rbp+d]` or `[rsp+d]`.
+    /// The stack slot a memory operand names: `[rbp+d]` or `[rsp+d]` (`[ebp+d]`, `[esp+d]`).
     fn x86_slot(&self, instr: &Instruction) -> Option<(usize, i64)> {
-        let base = instr.memory_base();
+        let base = instr.memory_base().full_register();
         (matches!(base, Register::RBP | Register::RSP)
             && instr.memory_index() == Register::None
             && instr.segment_prefix() == Register::None)
             .then(|| {
                 let i = base as usize - Register::RAX as usize;
-                (i, instr.memory_displacement64() as i64)
+                let d = if self.bits32 {
+                    i64::from(instr.memory_displacement32() as i32)
+                } else {
+                    instr.memory_displacement64() as i64
+                };
+                (i, d)
             })
     }
 
@@ -648,16 +682,22 @@ impl State {
         if instr.is_ip_rel_memory_operand() {
             return Some(Value::constant(instr.ip_rel_memory_address()));
         }
-        let mut address = Value::constant(instr.memory_displacement64());
+        let bits32 = self.bits32;
+        let full = move |r: Register| r.is_gpr64() || (bits32 && r.is_gpr32());
+        let mut address = Value::constant(if bits32 {
+            u64::from(instr.memory_displacement32())
+        } else {
+            instr.memory_displacement64()
+        });
         let base = instr.memory_base();
         if base != Register::None {
-            (base.is_gpr64()).then_some(())?;
+            full(base).then_some(())?;
             let b = self.get(reg(base)?);
             address = address.plus(b)?;
         }
         let index = instr.memory_index();
         if index != Register::None {
-            (index.is_gpr64()).then_some(())?;
+            full(index).then_some(())?;
             let i = self.get(reg(index)?);
             address = address.plus(i.times(u64::from(instr.memory_index_scale()))?)?;
         }
