@@ -527,7 +527,7 @@ fn first_of(listing: &[Insn], function: &str) -> u64 {
 fn stripped_names(path: &Path, toolchain: Toolchain) -> Vec<reference::Symbol> {
     match toolchain {
         Toolchain::ElfX64 | Toolchain::ElfA64 => reference::functions(path, toolchain),
-        Toolchain::PeX64 => Vec::new(),
+        Toolchain::PeX64 | Toolchain::PeX86 => Vec::new(),
         Toolchain::MachoArm64 | Toolchain::MachoX64 => {
             let text = run(
                 "llvm-objdump-14",
@@ -903,6 +903,8 @@ fn reference_size(v: Variant, image: &Image, r: &Reference, address: u64) -> Opt
             let table = pdata(&corpus::build(v.unstripped()));
             table.get(&address).map(|end| end - address)
         }
+        // 32-bit PE states no extent.
+        Toolchain::PeX86 => None,
         Toolchain::MachoArm64 | Toolchain::MachoX64 => {
             let section = image.section_at(address)?;
             let end = section.address + section.size;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::{Harness, start};
+use crate::common::{Harness, fixture, start};
 use crate::corpus::{self, Opt, Source, Toolchain, Variant, run};
 
 /// The flags that leave no unwind table in the objects the compiler writes.
@@ -48,6 +48,12 @@ pub(crate) fn build_no_unwind(
             "x86_64-w64-mingw32-objcopy",
             ".exe",
         ),
+        Toolchain::PeX86 => (
+            "i686-w64-mingw32-gcc",
+            "i686-w64-mingw32-strip",
+            "i686-w64-mingw32-objcopy",
+            ".exe",
+        ),
         other => panic!("no build without unwind tables for {other:?}"),
     };
     let unstripped = dir.join(format!("{stem}{ext}"));
@@ -78,8 +84,8 @@ fn objdump(toolchain: Toolchain) -> &'static str {
     }
 }
 
-/// Functions of the unstripped build by address (`objdump -d` headers) and the direct call
-/// edges between them.
+/// Functions of the unstripped build by address (`objdump -d` headers, without the underscore
+/// 32-bit Windows puts before a C name) and the direct call edges between them.
 fn call_graph(toolchain: Toolchain, path: &Path) -> (BTreeMap<u64, String>, Vec<(u64, u64)>) {
     let text = run(objdump(toolchain), &["-d", path.to_str().unwrap()]);
     let mut functions = BTreeMap::new();
@@ -89,6 +95,10 @@ fn call_graph(toolchain: Toolchain, path: &Path) -> (BTreeMap<u64, String>, Vec<
         if let Some(head) = line.strip_suffix(">:") {
             let (address, name) = head.split_once(" <").unwrap();
             let address = u64::from_str_radix(address, 16).unwrap();
+            let name = match toolchain {
+                Toolchain::PeX86 => name.strip_prefix('_').unwrap_or(name),
+                _ => name,
+            };
             functions.insert(address, name.to_string());
             current = Some(address);
             continue;
@@ -224,6 +234,12 @@ async fn stripped_pe_without_unwind_tables_regression_27() {
     check_discovery(Toolchain::PeX64).await;
 }
 
+/// 32-bit PE has no `.pdata` at all: only the walk lists its functions.
+#[tokio::test]
+async fn stripped_x86_pe_without_unwind_tables_regression_27() {
+    check_discovery(Toolchain::PeX86).await;
+}
+
 /// A stripped ELF (with its `.eh_frame`) lists what its unstripped twin lists: the C runtime's
 /// functions no unwind entry covers are reached from `.init_array`/`.fini_array` and
 /// `DT_INIT`/`DT_FINI`, and say so.
@@ -320,40 +336,115 @@ async fn stripped_macho_keeps_the_constructor_its_initializers_point_at_regressi
     }
 }
 
-/// A stripped mingw-w64 PE names `main` where its unstripped twin has it, from
-/// `__tmainCRTStartup`'s call, and lists the thunk of `puts` as `puts@thunk`.
+/// A stripped mingw-w64 PE, x86-64 and x86, names `main` where its unstripped twin has it,
+/// from `__tmainCRTStartup`'s call, and lists the thunk of `puts` as `puts@thunk`.
 #[tokio::test]
 async fn stripped_pe_main_and_thunks_regression_27() {
-    let unstripped = corpus::build(Variant::new(
-        Source::Graph,
-        Toolchain::PeX64,
-        Opt::O2,
-        false,
-    ));
-    let stripped = corpus::build(Variant::new(Source::Graph, Toolchain::PeX64, Opt::O2, true));
-    let symbols = run("nm", &[unstripped.to_str().unwrap()]);
-    let nm = |name: &str| -> String {
-        let line = symbols
-            .lines()
-            .find(|l| l.ends_with(&format!(" T {name}")))
-            .unwrap_or_else(|| panic!("{name}: {symbols}"));
-        format!(
-            "{:#x}",
-            u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
-        )
-    };
+    for (toolchain, nm_tool, prefix) in [
+        (Toolchain::PeX64, "x86_64-w64-mingw32-nm", ""),
+        (Toolchain::PeX86, "i686-w64-mingw32-nm", "_"),
+    ] {
+        let unstripped = corpus::build(Variant::new(Source::Graph, toolchain, Opt::O2, false));
+        let stripped = corpus::build(Variant::new(Source::Graph, toolchain, Opt::O2, true));
+        let symbols = run(nm_tool, &[unstripped.to_str().unwrap()]);
+        let nm = |name: &str| -> String {
+            let line = symbols
+                .lines()
+                .find(|l| l.ends_with(&format!(" T {prefix}{name}")))
+                .unwrap_or_else(|| panic!("{name}: {symbols}"));
+            format!(
+                "{:#x}",
+                u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+            )
+        };
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &stripped })).await;
+        let info = h
+            .call("procedure_info", json!({ "procedure": "main" }))
+            .await;
+        assert_eq!(
+            info["procedure"]["address"],
+            nm("main"),
+            "{toolchain:?}: {info}"
+        );
+        assert_eq!(info["name_source"], "entry:__tmainCRTStartup", "{info}");
+        let thunk = h
+            .call("procedure_info", json!({ "procedure": "puts@thunk" }))
+            .await;
+        assert_eq!(
+            thunk["procedure"]["address"],
+            nm("puts"),
+            "{toolchain:?}: {thunk}"
+        );
+        assert_eq!(thunk["size"], 6, "{thunk}");
+    }
+}
+
+/// 7-Zip's `7za.exe` is built by MSVC against msvcrt.dll, for x86 (no `.pdata`) and x86-64:
+/// its entry (`mainCRTStartup`) gets `argc`/`argv` from `__getmainargs`, calls `main` and
+/// passes the result to `exit`, which `objdump -d` shows at these addresses. That the
+/// procedure is 7-Zip's `main` (`Console/MainAr.cpp`) the source says: it starts by setting
+/// `g_ErrStream`/`g_StdStream`, and on x86 `NT_CHECK` prints "Unsupported Windows version".
+/// The x86 file also lists the procedures `main` calls, found by following its code, and the
+/// import thunks the walk reaches are named.
+#[tokio::test]
+async fn msvc_pe_main_is_named_from_its_c_runtime_start_regression_27() {
+    for (arch, main, size) in [("ia32", "0x442fba", 729), ("x64", "0x46410c", 289)] {
+        let path = fixture(&format!("7zip-bin-5.2.0/package/win/{arch}/7za.exe"));
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &path })).await;
+        let info = h
+            .call("procedure_info", json!({ "procedure": "main" }))
+            .await;
+        assert_eq!(info["procedure"]["address"], main, "{arch}: {info}");
+        assert_eq!(
+            info["name_source"], "entry:mainCRTStartup",
+            "{arch}: {info}"
+        );
+        assert_eq!(info["size"], size, "{arch}: {info}");
+    }
+    let path = fixture("7zip-bin-5.2.0/package/win/ia32/7za.exe");
     let h = start().await;
-    h.call("open_binary", json!({ "path": &stripped })).await;
-    let info = h
-        .call("procedure_info", json!({ "procedure": "main" }))
+    h.call("open_binary", json!({ "path": &path })).await;
+    let strings = h
+        .call(
+            "search_strings",
+            json!({ "pattern": "Unsupported Windows version" }),
+        )
         .await;
-    assert_eq!(info["procedure"]["address"], nm("main"), "{info}");
-    assert_eq!(info["name_source"], "entry:__tmainCRTStartup", "{info}");
-    let thunk = h
-        .call("procedure_info", json!({ "procedure": "puts@thunk" }))
-        .await;
-    assert_eq!(thunk["procedure"]["address"], nm("puts"), "{thunk}");
-    assert_eq!(thunk["size"], 6, "{thunk}");
+    let users = strings.to_string();
+    assert!(users.contains("0x442fba"), "{strings}");
+    let rows = all_procedures(&h).await;
+    let listed: BTreeSet<u64> = rows.iter().map(address).collect();
+    // Every direct call target of `main`, as objdump lists them, is a procedure (before the
+    // walk the file listed the entry and four aligned thunks).
+    let listing = run(
+        "objdump",
+        &[
+            "-d",
+            "--start-address=0x442fba",
+            "--stop-address=0x443293",
+            path.to_str().unwrap(),
+        ],
+    );
+    let targets: BTreeSet<u64> = listing
+        .lines()
+        .filter_map(|l| l.split('\t').nth(2))
+        .filter_map(|op| op.strip_prefix("call   "))
+        .filter_map(|t| u64::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
+        .collect();
+    assert!(targets.len() >= 10, "{listing}");
+    let missing: Vec<String> = targets
+        .iter()
+        .filter(|t| !listed.contains(t))
+        .map(|t| format!("{t:#x}"))
+        .collect();
+    assert_eq!(missing, Vec::<String>::new());
+    let exit = rows
+        .iter()
+        .find(|r| r["address"] == "0x49b9b6")
+        .unwrap_or_else(|| panic!("no procedure at the thunk of _XcptFilter"));
+    assert_eq!(exit["name"], "_XcptFilter@thunk", "{exit}");
 }
 
 /// Issue 27, item 5: a string only a pointer in data refers to (`puts(MSG_PW)` with

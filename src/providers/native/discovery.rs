@@ -103,7 +103,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) roots: Vec<(u64, FoundBy)>,
     /// Code pointers held in data: `(value, place)`.
     pub(crate) pointers: Vec<(u64, u64)>,
-    /// Stubs and thunks of imports that never return.
+    /// Stubs and thunks of imports that never return, and the pointer slots (IAT, GOT) an
+    /// indirect call to one reads, sorted.
     pub(crate) noreturn: Vec<u64>,
     /// Whether to decode at all (a file whose tables list every function needs no walk).
     pub(crate) follow: bool,
@@ -113,8 +114,17 @@ pub(crate) struct Inputs<'a> {
 /// to the end of the furthest instruction reached) when the walk ran.
 pub(crate) type Found = (u64, FoundBy, Option<u64>);
 
-/// The new starts (not among `known`), sorted by address.
-pub(crate) fn discover(inputs: Inputs<'_>) -> Vec<Found> {
+/// What the walk found.
+pub(crate) struct Discovered {
+    /// The new starts (not among `known`), sorted by address.
+    pub(crate) found: Vec<Found>,
+    /// For listed starts whose extent no table states, the extent their walk decoded:
+    /// `(start, size)`, sorted.
+    pub(crate) sizes: Vec<(u64, u64)>,
+}
+
+/// The new starts (not among `known`), and the extents of listed starts no table sizes.
+pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
     let mut walk = Walk::new(&inputs);
     for &(address, how) in &inputs.roots {
         walk.add(address, how);
@@ -140,13 +150,25 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Vec<Found> {
             progress |= walk.walk_blocks(owner, value, &mut queue);
         }
         let mut candidates: Vec<u64> = std::mem::take(&mut walk.code_refs);
-        candidates.extend(
-            inputs
-                .pointers
-                .iter()
-                .filter(|&&(_, place)| judged.insert(place))
-                .map(|&(value, _)| value),
-        );
+        let from_data: Vec<u64> = inputs
+            .pointers
+            .iter()
+            .filter(|&&(_, place)| judged.insert(place))
+            .map(|&(value, _)| value)
+            .collect();
+        // 32-bit MSVC code's catch blocks are reached only through its exception tables,
+        // whose pointers lead into the procedure they belong to: they are walked as its code.
+        if inputs.isa == Isa::X86 {
+            for &value in &from_data {
+                if walk.interior(value)
+                    && !walk.seen(value)
+                    && let Some(owner) = walk.owner(value)
+                {
+                    progress |= walk.walk_blocks(owner, value, &mut queue);
+                }
+            }
+        }
+        candidates.extend(from_data);
         candidates.sort_unstable();
         candidates.dedup();
         for value in candidates {
@@ -253,6 +275,11 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// The size of a code pointer in data: 4 bytes for 32-bit x86, else 8.
+    fn pointer_width(&self) -> u64 {
+        if self.isa == Isa::X86 { 4 } else { 8 }
+    }
+
     fn range(&self, address: u64) -> Option<usize> {
         self.code
             .iter()
@@ -335,7 +362,7 @@ impl<'a> Walk<'a> {
                     judged.insert(place);
                     labels.push((value, owner));
                 }
-                expect = place + 8;
+                expect = place + self.pointer_width();
                 i += 1;
             }
         }
@@ -416,6 +443,14 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// The start nearest below `address`, listed or found.
+    fn owner(&self, address: u64) -> Option<u64> {
+        let i = self.known.partition_point(|k| k.0 <= address);
+        let listed = i.checked_sub(1).map(|i| self.known[i].0);
+        let found = self.found.range(..=address).next_back().map(|(&a, _)| a);
+        listed.max(found)
+    }
+
     /// Whether `address` lies inside the extent of the start nearest below it: the extent a
     /// table states, else the end of the code its walk decoded.
     fn interior(&self, address: u64) -> bool {
@@ -481,10 +516,13 @@ impl<'a> Walk<'a> {
                 if use_ == MemoryUse::Address {
                     table = Some(address);
                 }
-            } else if let Some((address, MemoryUse::Address)) = i.memory
+            } else if let Some((address, use_)) = i.memory
+                && (use_ == MemoryUse::Address
+                    || (use_ == MemoryUse::Immediate && self.isa == Isa::X86))
                 && !self.is_known_start(address)
             {
-                // Code computing the address of code: a function pointer, or a label.
+                // Code computing the address of code: a function pointer, or a label (32-bit
+                // x86 puts it in an immediate: `push offset handler`, `mov [esi], offset f`).
                 run_code_refs.push(address);
             }
             let in_code = |t: u64| t >= lo && t < hi;
@@ -500,7 +538,15 @@ impl<'a> Walk<'a> {
                 }
             };
             match i.flow {
-                Flow::Next | Flow::IndirectCall => {}
+                Flow::Next => {}
+                Flow::IndirectCall => {
+                    // `call [__imp_exit]`: the call through an import's slot does not return.
+                    if i.slot
+                        .is_some_and(|slot| self.noreturn.binary_search(&slot).is_ok())
+                    {
+                        break;
+                    }
+                }
                 Flow::Call => {
                     if let Some(t) = i.target {
                         if self.noreturn.binary_search(&t).is_ok() {
@@ -668,14 +714,21 @@ impl<'a> Walk<'a> {
         tables.found.get(&jump).cloned().flatten()
     }
 
-    fn finish(self) -> Vec<Found> {
-        self.found
-            .iter()
-            .map(|(&a, &how)| {
-                let size = self.extent.get(&a).map(|&end| end - a).filter(|&s| s > 0);
-                (a, how, size)
-            })
-            .collect()
+    fn finish(self) -> Discovered {
+        let size = |a: u64| self.extent.get(&a).map(|&end| end - a).filter(|&s| s > 0);
+        Discovered {
+            found: self
+                .found
+                .iter()
+                .map(|(&a, &how)| (a, how, size(a)))
+                .collect(),
+            sizes: self
+                .known
+                .iter()
+                .filter(|k| k.1.is_none())
+                .filter_map(|k| Some((k.0, size(k.0)?)))
+                .collect(),
+        }
     }
 }
 
@@ -718,7 +771,8 @@ mod tests {
             pointers: Vec::new(),
             noreturn: Vec::new(),
             follow: true,
-        });
+        })
+        .found;
         assert_eq!(
             found,
             [
@@ -745,7 +799,8 @@ mod tests {
             pointers: Vec::new(),
             noreturn: Vec::new(),
             follow: true,
-        });
+        })
+        .found;
         assert_eq!(found, []);
     }
 

@@ -1,7 +1,7 @@
 //! Procedures of a document: the union of every source of function starts the format offers,
 //! merged to one entry per address with the best name and a stated size.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use object::elf;
 use object::read::elf::{ElfFile, FileHeader, Sym as _};
@@ -139,6 +139,9 @@ pub(crate) fn collect(
     // `main` as the file states it: the procedure at this address is `main` when no symbol
     // names it, with where the file says so as its name source.
     let mut stated_main: Option<(u64, NameOrigin)> = None;
+    // What the C runtime calls the function it states: `main`, or on Windows `wmain`,
+    // `WinMain` or `wWinMain`.
+    let mut main_name = "main";
     // Objective-C methods the class and category lists name, likewise under no symbol.
     let mut objc_methods: Vec<objc::Method> = Vec::new();
     match file {
@@ -190,11 +193,20 @@ pub(crate) fn collect(
                 &slot_value,
             )
             .map(|a| (a, NameOrigin::LibcStartMain));
-        } else if matches!(file, object::File::Pe64(_))
-            && file.architecture() == object::Architecture::X86_64
-        {
-            stated_main = entry_main::mingw_main(bytes, sections, e)
+        } else if let Some(bitness) = match file.architecture() {
+            object::Architecture::X86_64 if matches!(file, object::File::Pe64(_)) => Some(64),
+            object::Architecture::I386 if matches!(file, object::File::Pe32(_)) => Some(32),
+            _ => None,
+        } {
+            stated_main = entry_main::mingw_main(bytes, sections, e, bitness)
                 .map(|a| (a, NameOrigin::MingwCrtStartup));
+            if stated_main.is_none()
+                && let Some((address, name)) =
+                    entry_main::msvc_main(bytes, sections, imports, e, bitness)
+            {
+                stated_main = Some((address, NameOrigin::MsvcCrtStartup));
+                main_name = name;
+            }
         }
     }
     let stated_main = stated_main.filter(|&(a, _)| in_code(a));
@@ -215,10 +227,11 @@ pub(crate) fn collect(
         });
     let mut procedures = merge(starts);
     add_thunks(&mut procedures, imports);
-    let found = super::discovery::discover(super::discovery::Inputs {
-        // Only the two 64-bit instruction sets the walk decodes; `image` maps the rest.
+    let discovered = super::discovery::discover(super::discovery::Inputs {
+        // Only the instruction sets the walk decodes; `image` maps the rest.
         isa: match file.architecture() {
             object::Architecture::X86_64 => Isa::X86_64,
+            object::Architecture::I386 => Isa::X86,
             object::Architecture::Aarch64 => Isa::Arm64,
             _ => Isa::Other,
         },
@@ -241,24 +254,42 @@ pub(crate) fn collect(
         .filter(|i| i.kind == ImportKind::Stub)
         .map(|i| i.address)
         .collect();
-    let found: Vec<_> = found
+    // A start no table sizes (the entry, a stated `main`) spans the code its walk decoded.
+    for (address, size) in discovered.sizes {
+        if let Ok(i) = procedures.binary_search_by_key(&address, |p| p.address) {
+            procedures[i].size.get_or_insert(size);
+        }
+    }
+    let found: Vec<_> = discovered
+        .found
         .into_iter()
         .filter(|(address, _, _)| !stubs.contains(address))
         .collect();
     if !found.is_empty() {
-        procedures.extend(found.into_iter().map(|(address, how, size)| Procedure {
-            address,
-            name: None,
-            raw_name: None,
-            name_source: None,
-            found_by: Some(how),
-            size,
-            aliases: Vec::new(),
+        // A thunk the walk reached (MSVC lays them out unaligned, see `add_thunks`) is named
+        // as the aligned ones are.
+        let thunks: HashMap<u64, &str> = imports
+            .iter()
+            .filter(|i| i.kind == ImportKind::Thunk)
+            .map(|i| (i.address, i.name.as_str()))
+            .collect();
+        procedures.extend(found.into_iter().map(|(address, how, size)| {
+            Procedure {
+                address,
+                name: thunks
+                    .get(&address)
+                    .map(|name| format!("{}@thunk", symbols::escape_controls(name))),
+                raw_name: None,
+                name_source: None,
+                found_by: Some(how),
+                size,
+                aliases: Vec::new(),
+            }
         }));
         procedures.sort_unstable_by_key(|p| p.address);
     }
     let stated = stated_main
-        .map(|(address, source)| (address, "main".to_string(), source))
+        .map(|(address, source)| (address, main_name.to_string(), source))
         .into_iter()
         .chain(objc_methods.into_iter().map(|m| (m.imp, m.name, m.source)));
     for (address, name, source) in stated {
@@ -331,14 +362,19 @@ fn add_thunks(procedures: &mut Vec<Procedure>, imports: &[ImportEntry]) {
     }
 }
 
-/// Stubs and thunks of imports that never return, sorted.
+/// Stubs and thunks of imports that never return, and the slots calls to them read, sorted.
 fn noreturn_stubs(imports: &[ImportEntry]) -> Vec<u64> {
     let mut out: Vec<u64> = imports
         .iter()
         .filter(|i| {
             matches!(
                 i.kind,
-                ImportKind::Plt | ImportKind::Thunk | ImportKind::Stub
+                ImportKind::Plt
+                    | ImportKind::Thunk
+                    | ImportKind::Stub
+                    | ImportKind::Iat
+                    | ImportKind::Got
+                    | ImportKind::Pointer
             )
         })
         .filter(|i| super::discovery::is_noreturn(&i.name))
@@ -520,6 +556,7 @@ fn code_pointers(
         object::File::Elf32(_) | object::File::Elf64(_) => {
             super::relocations::relocated_pointers(file)
         }
+        object::File::Pe32(f) => pe_base_relocated(f, bytes, sections),
         object::File::Pe64(f) => pe_base_relocated(f, bytes, sections),
         _ => Vec::new(),
     };
@@ -528,7 +565,7 @@ fn code_pointers(
     out
 }
 
-/// The 64-bit words PE base relocations name, with their values.
+/// The words PE base relocations name (64-bit `DIR64`, 32-bit `HIGHLOW`), with their values.
 fn pe_base_relocated<Pe: ImageNtHeaders>(
     file: &PeFile<'_, Pe>,
     bytes: &[u8],
@@ -544,11 +581,13 @@ fn pe_base_relocated<Pe: ImageNtHeaders>(
     };
     while let Ok(Some(block)) = blocks.next() {
         for relocation in block {
-            if relocation.typ != object::pe::IMAGE_REL_BASED_DIR64 {
-                continue;
-            }
+            let width = match relocation.typ {
+                object::pe::IMAGE_REL_BASED_DIR64 => 8,
+                object::pe::IMAGE_REL_BASED_HIGHLOW => 4,
+                _ => continue,
+            };
             let place = base.wrapping_add(u64::from(relocation.virtual_address));
-            if let Some(value) = word_at(bytes, sections, place, 8) {
+            if let Some(value) = word_at(bytes, sections, place, width) {
                 out.push((value, place));
             }
             if out.len() >= super::relocations::MAX_RELOCATIONS {

@@ -67,6 +67,8 @@ pub enum Toolchain {
     ElfA64,
     /// `x86_64-w64-mingw32-gcc`: PE32+ x86-64.
     PeX64,
+    /// `i686-w64-mingw32-gcc`: PE32 x86 (no `.pdata`: 32-bit Windows unwinds by frames).
+    PeX86,
     /// `clang-14 -target arm64-apple-macos11` with `ld64.lld-14`: a Mach-O arm64 dylib.
     MachoArm64,
     /// `clang-14 -target x86_64-apple-macos11` with `ld64.lld-14`: a Mach-O x86-64 dylib.
@@ -91,14 +93,18 @@ impl Toolchain {
 
     /// The architecture name rea reports for documents of this toolchain.
     pub fn architecture(self) -> &'static str {
-        if self.is_x86() { "x86_64" } else { "arm64" }
+        match self {
+            Toolchain::PeX86 => "x86",
+            _ if self.is_x86() => "x86_64",
+            _ => "arm64",
+        }
     }
 
     /// The format name rea reports.
     pub fn format(self) -> &'static str {
         match self {
             Toolchain::ElfX64 | Toolchain::ElfA64 => "elf",
-            Toolchain::PeX64 => "pe",
+            Toolchain::PeX64 | Toolchain::PeX86 => "pe",
             Toolchain::MachoArm64 | Toolchain::MachoX64 => "macho",
         }
     }
@@ -108,6 +114,7 @@ impl Toolchain {
             Toolchain::ElfX64 => "x86-64 ELF",
             Toolchain::ElfA64 => "AArch64 ELF",
             Toolchain::PeX64 => "x86-64 PE",
+            Toolchain::PeX86 => "x86 PE",
             Toolchain::MachoArm64 => "arm64 Mach-O",
             Toolchain::MachoX64 => "x86-64 Mach-O",
         }
@@ -121,6 +128,8 @@ impl Toolchain {
             (Toolchain::ElfA64, true) => "aarch64-linux-gnu-g++",
             (Toolchain::PeX64, false) => "x86_64-w64-mingw32-gcc",
             (Toolchain::PeX64, true) => "x86_64-w64-mingw32-g++",
+            (Toolchain::PeX86, false) => "i686-w64-mingw32-gcc",
+            (Toolchain::PeX86, true) => "i686-w64-mingw32-g++",
             (Toolchain::MachoArm64 | Toolchain::MachoX64, false) => "clang-14",
             (Toolchain::MachoArm64 | Toolchain::MachoX64, true) => "clang++-14",
         }
@@ -131,13 +140,14 @@ impl Toolchain {
             Toolchain::ElfX64 => "strip",
             Toolchain::ElfA64 => "aarch64-linux-gnu-strip",
             Toolchain::PeX64 => "x86_64-w64-mingw32-strip",
+            Toolchain::PeX86 => "i686-w64-mingw32-strip",
             Toolchain::MachoArm64 | Toolchain::MachoX64 => "llvm-strip-14",
         }
     }
 
     fn extension(self, source: Source) -> &'static str {
         match self {
-            Toolchain::PeX64 => ".exe",
+            Toolchain::PeX64 | Toolchain::PeX86 => ".exe",
             Toolchain::MachoArm64 | Toolchain::MachoX64 => ".dylib",
             _ if source == Source::Ifunc => ".so",
             _ => "",

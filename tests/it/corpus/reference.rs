@@ -37,6 +37,10 @@ pub fn functions(path: &Path, toolchain: Toolchain) -> Vec<Symbol> {
             &run("x86_64-w64-mingw32-objdump", &["-t", path]),
             &run("x86_64-w64-mingw32-objdump", &["-h", path]),
         ),
+        Toolchain::PeX86 => coff_functions(
+            &run("i686-w64-mingw32-objdump", &["-t", path]),
+            &run("i686-w64-mingw32-objdump", &["-h", path]),
+        ),
         Toolchain::MachoArm64 | Toolchain::MachoX64 => {
             nm_functions(&run("llvm-nm-14", &["-n", "--defined-only", path]))
         }
@@ -254,6 +258,10 @@ pub fn listing(path: &Path, toolchain: Toolchain, tool: Disassembler) -> Vec<Ins
         }
         (Disassembler::Gnu, Toolchain::PeX64) => run(
             "x86_64-w64-mingw32-objdump",
+            &["-d", "-w", "-M", "intel", path],
+        ),
+        (Disassembler::Gnu, Toolchain::PeX86) => run(
+            "i686-w64-mingw32-objdump",
             &["-d", "-w", "-M", "intel", path],
         ),
         (Disassembler::Gnu, Toolchain::ElfA64) => {
