@@ -35,9 +35,10 @@ use rea::session::Session;
 const BUILD_ROWS: &str = "REA_BENCH_BUILD_ROWS";
 const BUILD_DIR: &str = "REA_BENCH_BUILD_DIR";
 
-/// Version of the synthetic ledger layout (v2: with the hash chain of migration V7); a cached
-/// ledger of another version is rebuilt.
-const GENERATOR: &str = "rea-bench-ledger-v3";
+/// Version of the synthetic ledger layout (v2: with the hash chain of migration V7; v4: ids
+/// counted by five-character prefix, migration V10); a cached ledger of another version is
+/// rebuilt.
+const GENERATOR: &str = "rea-bench-ledger-v4";
 
 /// Rows the ledger builder sorts and inserts together.
 const BUILD_CHUNK: u64 = 50_000;
@@ -435,7 +436,10 @@ fn build_ledger(state_dir: &Path, rows: u64) {
     }
     // The rows went in without rea's insert path, so their prefix counts are added here.
     tx.execute(
-        "insert into evidence_id_prefixes (prefix, rows) select substr(id, 1, 4), count(*) from evidence group by 1",
+        &format!(
+            "insert into evidence_id_prefixes (prefix, rows) select substr(id, 1, {}), count(*) from evidence group by 1",
+            rea::store::COUNTED_PREFIX_CHARS
+        ),
         [],
     )
     .expect("prefix counts");

@@ -33,8 +33,10 @@ pub enum ProcedureScope<'a> {
 }
 
 /// Evidence ids are counted by their prefix of this many characters in `evidence_id_prefixes`
-/// (migration V2), so the total for a typed prefix no longer than that is a sum of a few rows.
-pub const COUNTED_PREFIX_CHARS: usize = 4;
+/// (migrations V2 and V10), so the total for a typed prefix no longer than that is a sum of at
+/// most 256 rows (`ev_` and two hex digits), and a longer prefix matches one id in 4096 at most,
+/// whose index entries are counted.
+pub const COUNTED_PREFIX_CHARS: usize = 5;
 
 /// Adds the re-prepares SQLite counted on `stmt` since the last call to the store's tally (see
 /// [`ReadOnlyStore::completion_reprepares`]).
@@ -210,7 +212,7 @@ impl ReadOnlyStore {
             });
         }
         self.read(|conn| {
-            // Every id's four-character prefix starts with the typed key exactly when the id does.
+            // Every id's counted prefix starts with the typed key exactly when the id does.
             let count = match upper {
                 Some(_) => "select coalesce(sum(rows), 0) from evidence_id_prefixes where prefix >= ?1 and prefix < ?2",
                 None => "select coalesce(sum(rows), 0) from evidence_id_prefixes where prefix >= ?1",

@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::completion::COUNTED_PREFIX_CHARS;
 use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
 use crate::evidence::{EvidenceRecord, StoredEvidence};
 use crate::ids::EvidenceId;
@@ -176,11 +177,11 @@ pub(super) fn insert_prepared(
     })
 }
 
-/// Counts a newly inserted id under its four-character prefix (`evidence_id_prefixes`, migration
-/// V2), in the transaction of the insert. Should it fail in a write without a savepoint, the
+/// Counts a newly inserted id under its prefix of [`COUNTED_PREFIX_CHARS`] characters
+/// (`evidence_id_prefixes`, migrations V2 and V10), in the transaction of the insert. Should it fail in a write without a savepoint, the
 /// store rolls back the whole group, so a row is never kept uncounted.
 fn count_prefix(conn: &Connection, id: &EvidenceId) -> Result<(), StoreError> {
-    let prefix: String = id.as_str().chars().take(4).collect();
+    let prefix: String = id.as_str().chars().take(COUNTED_PREFIX_CHARS).collect();
     conn.prepare_cached(
         "insert into evidence_id_prefixes (prefix, rows) values (?1, 1)
          on conflict (prefix) do update set rows = rows + 1",

@@ -49,7 +49,7 @@ pub use annotations::{
 pub use artifacts::OccurrenceRow;
 pub use chain::{ChainCheck, head_path as chain_head_path, write_head as write_chain_head};
 pub use checkpoint::CheckpointStats;
-pub use completion::{CompletionPage, ProcedureScope};
+pub use completion::{COUNTED_PREFIX_CHARS, CompletionPage, ProcedureScope};
 pub use evidence::{EvidenceFilter, EvidenceSummary, PreparedEvidence, RecordOutcome};
 pub use ledgercheck::LedgerStatus;
 pub use recording::{
