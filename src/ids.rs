@@ -40,8 +40,24 @@ macro_rules! digest_id {
                 Self(format!("{}{}", $prefix, sha256_hex(bytes)))
             }
 
+            /// Whether this id is the one of `bytes`: their SHA-256 is its digest. Compares
+            /// without building the other id (ledger checks run it on every row).
+            pub fn is_digest_of(&self, bytes: &[u8]) -> bool {
+                let mut hex = [0u8; 64];
+                // 32 bytes always fit 64 hex digits.
+                let encoded = hex::encode_to_slice(Sha256::digest(bytes), &mut hex).is_ok();
+                encoded && self.0.as_bytes().get($prefix.len()..) == Some(&hex[..])
+            }
+
             /// Parses an id in any letter case; the digest must be 64 hex digits.
             pub fn parse(text: &str) -> Result<Self, IdError> {
+                // Ids read back from the ledger are already canonical: kept as they are.
+                let canonical = text.len() == $prefix.len() + 64
+                    && text.starts_with($prefix)
+                    && text.bytes().skip($prefix.len()).all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+                if canonical {
+                    return Ok(Self(text.to_owned()));
+                }
                 let lower = text.trim().to_ascii_lowercase();
                 let digest = lower.strip_prefix($prefix);
                 match digest {

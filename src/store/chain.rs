@@ -696,10 +696,12 @@ fn check_snapshot(
                 );
             }
             expected_seq = seq + 1;
-            let kind_text: String = r.get(1)?;
+            // Read as text without a copy: only an unknown kind is kept, to be named.
+            let kind_ref = r.get_ref(1)?;
+            let kind_text = kind_ref.as_str()?;
             let digest = blob32(r.get_ref(5)?);
             let hash = blob32(r.get_ref(6)?);
-            let Some(kind) = ChainKind::parse(&kind_text) else {
+            let Some(kind) = ChainKind::parse(kind_text) else {
                 check.problem(
                     seq,
                     None,
@@ -735,13 +737,23 @@ fn check_snapshot(
                         );
                     }
                     next_evidence = evidence_seq + 1;
-                    let chained_id = format!("ev_{}", hex::encode(digest));
+                    let mut chained_hex = [0u8; 64];
+                    // 32 bytes always fit 64 hex digits.
+                    let _ = hex::encode_to_slice(digest, &mut chained_hex);
                     let stored = match &ids {
                         Ids::Skip => continue,
-                        // Read as the id index walk reads it: bytes of any type, as text.
+                        // Read as the id index walk reads it: bytes of any type, as text; the
+                        // id the chain recorded is compared as bytes, and text is made only to
+                        // name a row that differs.
                         Ids::Join => match r.get_ref(7)? {
                             rusqlite::types::ValueRef::Null => None,
-                            v => Some(String::from_utf8_lossy(v.as_bytes()?).into_owned()),
+                            v => {
+                                let bytes = v.as_bytes()?;
+                                if bytes.strip_prefix(b"ev_") == Some(&chained_hex[..]) {
+                                    continue;
+                                }
+                                Some(String::from_utf8_lossy(bytes).into_owned())
+                            }
                         },
                         // A row the id index walk did not see (committed after it) is read.
                         Ids::Map(map) if map.contains_key(&evidence_seq) => {
@@ -752,6 +764,7 @@ fn check_snapshot(
                             .query_row([evidence_seq], |r| r.get::<_, String>(0))
                             .optional()?,
                     };
+                    let chained_id = format!("ev_{}", hex::encode(digest));
                     match stored {
                         Some(id) if id == chained_id => {}
                         Some(id) => check.problem(

@@ -8,6 +8,7 @@
 //! a file shorter than its header says (truncated) instead of refusing it whole, and pages past
 //! its end read as empty. Nothing is ever written.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -38,8 +39,8 @@ pub(super) fn record_of<'a>(id: &EvidenceId, record: ValueRef<'a>) -> Result<&'a
     let Ok(bytes) = record.as_bytes() else {
         return Err("the record is not text".into());
     };
-    let digest = EvidenceId::from_digest_of(bytes);
-    if digest != *id {
+    if !id.is_digest_of(bytes) {
+        let digest = EvidenceId::from_digest_of(bytes);
         return Err(format!("the stored record hashes to {digest}, not its id"));
     }
     Ok(bytes)
@@ -303,6 +304,14 @@ fn summary(problems: &[String]) -> String {
     text
 }
 
+/// `PRAGMA integrity_check` on `conn`: `ok`, or its findings joined by `; `.
+fn integrity_of(conn: &Connection) -> String {
+    match run_check(conn, "integrity_check") {
+        Ok(lines) => lines.join("; "),
+        Err(e) => format!("unreadable: {e}"),
+    }
+}
+
 /// A read-only connection that reads what it can of a damaged file (see the module
 /// documentation).
 fn damaged_reader(path: &Path) -> Result<Connection, StoreError> {
@@ -332,8 +341,8 @@ fn damaged_reader(path: &Path) -> Result<Connection, StoreError> {
 /// Reads every ledger row of the database at `path` on its own and checks it: its id is the
 /// digest of its stored record, the record parses, its links are in the ledger. A row that cannot
 /// be read is reported with its sequence number and the id the id index holds for it, and the walk
-/// goes on past it; sequence numbers without a row are counted; `integrity_check` runs last.
-/// Reads only, so it works on a live session, a read-only mount and a damaged file. Blocking.
+/// goes on past it; sequence numbers without a row are counted; `integrity_check` and the hash
+/// chain's check run beside the walk. Reads only, so it works on a live session, a read-only mount and a damaged file. Blocking.
 pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
     let conn = damaged_reader(path)?;
     let mut problems = vec![];
@@ -357,23 +366,45 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
         .ok()
         .map(|n| n.max(0) as u64);
 
-    // First, since what it finds decides how the rows are walked: on a sound file the id index
-    // holds exactly the table's ids (integrity_check compares every index with its table), so
+    // integrity_check decides how the rows are walked: on a sound file the id index holds
+    // exactly the table's ids (integrity_check compares every index with its table), so
     // comparing each row with the index, and naming lost rows by it, can find nothing. The walk
     // then keeps nothing per row, and a ledger of ten million rows is verified in constant
     // memory. Only a file integrity_check faults has its id index read whole.
-    let integrity = match run_check(&conn, "integrity_check") {
-        Ok(lines) => lines.join("; "),
-        Err(e) => format!("unreadable: {e}"),
-    };
-    let mut walk = Walk::new(&conn, None);
-    if integrity != "ok" {
+    //
+    // integrity_check, the walk and the chain (each chained id read beside its chain row) each
+    // read the whole file, and none needs another's answer on a sound file: they run at once,
+    // each on a connection of its own, and a sound ledger is verified in the time of the
+    // longest. When integrity_check faults, the walk is run again with the id index read
+    // first; when a walk read the id index, the chain is checked again with the ids it read.
+    let (integrity, walk, chain_beside) = std::thread::scope(|scope| {
+        let integrity = scope.spawn(|| {
+            let conn = damaged_reader(path).ok()?;
+            Some(integrity_of(&conn))
+        });
+        let chain = scope.spawn(|| {
+            let conn = damaged_reader(path).ok()?;
+            Some(chain::check_chain(&conn, Some(path), chain::Ids::Join))
+        });
+        let mut walk = Walk::new(&conn, None);
+        walk.run();
+        let integrity = integrity.join().ok().flatten();
+        (integrity, walk, chain.join().ok().flatten())
+    });
+    // Without a connection of its own, on this one, after the walk.
+    let integrity = integrity.unwrap_or_else(|| integrity_of(&conn));
+    let sound = integrity == "ok";
+    let walk = if sound {
+        walk
+    } else {
+        let mut walk = Walk::new(&conn, None);
         walk.load_index();
         if let Some(p) = walk.index_problem.take() {
             problems.push(p);
         }
-    }
-    walk.run();
+        walk.run();
+        walk
+    };
     let Walk {
         records,
         bad: bad_rows,
@@ -409,15 +440,16 @@ pub fn verify_ledger(path: &Path) -> Result<LedgerCheck, StoreError> {
             c - present
         ));
     }
-    if integrity != "ok" {
+    if !sound {
         problems.push(format!("integrity_check: {integrity}"));
     }
-    let ids = match &indexed {
-        Some(map) => chain::Ids::Map(map),
-        // A sound table: each chain row's Evidence id is read beside it, in the chain's order.
-        None => chain::Ids::Join,
+    let checked = match (&indexed, chain_beside) {
+        // A sound table: each chain row's Evidence id was read beside it, in the chain's order.
+        (None, Some(checked)) => checked,
+        (None, None) => chain::check_chain(&conn, Some(path), chain::Ids::Join),
+        (Some(map), _) => chain::check_chain(&conn, Some(path), chain::Ids::Map(map)),
     };
-    let chain = match chain::check_chain(&conn, Some(path), ids) {
+    let chain = match checked {
         Ok(chain) => chain,
         Err(e) => ChainCheck {
             problems: vec![format!("the chain could not be checked: {e}")],
@@ -708,10 +740,8 @@ impl<'a> Walk<'a> {
         created_at: ValueRef<'_>,
     ) {
         self.records += 1;
-        let id_text = id
-            .as_bytes()
-            .ok()
-            .map(|b| String::from_utf8_lossy(b).into_owned());
+        // Borrowed from the row unless it is not UTF-8: nothing is allocated for a sound row.
+        let id_text = id.as_bytes().ok().map(String::from_utf8_lossy);
         if self.sink.is_some() {
             match export_sound(id_text.as_deref(), record) {
                 Ok((id, bytes)) => {
@@ -734,12 +764,12 @@ impl<'a> Walk<'a> {
                         self.failed = Some(e);
                     }
                 }
-                Err(problem) => self.bad_row(seq, id_text, problem),
+                Err(problem) => self.bad_row(seq, id_text.map(Cow::into_owned), problem),
             }
             return;
         }
         if let Err(problem) = self.sound(seq, id_text.as_deref(), record) {
-            self.bad_row(seq, id_text, problem);
+            self.bad_row(seq, id_text.map(Cow::into_owned), problem);
         }
     }
 
