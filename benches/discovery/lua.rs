@@ -164,7 +164,9 @@ pub fn strip_unwind(strip: &str, objcopy: &str, unstripped: &Path, bare: &Path, 
     );
 }
 
-pub fn measure(arch: &Arch, lua: &Path, work: &Path) -> Recall {
+/// Lua built for `arch` in `work` at -O2 without unwind tables: the unstripped build, and its
+/// twin stripped and without `.eh_frame`.
+pub fn build(arch: &Arch, lua: &Path, work: &Path) -> (PathBuf, PathBuf) {
     let driver = work.join("driver.c");
     std::fs::write(&driver, DRIVER).unwrap();
     let mut sources: Vec<String> = std::fs::read_dir(lua)
@@ -199,6 +201,11 @@ pub fn measure(arch: &Arch, lua: &Path, work: &Path) -> Recall {
     args.push("-lm");
     run(arch.cc, &args);
     strip_unwind(arch.strip, arch.objcopy, &unstripped, &bare, &stripped);
+    (unstripped, stripped)
+}
+
+pub fn measure(arch: &Arch, lua: &Path, work: &Path) -> Recall {
+    let (unstripped, stripped) = build(arch, lua, work);
     // Truth: the twin's function symbols (as rea lists them with the symbols, which adds
     // the PLT stubs) and the targets of its direct calls.
     let (twin, _) = list(&unstripped);

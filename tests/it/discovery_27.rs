@@ -510,7 +510,7 @@ async fn strings_reached_through_pointers_have_their_users_regression_27() {
 
 #[allow(dead_code)]
 #[path = "../../benches/discovery/lua.rs"]
-mod lua;
+pub(crate) mod lua;
 
 /// The goals on public code, as the discovery benchmark measures them: Lua 5.4 built
 /// at -O2 without unwind tables, stripped and without `.eh_frame`, against its unstripped twin:

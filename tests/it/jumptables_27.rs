@@ -68,7 +68,7 @@ fn objdump_callees(listing: &[Insn], function: &str, names: &BTreeMap<u64, Strin
         .map(|((target, via), sites)| {
             json!({
                 "target": hex(target),
-                "name": names[&target],
+                "name": names.get(&target),
                 "kind": "procedure",
                 "via": via,
                 "sites": sites,
@@ -350,5 +350,55 @@ async fn x86_switch_tables_are_edges_not_gaps_regression_27() {
             "{opt:?}: {expected}"
         );
         assert_eq!(callees["callees"], expected, "{opt:?}");
+    }
+}
+
+/// `(target, via, sites)` of each callee: what objdump can say of an edge, without the kind
+/// (a PLT stub is an import to rea).
+fn edges(callees: &Value) -> Vec<(Value, Value, Value)> {
+    callees
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["target"].clone(), c["via"].clone(), c["sites"].clone()))
+        .collect()
+}
+
+/// AArch64 switches whose table base the prologue set in a callee-saved register and whose
+/// guard (`cmp; b.ls`) lies far from the table's block, as gcc -O2 builds Lua's `llex` and
+/// `str_format` (discovery already read them): the call graph reads them too, so each `br`
+/// of these functions is resolved and their callees are exactly the direct calls and tail jumps
+/// objdump shows in it. Before, the `br` stayed unresolved.
+#[tokio::test]
+async fn arm64_switches_based_in_the_prologue_are_edges_regression_27() {
+    use crate::discovery_27::lua;
+    let sources = lua::lua_sources()
+        .expect("Lua's sources: scripts/test.sh fetches the lua-src crate (cargo fetch)");
+    let work = tempfile::tempdir().unwrap();
+    let (path, _) = lua::build(&lua::ARCHES[1], &sources, work.path());
+    let toolchain = Toolchain::ElfA64;
+    let listing = reference::listing(&path, toolchain, Disassembler::Gnu);
+    let names: BTreeMap<u64, String> = functions(&path, toolchain)
+        .into_iter()
+        .map(|(n, a)| (a, n))
+        .collect();
+    let h = start().await;
+    h.call("open_binary", json!({ "path": &path })).await;
+    for function in ["llex", "str_format"] {
+        let jumps = body(&listing, function)
+            .into_iter()
+            .filter(|i| indirect(i, false))
+            .count();
+        assert!(jumps > 0, "{function}");
+        let callees = h
+            .call("procedure_callees", json!({ "procedure": function }))
+            .await;
+        assert_eq!(callees["unresolved"], json!([]), "{function}: {callees}");
+        let expected = objdump_callees(&listing, function, &names);
+        assert_eq!(
+            edges(&callees["callees"]),
+            edges(&expected),
+            "{function}: {callees}"
+        );
     }
 }

@@ -603,14 +603,15 @@ impl Image {
             classify(self, index, &insn, &mut refs);
             let switch = insn.flow == Flow::IndirectJump
                 && insn.slot.is_none()
-                && self.switch_refs(index, end, &path, &mut refs);
+                && self.switch_refs(index, end, &path, insn.address, &mut refs);
             visit(&insn, &refs, switch);
         }
     }
 
-    /// The destinations of a switch's jump through its table (`path` ends at the jump), added
+    /// The destinations of a switch's jump at `jump` through its table (`path` ends there), added
     /// to `refs`: each inside the procedure (before `end`) or in a part split off it is a jump
-    /// within it, each start of another procedure or of an import stub a tail call. Whether
+    /// within it, each start of another procedure or of an import stub a tail call (a table
+    /// only [`jumptable::loose_arm64`] reads must stay inside the procedure). Whether
     /// the table was recognised and every destination is one of these; otherwise nothing is
     /// added and the jump stays unresolved.
     fn switch_refs(
@@ -618,16 +619,34 @@ impl Image {
         own: usize,
         end: u64,
         path: &Path,
+        jump: u64,
         refs: &mut Vec<(u64, RefKind)>,
     ) -> bool {
         let read = |address: u64, len: usize| self.bytes_at(address, len as u64);
-        let Some(table) = jumptable::recognise(self.isa, path, &read) else {
-            return false;
-        };
         let start = self.procedures[own].address;
+        // An AArch64 switch whose base the prologue set and whose guard lies far from its
+        // block is read as discovery reads it, and kept only when every destination lies in
+        // the procedure: the guard branches to the jump's block, one of the few addresses
+        // before the jump where the block's table load can start.
+        let (table, loose) = match jumptable::recognise(self.isa, path, &read) {
+            Some(table) => (table, false),
+            None if self.isa == super::types::Isa::Arm64 => {
+                let Some(table) = (3..=8)
+                    .filter_map(|k| jump.checked_sub(4 * k).filter(|&b| b >= start))
+                    .find_map(|block| jumptable::loose_arm64(start, block, jump, &read))
+                else {
+                    return false;
+                };
+                (table, true)
+            }
+            None => return false,
+        };
         let mut targets = table.targets;
         targets.sort_unstable();
         targets.dedup();
+        if loose && targets.iter().any(|t| !(start..end).contains(t)) {
+            return false;
+        }
         let mut found = Vec::with_capacity(targets.len());
         for t in targets {
             let kind = if (start..end).contains(&t) {

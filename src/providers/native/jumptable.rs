@@ -963,7 +963,8 @@ impl State {
 /// #2; br xT`; the guard is the `cmp wK, #N` just before a `b.ls`/`b.lo` to `block`; the base is
 /// what the last `adrp`/`add` pair into xB laid out before the guard left in it (restores from
 /// the stack, on the way out, do not count as writes).
-/// Only discovery uses it, and keeps it only when every destination lands in the procedure.
+/// Discovery and the call graph read it only where [`recognise`] finds nothing, and keep it only
+/// when every destination lands in the procedure.
 pub(crate) fn loose_arm64(start: u64, block: u64, jump: u64, read: &Read<'_>) -> Option<JumpTable> {
     if jump < start || block < start || jump < block || jump - start > 1 << 20 {
         return None;
