@@ -273,18 +273,14 @@ pub(crate) fn collect(
             .filter(|i| i.kind == ImportKind::Thunk)
             .map(|i| (i.address, i.name.as_str()))
             .collect();
-        procedures.extend(found.into_iter().map(|(address, how, size)| {
-            Procedure {
-                address,
-                name: thunks
-                    .get(&address)
-                    .map(|name| format!("{}@thunk", symbols::escape_controls(name))),
-                raw_name: None,
-                name_source: None,
-                found_by: Some(how),
-                size,
-                aliases: Vec::new(),
-            }
+        procedures.extend(found.into_iter().map(|(address, how, size)| Procedure {
+            address,
+            name: thunks.get(&address).map(|name| thunk_name(name)),
+            raw_name: None,
+            name_source: None,
+            found_by: Some(how),
+            size,
+            aliases: Vec::new(),
         }));
         procedures.sort_unstable_by_key(|p| p.address);
     }
@@ -329,6 +325,11 @@ fn elf_slot_value(
     Some(u64::from_le_bytes(word)).filter(|&v| v != 0)
 }
 
+/// The procedure name of the import thunk that jumps to `import`: `puts@thunk`.
+fn thunk_name(import: &str) -> String {
+    format!("{}@thunk", symbols::escape_controls(import))
+}
+
 /// Adds each PE import thunk (`jmp [__imp_puts]`) no symbol names as a procedure
 /// `puts@thunk`: code calls it as it calls a function, and a stripped file lists it nowhere.
 fn add_thunks(procedures: &mut Vec<Procedure>, imports: &[ImportEntry]) {
@@ -345,10 +346,9 @@ fn add_thunks(procedures: &mut Vec<Procedure>, imports: &[ImportEntry]) {
         {
             continue;
         }
-        let name = format!("{}@thunk", symbols::escape_controls(&thunk.name));
         procedures.push(Procedure {
             address: thunk.address,
-            name: Some(name),
+            name: Some(thunk_name(&thunk.name)),
             raw_name: None,
             name_source: None,
             found_by: None,
