@@ -14,6 +14,11 @@ seconds="${1:-60}"
 shift $(($# > 0 ? 1 : 0))
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 flags=(--sanitizer none --debug-assertions)
+# REA_FUZZ_CODEGEN_UNITS (CI: 16) trades some fuzzing speed for a faster build: on two cores
+# rea's own crate builds in 5.6 min with 16 units against 9.6 min with cargo-fuzz's one.
+if [ -n "${REA_FUZZ_CODEGEN_UNITS:-}" ]; then
+  flags+=(--codegen-units "$REA_FUZZ_CODEGEN_UNITS")
+fi
 
 if ! command -v cargo-fuzz >/dev/null; then
   cargo install --locked cargo-fuzz --version 0.13.2 || exit 2
