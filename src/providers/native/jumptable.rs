@@ -13,6 +13,9 @@
 //!   rax, dword ptr [rdx+rax*4]; add rax, rdx; jmp rax` (gcc -O0 loads the index from its stack
 //!   slot and sign-extends with `cdqe`), entries 32-bit offsets from a base;
 //! - x86-64 code linked at a fixed address: `jmp qword ptr [rax*8+table]`, entries addresses;
+//! - x86-64 gcc -O2 switching on a byte: `cmp al, N; ja default; lea rsi, [rip+table]; movzx
+//!   eax, al; movsxd rax, [rsi+rax*4]; ...`, and on a field it compares in memory and then
+//!   loads (`cmp byte ptr [rbx+0x65], 8; ja default; movzx eax, byte ptr [rbx+0x65]`);
 //! - x86-64 MSVC: `cmp eax, N; ja default; lea rdx, [__ImageBase]; mov ecx, dword ptr
 //!   [rdx+rax*4+table_rva]; add rcx, rdx; jmp rcx`, entries 32-bit offsets from the image base;
 //! - AArch64: `cmp w0, #N; b.hi default; adrp x1, table; add x1, x1, :lo12:table; ldrb w0, [x1,
@@ -303,13 +306,24 @@ impl Value {
     }
 }
 
+/// A byte the path compares or zero-extends: a register's low byte (`al`) or a byte in memory
+/// (base register, displacement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Byte {
+    Register(usize),
+    Memory(usize, i64),
+}
+
 /// Registers 0..=31 (x86-64: rax..r15; AArch64: x0..x30 and sp as 31): what the path put
 /// there, `None` for a value not seen yet (named when first read).
 #[derive(Debug, Default)]
 struct State {
     registers: [Option<Value>; 32],
-    /// Stack slots by base register and displacement.
+    /// Memory words by base register and displacement: stack slots, and on x86 a field the
+    /// path compares and then loads.
     slots: Vec<((usize, i64), Value)>,
+    /// The unknown value each byte the path compared or zero-extended holds.
+    bytes: Vec<(Byte, Value)>,
     unknowns: u32,
     /// The unknown value the flags hold a comparison of, and the constant it was compared
     /// with: on x86-64 until an instruction changes the flags, on AArch64 for the next
@@ -351,20 +365,46 @@ impl State {
     }
 
     fn set_slot(&mut self, key: (usize, i64), value: Value) {
-        self.forget_slot(key);
+        self.forget_slot(key, 8);
         self.slots.push((key, value));
     }
 
-    /// Forgets the slots a store of up to eight bytes at `key` may overlap.
-    fn forget_slot(&mut self, (base, at): (usize, i64)) {
-        self.slots
-            .retain(|&((b, d), _)| b != base || d.abs_diff(at) >= 8);
+    /// The unknown value a byte holds, named when first read.
+    fn byte(&mut self, at: Byte) -> Value {
+        if let Some(&(_, v)) = self.bytes.iter().find(|(b, _)| *b == at) {
+            return v;
+        }
+        let v = self.fresh();
+        self.bytes.push((at, v));
+        v
     }
 
-    /// Forgets a register, and the slots addressed through it.
+    /// Forgets the slots (up to eight bytes each) and bytes a store of `width` bytes at `key`
+    /// overlaps.
+    fn forget_slot(&mut self, (base, at): (usize, i64), width: i64) {
+        let end = at.saturating_add(width);
+        self.slots
+            .retain(|&((b, d), _)| b != base || d >= end || d.saturating_add(8) <= at);
+        self.bytes
+            .retain(|&(b, _)| !matches!(b, Byte::Memory(r, d) if r == base && d >= at && d < end));
+    }
+
+    /// Forgets what memory addressed through any register but the stack's (x86 `rsp`, `rbp`)
+    /// and `except` holds: a store through one pointer may change what another points at.
+    fn forget_heap(&mut self, except: Option<usize>) {
+        let kept = |base: usize| matches!(base, 4 | 5) || Some(base) == except;
+        self.slots.retain(|&((base, _), _)| kept(base));
+        self.bytes
+            .retain(|&(b, _)| !matches!(b, Byte::Memory(r, _) if !kept(r)));
+    }
+
+    /// Forgets a register, and the slots and bytes addressed through it.
     fn kill(&mut self, register: usize) {
         self.registers[register] = None;
         self.slots.retain(|((base, _), _)| *base != register);
+        self.bytes.retain(|&(b, _)| match b {
+            Byte::Register(r) | Byte::Memory(r, _) => r != register,
+        });
     }
 
     /// The unknown value `value` is, for a comparison to bound: itself when it is one, else
@@ -461,11 +501,16 @@ impl State {
             .map(|u| u.register())
             .collect();
         // A stack slot the instruction writes holds what a store below puts there, or nothing
-        // known.
-        if info.used_memory().iter().any(|m| writes(m.access()))
-            && let Some(k) = self.x86_slot(instr)
-        {
-            self.forget_slot(k);
+        // known; a store through another pointer may change any memory but the stack.
+        if info.used_memory().iter().any(|m| writes(m.access())) {
+            match self.x86_place(instr) {
+                Some(k) => {
+                    let width = i64::try_from(instr.memory_size().size()).unwrap_or(8);
+                    self.forget_slot(k, if width == 0 { 8 } else { width });
+                    self.forget_heap(Some(k.0));
+                }
+                None => self.forget_heap(None),
+            }
         }
         let reg = |r: Register| {
             let full = r.full_register() as usize;
@@ -479,6 +524,12 @@ impl State {
         let full = move |r: Register| r.is_gpr64() || (bits32 && r.is_gpr32());
         let pointer: u8 = if bits32 { 4 } else { 8 };
         let op_reg = |i: u32| (instr.op_kind(i) == OpKind::Register).then(|| instr.op_register(i));
+        // A register's low byte (`al`, `r8b`; not `ah`).
+        let low_byte = |r: Register| {
+            (r.is_gpr8() && !matches!(r, Register::AH | Register::CH | Register::DH | Register::BH))
+                .then(|| r.full_register() as usize - Register::RAX as usize)
+                .filter(|&i| i < 16)
+        };
         let result: Option<(usize, Value)> = match instr.mnemonic() {
             Mnemonic::Ja | Mnemonic::Jae | Mnemonic::Jbe | Mnemonic::Jb => {
                 if let Some(taken) = taken {
@@ -491,16 +542,23 @@ impl State {
             Mnemonic::Cmp if instr.op_count() == 2 => {
                 let immediate = matches!(
                     instr.op1_kind(),
-                    OpKind::Immediate8to32
+                    OpKind::Immediate8
+                        | OpKind::Immediate8to32
                         | OpKind::Immediate32
                         | OpKind::Immediate8to64
                         | OpKind::Immediate32to64
                 );
                 let compared = match instr.op0_kind() {
-                    OpKind::Register => reg(instr.op0_register()).map(|r| self.get(r)),
+                    OpKind::Register => match low_byte(instr.op0_register()) {
+                        Some(r) => Some(self.byte(Byte::Register(r))),
+                        None => reg(instr.op0_register()).map(|r| self.get(r)),
+                    },
                     OpKind::Memory if instr.memory_size().size() >= 4 => {
-                        self.x86_slot(instr).map(|k| self.slot(k))
+                        self.x86_place(instr).map(|k| self.slot(k))
                     }
+                    OpKind::Memory if instr.memory_size().size() == 1 => self
+                        .x86_place(instr)
+                        .map(|(b, d)| self.byte(Byte::Memory(b, d))),
                     _ => None,
                 };
                 if immediate && let Some(v) = compared.and_then(|v| self.name(v)) {
@@ -521,17 +579,26 @@ impl State {
                     }),
                     (Some(d), OpKind::Memory) => {
                         let wide = full(instr.op0_register());
+                        let width = if instr.op0_register().is_gpr64() {
+                            8
+                        } else {
+                            4
+                        };
                         let v = if let Some(k) = self.x86_slot(instr) {
                             let v = self.slot(k);
                             Some(if wide { v } else { self.narrow(v) })
+                        } else if let Some(entry) = self
+                            .x86_address(instr, reg)
+                            .and_then(|a| a.load(width, false))
+                        {
+                            Some(entry)
                         } else {
-                            let width = if instr.op0_register().is_gpr64() {
-                                8
-                            } else {
-                                4
-                            };
-                            self.x86_address(instr, reg)
-                                .and_then(|a| a.load(width, false))
+                            // A field the path compared (`cmp dword ptr [rbx], 17; ja; mov
+                            // eax, [rbx]`) holds the value it compared.
+                            let k = self.x86_place(instr);
+                            let held = self.slots.iter().find(|(s, _)| Some(*s) == k);
+                            held.map(|&(_, v)| v)
+                                .map(|v| if wide { v } else { self.narrow(v) })
                         };
                         v.map(|v| (d, v))
                     }
@@ -563,6 +630,20 @@ impl State {
             Mnemonic::Movsxd if instr.memory_size().size() == 4 => op_reg(0)
                 .and_then(reg)
                 .zip(self.x86_address(instr, reg).and_then(|a| a.load(4, true))),
+            Mnemonic::Movzx => {
+                // The byte a comparison bounded, zero-extended (`movzx eax, al`); any other
+                // zero-extension is a new unknown value.
+                let v = match instr.op1_kind() {
+                    OpKind::Register => {
+                        low_byte(instr.op1_register()).map(|r| self.byte(Byte::Register(r)))
+                    }
+                    OpKind::Memory if instr.memory_size().size() == 1 => self
+                        .x86_place(instr)
+                        .map(|(b, d)| self.byte(Byte::Memory(b, d))),
+                    _ => None,
+                };
+                op_reg(0).and_then(reg).zip(v)
+            }
             Mnemonic::Cdqe => match self.get(0) {
                 Value::Entry { table, entries } if entries.width == 4 && entries.base.is_none() => {
                     Some((
@@ -642,10 +723,12 @@ impl State {
             instr.flow_control(),
             iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
         ) {
-            // The registers a callee may change (System V and Windows alike, the widest).
+            // The registers a callee may change (System V and Windows alike, the widest), and
+            // any memory it can reach.
             for r in [0, 1, 2, 6, 7, 8, 9, 10, 11] {
                 self.kill(r);
             }
+            self.forget_heap(None);
         }
         if let Some((d, v)) = result {
             self.registers[d] = Some(v);
@@ -668,6 +751,24 @@ impl State {
                 };
                 (i, d)
             })
+    }
+
+    /// The place a memory operand with a base register and no index names: `[rbx+0x65]` (a
+    /// stack slot as [`State::x86_slot`] names it, or a field of what a register points at).
+    fn x86_place(&self, instr: &Instruction) -> Option<(usize, i64)> {
+        let base = instr.memory_base();
+        let wide = base.is_gpr64() || (self.bits32 && base.is_gpr32());
+        (wide && instr.memory_index() == Register::None && instr.segment_prefix() == Register::None)
+            .then(|| {
+                let i = base.full_register() as usize - Register::RAX as usize;
+                let d = if self.bits32 {
+                    i64::from(instr.memory_displacement32() as i32)
+                } else {
+                    instr.memory_displacement64() as i64
+                };
+                (i, d)
+            })
+            .filter(|&(i, _)| i < 16)
     }
 
     /// The value of a memory operand's address.
@@ -1332,6 +1433,75 @@ mod tests {
             targets
         );
         assert_eq!(x86(&apart(TEST_EAX_EAX), TABLE), None);
+    }
+
+    /// gcc -O2 switches on a byte (`cmp al, 2; ja; movzx eax, al`) and on a field it compares
+    /// in memory and loads after (`cmp byte ptr [rbx+0x65], 2; ja; movzx eax, byte ptr
+    /// [rbx+0x65]`; `cmp dword ptr [rbx], 2; ja; mov eax, [rbx]`): the comparison bounds the
+    /// index, also across a store to another byte of the field's object. It does not once the
+    /// compared byte is written, directly or maybe through another pointer, once the register
+    /// changes, or through `ah`.
+    #[test]
+    fn byte_and_field_indexes_regression_27() {
+        const CMP_AL_2: &[u8] = &[0x3c, 0x02];
+        const CMP_AH_2: &[u8] = &[0x80, 0xfc, 0x02];
+        const MOVZX_EAX_AL: &[u8] = &[0x0f, 0xb6, 0xc0];
+        const MOVZX_EAX_AH: &[u8] = &[0x0f, 0xb6, 0xc4];
+        const ADD_EAX_1: &[u8] = &[0x83, 0xc0, 0x01];
+        const CMP_BYTE_FIELD_2: &[u8] = &[0x80, 0x7b, 0x65, 0x02];
+        const MOVZX_EAX_BYTE_FIELD: &[u8] = &[0x0f, 0xb6, 0x43, 0x65];
+        const STORE_NEXT_BYTE: &[u8] = &[0xc6, 0x43, 0x67, 0x01];
+        const STORE_SAME_BYTE: &[u8] = &[0xc6, 0x43, 0x65, 0x01];
+        const STORE_THROUGH_RCX: &[u8] = &[0xc6, 0x01, 0x01];
+        const CMP_DWORD_FIELD_2: &[u8] = &[0x83, 0x3b, 0x02];
+        const MOV_EAX_DWORD_FIELD: &[u8] = &[0x8b, 0x03];
+        const MOVSXD_RAX: &[u8] = &[0x48, 0x63, 0x04, 0x82];
+        let form = |compare: &'static [u8], between: &[&'static [u8]], load: &'static [u8]| {
+            let mut code = vec![compare, JA];
+            code.extend(between);
+            code.extend([LEA_TABLE, load, MOVSXD_RAX, ADD_RAX_RDX, JMP_RAX]);
+            code
+        };
+        let targets = Some(vec![0x1017, 0x1019, 0x1017]);
+        for (why, code) in [
+            ("`al`", form(CMP_AL_2, &[], MOVZX_EAX_AL)),
+            (
+                "a byte field",
+                form(CMP_BYTE_FIELD_2, &[], MOVZX_EAX_BYTE_FIELD),
+            ),
+            (
+                "a store to the next byte",
+                form(CMP_BYTE_FIELD_2, &[STORE_NEXT_BYTE], MOVZX_EAX_BYTE_FIELD),
+            ),
+            (
+                "a dword field",
+                form(CMP_DWORD_FIELD_2, &[], MOV_EAX_DWORD_FIELD),
+            ),
+        ] {
+            assert_eq!(x86(&code, TABLE).map(|t| t.targets), targets, "{why}");
+        }
+        for (why, code) in [
+            (
+                "the byte stored to",
+                form(CMP_BYTE_FIELD_2, &[STORE_SAME_BYTE], MOVZX_EAX_BYTE_FIELD),
+            ),
+            (
+                "a byte store through another pointer",
+                form(CMP_BYTE_FIELD_2, &[STORE_THROUGH_RCX], MOVZX_EAX_BYTE_FIELD),
+            ),
+            (
+                "a dword store through another pointer",
+                form(CMP_DWORD_FIELD_2, &[STORE_THROUGH_RCX], MOV_EAX_DWORD_FIELD),
+            ),
+            ("`eax` changed", form(CMP_AL_2, &[ADD_EAX_1], MOVZX_EAX_AL)),
+            ("`ah` compared", form(CMP_AH_2, &[], MOVZX_EAX_AH)),
+            (
+                "`al` compared, `ah` loaded",
+                form(CMP_AL_2, &[], MOVZX_EAX_AH),
+            ),
+        ] {
+            assert_eq!(x86(&code, TABLE), None, "{why}");
+        }
     }
 
     /// The function first called by straight-line code from `at` in the listing.
