@@ -369,6 +369,24 @@ fn edges(callees: &Value) -> Vec<(Value, Value, Value)> {
         .collect()
 }
 
+/// Every PLT stub objdump labels (`pow@plt`): its jump through the import's slot is how it
+/// reaches the import, so `procedure_callees` has nothing unresolved in it.
+async fn stubs_resolve(h: &crate::common::Harness, listing: &[Insn]) {
+    let mut stubs: Vec<&str> = listing
+        .iter()
+        .filter_map(|i| i.function.as_deref())
+        .filter(|f| f.ends_with("@plt"))
+        .collect();
+    stubs.dedup();
+    assert!(stubs.len() > 20, "{stubs:?}");
+    for stub in stubs {
+        let callees = h
+            .call("procedure_callees", json!({ "procedure": stub }))
+            .await;
+        assert_eq!(callees["unresolved"], json!([]), "{stub}: {callees}");
+    }
+}
+
 /// AArch64 switches whose table base the prologue set in a callee-saved register and whose
 /// guard (`cmp; b.ls`) lies far from the table's block, as gcc -O2 builds Lua's `llex` and
 /// `str_format` (discovery already read them): the call graph reads them too, so each `br`
@@ -406,6 +424,7 @@ async fn arm64_switches_based_in_the_prologue_are_edges_regression_27() {
             "{function}: {callees}"
         );
     }
+    stubs_resolve(&h, &listing).await;
 }
 
 /// gcc -O2 switches on a byte (`cmp al, 0x37; ja; lea rsi, [rip+table]; movzx eax, al; movsxd
@@ -474,4 +493,5 @@ async fn x86_64_byte_and_field_switches_are_edges_regression_27() {
     ] {
         assert!(resolved.contains(&function), "{function}: {resolved:?}");
     }
+    stubs_resolve(&h, &listing).await;
 }

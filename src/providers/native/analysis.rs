@@ -548,7 +548,12 @@ impl Image {
         let mut edges: BTreeMap<(u64, &'static str), Vec<u64>> = BTreeMap::new();
         let mut unresolved = Vec::new();
         self.references(index, &data, |insn, refs, switch| {
-            let mut resolved = switch;
+            // A stub's jump through its import's slot is how the stub reaches the import (see
+            // `classify`): not a call of anything, and not unknown either.
+            let through_import = refs
+                .iter()
+                .any(|&(slot, kind)| kind == RefKind::Slot && self.import_at(slot).is_some());
+            let mut resolved = switch || through_import;
             for &(target, kind) in refs {
                 if let Some(via) = kind.via() {
                     edges.entry((target, via)).or_default().push(insn.address);
