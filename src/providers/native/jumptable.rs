@@ -306,6 +306,11 @@ impl Value {
     }
 }
 
+/// Whether an x86 register (by number, `rax` 0) addresses the stack frame: `rsp` or `rbp`.
+fn is_frame(register: usize) -> bool {
+    matches!(register, 4 | 5)
+}
+
 /// A byte the path compares or zero-extends: a register's low byte (`al`) or a byte in memory
 /// (base register, displacement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -392,7 +397,7 @@ impl State {
     /// Forgets what memory addressed through any register but the stack's (x86 `rsp`, `rbp`)
     /// and `except` holds: a store through one pointer may change what another points at.
     fn forget_heap(&mut self, except: Option<usize>) {
-        let kept = |base: usize| matches!(base, 4 | 5) || Some(base) == except;
+        let kept = |base: usize| is_frame(base) || Some(base) == except;
         self.slots.retain(|&((base, _), _)| kept(base));
         self.bytes
             .retain(|&(b, _)| !matches!(b, Byte::Memory(r, _) if !kept(r)));
@@ -738,19 +743,7 @@ impl State {
 
     /// The stack slot a memory operand names: `[rbp+d]` or `[rsp+d]` (`[ebp+d]`, `[esp+d]`).
     fn x86_slot(&self, instr: &Instruction) -> Option<(usize, i64)> {
-        let base = instr.memory_base().full_register();
-        (matches!(base, Register::RBP | Register::RSP)
-            && instr.memory_index() == Register::None
-            && instr.segment_prefix() == Register::None)
-            .then(|| {
-                let i = base as usize - Register::RAX as usize;
-                let d = if self.bits32 {
-                    i64::from(instr.memory_displacement32() as i32)
-                } else {
-                    instr.memory_displacement64() as i64
-                };
-                (i, d)
-            })
+        self.x86_place(instr).filter(|&(base, _)| is_frame(base))
     }
 
     /// The place a memory operand with a base register and no index names: `[rbx+0x65]` (a
