@@ -369,6 +369,30 @@ fn edges(callees: &Value) -> Vec<(Value, Value, Value)> {
         .collect()
 }
 
+/// Lua 5.4 built by gcc -O2 for `lua::ARCHES[arch]` in a directory kept while the first value
+/// lives: its path, objdump's listing of it and its function names by address (readelf).
+fn lua_build(
+    arch: usize,
+    toolchain: Toolchain,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Vec<Insn>,
+    BTreeMap<u64, String>,
+) {
+    use crate::discovery_27::lua;
+    let sources = lua::lua_sources()
+        .expect("Lua's sources: scripts/test.sh fetches the lua-src crate (cargo fetch)");
+    let work = tempfile::tempdir().unwrap();
+    let (path, _) = lua::build(&lua::ARCHES[arch], &sources, work.path());
+    let listing = reference::listing(&path, toolchain, Disassembler::Gnu);
+    let names = functions(&path, toolchain)
+        .into_iter()
+        .map(|(n, a)| (a, n))
+        .collect();
+    (work, path, listing, names)
+}
+
 /// Every PLT stub objdump labels (`pow@plt`): its jump through the import's slot is how it
 /// reaches the import, so `procedure_callees` has nothing unresolved in it.
 async fn stubs_resolve(h: &crate::common::Harness, listing: &[Insn]) {
@@ -394,17 +418,7 @@ async fn stubs_resolve(h: &crate::common::Harness, listing: &[Insn]) {
 /// objdump shows in it. Before, the `br` stayed unresolved.
 #[tokio::test]
 async fn arm64_switches_based_in_the_prologue_are_edges_regression_27() {
-    use crate::discovery_27::lua;
-    let sources = lua::lua_sources()
-        .expect("Lua's sources: scripts/test.sh fetches the lua-src crate (cargo fetch)");
-    let work = tempfile::tempdir().unwrap();
-    let (path, _) = lua::build(&lua::ARCHES[1], &sources, work.path());
-    let toolchain = Toolchain::ElfA64;
-    let listing = reference::listing(&path, toolchain, Disassembler::Gnu);
-    let names: BTreeMap<u64, String> = functions(&path, toolchain)
-        .into_iter()
-        .map(|(n, a)| (a, n))
-        .collect();
+    let (_work, path, listing, names) = lua_build(1, Toolchain::ElfA64);
     let h = start().await;
     h.call("open_binary", json!({ "path": &path })).await;
     for function in ["llex", "str_format"] {
@@ -435,17 +449,7 @@ async fn arm64_switches_based_in_the_prologue_are_edges_regression_27() {
 /// objdump shows in it. Before, 28 of the 44 functions with an indirect jump had one unresolved.
 #[tokio::test]
 async fn x86_64_byte_and_field_switches_are_edges_regression_27() {
-    use crate::discovery_27::lua;
-    let sources = lua::lua_sources()
-        .expect("Lua's sources: scripts/test.sh fetches the lua-src crate (cargo fetch)");
-    let work = tempfile::tempdir().unwrap();
-    let (path, _) = lua::build(&lua::ARCHES[0], &sources, work.path());
-    let toolchain = Toolchain::ElfX64;
-    let listing = reference::listing(&path, toolchain, Disassembler::Gnu);
-    let names: BTreeMap<u64, String> = functions(&path, toolchain)
-        .into_iter()
-        .map(|(n, a)| (a, n))
-        .collect();
+    let (_work, path, listing, names) = lua_build(0, Toolchain::ElfX64);
     let mut switching: Vec<String> = listing
         .iter()
         .filter(|i| indirect(i, false))
