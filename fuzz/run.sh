@@ -19,6 +19,12 @@ flags=(--sanitizer none --debug-assertions)
 if [ -n "${REA_FUZZ_CODEGEN_UNITS:-}" ]; then
   flags+=(--codegen-units "$REA_FUZZ_CODEGEN_UNITS")
 fi
+# REA_FUZZ_OPT_LEVEL (CI: 1) lowers the optimisation of the fuzz build (release, 3 by default)
+# through Cargo's own profile override: far less to compile, for a brief run that needs coverage
+# more than speed.
+if [ -n "${REA_FUZZ_OPT_LEVEL:-}" ]; then
+  export CARGO_PROFILE_RELEASE_OPT_LEVEL="$REA_FUZZ_OPT_LEVEL"
+fi
 
 if ! command -v cargo-fuzz >/dev/null; then
   cargo install --locked cargo-fuzz --version 0.13.2 || exit 2
