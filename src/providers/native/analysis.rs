@@ -616,9 +616,9 @@ impl Image {
     /// The destinations of a switch's jump at `jump` through its table (`path` ends there), added
     /// to `refs`: each inside the procedure (before `end`) or in a part split off it is a jump
     /// within it, each start of another procedure or of an import stub a tail call (a table
-    /// only [`jumptable::loose_arm64`] reads must stay inside the procedure). Whether
-    /// the table was recognised and every destination is one of these; otherwise nothing is
-    /// added and the jump stays unresolved.
+    /// only [`jumptable::loose_arm64`] or [`jumptable::hoisted_x86`] reads must stay inside the
+    /// procedure). Whether the table was recognised and every destination is one of these;
+    /// otherwise nothing is added and the jump stays unresolved.
     fn switch_refs(
         &self,
         own: usize,
@@ -635,6 +635,13 @@ impl Image {
         // before the jump where the block's table load can start.
         let (table, loose) = match jumptable::recognise(self.isa, path, &read) {
             Some(table) => (table, false),
+            // An x86-64 switch whose base a register got before the path began, kept likewise.
+            None if self.isa == super::types::Isa::X86_64 => {
+                let Some(table) = jumptable::hoisted_x86(start, path, &read) else {
+                    return false;
+                };
+                (table, true)
+            }
             None if self.isa == super::types::Isa::Arm64 => {
                 let Some(table) = (3..=8)
                     .filter_map(|k| jump.checked_sub(4 * k).filter(|&b| b >= start))

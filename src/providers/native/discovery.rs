@@ -707,7 +707,11 @@ impl<'a> Walk<'a> {
             }
             tables.path.push(&i);
             if i.flow == Flow::IndirectJump {
-                let table = jumptable::recognise(isa, &tables.path, &read);
+                let table = jumptable::recognise(isa, &tables.path, &read).or_else(|| {
+                    (isa == Isa::X86_64)
+                        .then(|| jumptable::hoisted_x86(start, &tables.path, &read))
+                        .flatten()
+                });
                 tables.found.insert(i.address, table);
             }
         }

@@ -108,11 +108,24 @@ pub(crate) struct JumpTable {
 
 /// The table of the indirect jump that ends `path`, when it is one of the recognised forms.
 pub(crate) fn recognise<'m>(isa: Isa, path: &Path, read: &Read<'m>) -> Option<JumpTable> {
+    recognise_from(isa, path, read, &[])
+}
+
+/// [`recognise`], with registers that hold known constants where the path begins.
+fn recognise_from<'m>(
+    isa: Isa,
+    path: &Path,
+    read: &Read<'m>,
+    known: &[(usize, u64)],
+) -> Option<JumpTable> {
     let last = path.steps.back()?;
     if last.flow != Flow::IndirectJump {
         return None;
     }
     let mut state = State::default();
+    for &(register, value) in known {
+        state.registers[register] = Some(Value::constant(value));
+    }
     let mut x86 = InstructionInfoFactory::new();
     let arm = InstDecoder::default();
     let mut destination = None;
@@ -737,6 +750,11 @@ impl State {
         }
         if let Some((d, v)) = result {
             self.registers[d] = Some(v);
+            if instr.mnemonic() == Mnemonic::Movzx && instr.memory_size().size() <= 1 {
+                // A zero-extended byte is its register's low byte too: gcc compares `al` after
+                // `movzx eax, byte ptr [rbp+8]`.
+                self.bytes.push((Byte::Register(d), v));
+            }
         }
         None
     }
@@ -1222,6 +1240,74 @@ pub(crate) fn loose_arm64(start: u64, block: u64, jump: u64, read: &Read<'_>) ->
     Some(JumpTable { table, targets })
 }
 
+/// Most bytes [`hoisted_x86`] decodes from a procedure's start to its jump.
+const HOISTED_SPAN: u64 = 1 << 20;
+
+/// An x86-64 switch whose table base the procedure put in a register before the path that
+/// reaches its jump begins: gcc -O2 keeps it in a callee-saved register across a loop (`lea
+/// r13, [rip+table]` in the prologue; `cmp al, 0x16; ja default; movsxd rax, dword ptr
+/// [r13+rax*4]; add rax, r13; jmp rax` in the loop). Read from the procedure decoded in address
+/// order from `start` to the jump: a register whose last write there is `lea reg, [rip+X]` holds
+/// X where the path begins. Saves and restores (`push`, `pop`) do not count as writes; a call
+/// ends what the registers it may change held. The path itself must still bound the index.
+/// Callers read it only where [`recognise`] finds nothing, and keep it only when every
+/// destination lands in the procedure.
+pub(crate) fn hoisted_x86(start: u64, path: &Path, read: &Read<'_>) -> Option<JumpTable> {
+    let jump = path.steps.back()?.address;
+    if jump < start || jump - start > HOISTED_SPAN {
+        return None;
+    }
+    let code = read(start, usize::try_from(jump - start).ok()?)?;
+    let mut held: [Option<u64>; 16] = [None; 16];
+    let mut info = InstructionInfoFactory::new();
+    let gpr = |r: Register| {
+        (r.full_register() as usize)
+            .checked_sub(Register::RAX as usize)
+            .filter(|&i| i < 16)
+    };
+    let mut decoder = iced_x86::Decoder::with_ip(64, code, start, iced_x86::DecoderOptions::NONE);
+    for instr in &mut decoder {
+        match instr.mnemonic() {
+            Mnemonic::INVALID | Mnemonic::Push | Mnemonic::Pop => continue,
+            Mnemonic::Lea
+                if instr.op0_register().is_gpr64() && instr.is_ip_rel_memory_operand() =>
+            {
+                if let Some(r) = gpr(instr.op0_register()) {
+                    held[r] = Some(instr.ip_rel_memory_address());
+                }
+                continue;
+            }
+            _ => {}
+        }
+        for used in info.info(&instr).used_registers() {
+            let writes = !matches!(
+                used.access(),
+                OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None
+            );
+            if writes && let Some(r) = gpr(used.register()) {
+                held[r] = None;
+            }
+        }
+        if matches!(
+            instr.flow_control(),
+            iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
+        ) {
+            for r in [0, 1, 2, 6, 7, 8, 9, 10, 11] {
+                held[r] = None;
+            }
+        }
+    }
+    let known: Vec<(usize, u64)> = held
+        .iter()
+        .enumerate()
+        .filter_map(|(r, v)| Some((r, (*v)?)))
+        .collect();
+    if known.is_empty() {
+        return None;
+    }
+    recognise_from(Isa::X86_64, path, read, &known)
+}
+
 /// The register an AArch64 operand writes (`None` for the zero register).
 fn arm_reg(op: &Operand) -> Option<usize> {
     match *op {
@@ -1264,12 +1350,18 @@ mod tests {
     /// Recognises the table of the indirect jump ending `code` (x86-64 at 0x1000), with the
     /// 32-bit words of `table` at 0x2000.
     fn x86(code: &[&[u8]], table: &[i32]) -> Option<JumpTable> {
-        // `LEA_TABLE` is encoded where it lands, so that it computes 0x2000.
+        x86_read(code, table, false)
+    }
+
+    /// [`x86`], read as [`hoisted_x86`] reads it when `hoisted`.
+    fn x86_read(code: &[&[u8]], table: &[i32], hoisted: bool) -> Option<JumpTable> {
+        // `LEA_TABLE` and `LEA_R13_TABLE` are encoded where they land, so that they compute
+        // 0x2000.
         let mut bytes: Vec<u8> = Vec::new();
         for &piece in code {
-            if piece == LEA_TABLE {
+            if piece == LEA_TABLE || piece == LEA_R13_TABLE {
                 let next = 0x1000 + bytes.len() as i64 + 7;
-                bytes.extend([0x48, 0x8d, 0x15]);
+                bytes.extend(&piece[..3]);
                 bytes.extend(i32::try_from(0x2000 - next).unwrap().to_le_bytes());
             } else {
                 bytes.extend(piece);
@@ -1291,7 +1383,11 @@ mod tests {
         while let Some(i) = d.next(None) {
             path.push(&i);
         }
-        recognise(Isa::X86_64, &path, &read)
+        if hoisted {
+            hoisted_x86(0x1000, &path, &read)
+        } else {
+            recognise(Isa::X86_64, &path, &read)
+        }
     }
 
     const CMP_EDI_2: &[u8] = &[0x83, 0xff, 0x02];
@@ -1301,6 +1397,8 @@ mod tests {
     const JB: &[u8] = &[0x72, 0x14];
     /// `lea rdx, [rip+table]` (encoded where it lands).
     const LEA_TABLE: &[u8] = &[0x48, 0x8d, 0x15, 0, 0, 0, 0];
+    /// `lea r13, [rip+table]` (encoded where it lands).
+    const LEA_R13_TABLE: &[u8] = &[0x4c, 0x8d, 0x2d, 0, 0, 0, 0];
     const MOV_EDI_EDI: &[u8] = &[0x89, 0xff];
     const ADD_EDI_1: &[u8] = &[0x83, 0xc7, 0x01];
     const MOVSXD_RDI: &[u8] = &[0x48, 0x63, 0x04, 0xba];
@@ -1495,6 +1593,79 @@ mod tests {
         ] {
             assert_eq!(x86(&code, TABLE), None, "{why}");
         }
+    }
+
+    /// gcc -O2 compares a zero-extended byte's low byte (`movzx eax, byte ptr [rbx+8]; cmp al,
+    /// 2`), and may set the table's base in a register before the loop that reaches the jump
+    /// (`lea r13, [rip+table]` in the prologue, `jmp` into the loop). [`recognise`] proves the
+    /// first; [`hoisted_x86`] the second, but only while nothing else wrote the register and
+    /// the path still bounds the index.
+    #[test]
+    fn zero_extended_bytes_and_hoisted_bases_regression_27() {
+        const MOVZX_EAX_BYTE_RBX_8: &[u8] = &[0x0f, 0xb6, 0x43, 0x08];
+        const CMP_AL_2: &[u8] = &[0x3c, 0x02];
+        const ADD_EAX_1: &[u8] = &[0x83, 0xc0, 0x01];
+        const MOVSXD_RAX_RDX: &[u8] = &[0x48, 0x63, 0x04, 0x82];
+        const MOVSXD_RAX_R13: &[u8] = &[0x49, 0x63, 0x44, 0x85, 0x00];
+        const ADD_RAX_R13: &[u8] = &[0x4c, 0x01, 0xe8];
+        /// `jmp` to the next instruction: the path starts again after it.
+        const JMP_NEXT: &[u8] = &[0xeb, 0x00];
+        const MOV_R13_RDI: &[u8] = &[0x49, 0x89, 0xfd];
+        const PUSH_R13: &[u8] = &[0x41, 0x55];
+        const POP_R13: &[u8] = &[0x41, 0x5d];
+        const CALL_NEXT: &[u8] = &[0xe8, 0, 0, 0, 0];
+        let targets = Some(vec![0x1017, 0x1019, 0x1017]);
+
+        let byte = |between: &[&'static [u8]]| {
+            let mut code = vec![LEA_TABLE, MOVZX_EAX_BYTE_RBX_8, CMP_AL_2, JA];
+            code.extend(between);
+            code.extend([MOVSXD_RAX_RDX, ADD_RAX_RDX, JMP_RAX]);
+            code
+        };
+        assert_eq!(x86(&byte(&[]), TABLE).map(|t| t.targets), targets);
+        assert_eq!(x86(&byte(&[ADD_EAX_1]), TABLE), None, "`eax` changed");
+
+        let hoisted = |base: &'static [u8], before: &[&'static [u8]]| {
+            let mut code = vec![PUSH_R13, base];
+            code.extend(before);
+            code.extend([JMP_NEXT, MOVZX_EAX_BYTE_RBX_8, CMP_AL_2, JA]);
+            code
+        };
+        let through_r13 = |mut code: Vec<&'static [u8]>| {
+            code.extend([MOVSXD_RAX_R13, ADD_RAX_R13, JMP_RAX]);
+            code
+        };
+        let through_rdx = |mut code: Vec<&'static [u8]>| {
+            code.extend([MOVSXD_RAX_RDX, ADD_RAX_RDX, JMP_RAX]);
+            code
+        };
+        let code = through_r13(hoisted(LEA_R13_TABLE, &[]));
+        assert_eq!(
+            x86(&code, TABLE),
+            None,
+            "the path alone does not hold the base"
+        );
+        assert_eq!(x86_read(&code, TABLE, true).map(|t| t.targets), targets);
+        // A callee keeps r13; a restore is no write.
+        for (why, before) in [("a call", CALL_NEXT), ("a restore", POP_R13)] {
+            let code = through_r13(hoisted(LEA_R13_TABLE, &[before]));
+            assert_eq!(
+                x86_read(&code, TABLE, true).map(|t| t.targets),
+                targets,
+                "{why}"
+            );
+        }
+        // A base written after the `lea`, or in a register a call may change, is not known.
+        let code = through_r13(hoisted(LEA_R13_TABLE, &[MOV_R13_RDI]));
+        assert_eq!(x86_read(&code, TABLE, true), None, "r13 written");
+        let code = through_rdx(hoisted(LEA_TABLE, &[CALL_NEXT]));
+        assert_eq!(x86_read(&code, TABLE, true), None, "rdx across a call");
+        let code = through_rdx(hoisted(LEA_TABLE, &[]));
+        assert_eq!(x86_read(&code, TABLE, true).map(|t| t.targets), targets);
+        // The path must still bound the index.
+        let mut code = vec![PUSH_R13, LEA_R13_TABLE, JMP_NEXT, MOVZX_EAX_BYTE_RBX_8];
+        code.extend([MOVSXD_RAX_R13, ADD_RAX_R13, JMP_RAX]);
+        assert_eq!(x86_read(&code, TABLE, true), None, "no bound");
     }
 
     /// The function first called by straight-line code from `at` in the listing.
