@@ -3,7 +3,9 @@
 //! measured in the same run.
 //!
 //! - export: the built `rea` binary writing JSON lines, against `sqlite3 <db> "select record from
-//!   evidence order by seq"` written to a file beside it;
+//!   evidence order by seq"` written to a file beside it, and against what an export cannot do
+//!   without, measured in this process step by step: reading the rows and writing their lines,
+//!   then hashing every record, then checking it is JSON;
 //! - verify: the built `rea` binary, against its floor in this process: reading every row's
 //!   record and hashing it (SHA-256, as the id is), then `PRAGMA integrity_check`; its peak RSS
 //!   is the child's `ru_maxrss` from `wait4`;
@@ -73,6 +75,56 @@ fn read_hash_check(db: &Path) -> Duration {
     start.elapsed()
 }
 
+/// What an export cannot do without, measured apart in this process: reading every row's id,
+/// sequence number, time and record in order and writing each as a line to `out` (`Write`), then
+/// the same with every record hashed against its id (`Hash`), then also checked to be JSON
+/// (`Parse`): the steps between the plain dump and `rea evidence export --jsonl`.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Floor {
+    Write,
+    Hash,
+    Parse,
+}
+
+fn export_floor(db: &Path, out: &Path, floor: Floor) -> Duration {
+    use std::io::Write;
+    let start = Instant::now();
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let mut stmt = conn
+        .prepare("select seq, id, record, created_at from evidence order by seq")
+        .expect("prepare");
+    let mut rows = stmt.query([]).expect("query");
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(out).unwrap());
+    let mut bad = 0u64;
+    while let Some(r) = rows.next().expect("row") {
+        let seq: i64 = r.get(0).expect("seq");
+        let id = r.get_ref(1).expect("id").as_bytes().expect("id text");
+        let record = r.get_ref(2).expect("record").as_bytes().expect("text");
+        let created_at = r.get_ref(3).expect("created_at").as_bytes().expect("text");
+        if floor >= Floor::Hash
+            && id.get(3..) != Some(hex::encode(Sha256::digest(record)).as_bytes())
+        {
+            bad += 1;
+        }
+        if floor >= Floor::Parse && serde_json::from_slice::<serde::de::IgnoredAny>(record).is_err()
+        {
+            bad += 1;
+        }
+        file.write_all(b"{\"id\":\"").unwrap();
+        file.write_all(id).unwrap();
+        write!(file, "\",\"seq\":{seq},\"created_at\":\"").unwrap();
+        file.write_all(created_at).unwrap();
+        file.write_all(b"\",\"record\":").unwrap();
+        file.write_all(record).unwrap();
+        file.write_all(b"}\n").unwrap();
+    }
+    file.flush().unwrap();
+    assert_eq!(bad, 0, "the built ledger is sound");
+    start.elapsed()
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -103,6 +155,10 @@ fn main() {
     let dump = scratch.join("dump.txt");
 
     let (mut export, mut sqlite) = (vec![], vec![]);
+    let mut floors: Vec<(Floor, Vec<Duration>)> = [Floor::Write, Floor::Hash, Floor::Parse]
+        .into_iter()
+        .map(|f| (f, vec![]))
+        .collect();
     let (mut verify, mut floor, mut rss) = (vec![], vec![], vec![]);
     let mut resume = vec![];
     for _ in 0..runs {
@@ -124,6 +180,9 @@ fn main() {
                 .arg(&dump),
         );
         sqlite.push(t);
+        for (floor, times) in &mut floors {
+            times.push(export_floor(&db, &dump, *floor));
+        }
 
         let (t, peak) = run_child(
             Command::new(rea)
@@ -162,6 +221,22 @@ fn main() {
         ratio(export, sqlite),
         "≤ 1.5×".into(),
     ]);
+    for (floor, times) in floors {
+        let what = match floor {
+            Floor::Write => "read every row, write its line (this process)",
+            Floor::Hash => "… and SHA-256 every record against its id",
+            Floor::Parse => "… and check every record is JSON (`IgnoredAny`)",
+        };
+        let took = median(times);
+        table.row(&[
+            "`rea evidence export --jsonl`".into(),
+            fmt_duration(export),
+            what.into(),
+            fmt_duration(took),
+            ratio(export, took),
+            "the floor".into(),
+        ]);
+    }
     table.row(&[
         "`rea evidence verify`".into(),
         fmt_duration(verify),
