@@ -43,9 +43,14 @@ macro_rules! digest_id {
             /// Whether this id is the one of `bytes`: their SHA-256 is its digest. Compares
             /// without building the other id (ledger checks run it on every row).
             pub fn is_digest_of(&self, bytes: &[u8]) -> bool {
+                self.is_digest(&Sha256::digest(bytes).into())
+            }
+
+            /// Whether this id's digest is `digest` (a SHA-256 computed elsewhere).
+            pub fn is_digest(&self, digest: &[u8; 32]) -> bool {
                 let mut hex = [0u8; 64];
                 // 32 bytes always fit 64 hex digits.
-                let encoded = hex::encode_to_slice(Sha256::digest(bytes), &mut hex).is_ok();
+                let encoded = hex::encode_to_slice(digest, &mut hex).is_ok();
                 encoded && self.0.as_bytes().get($prefix.len()..) == Some(&hex[..])
             }
 

@@ -15,6 +15,7 @@ use std::path::Path;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, ffi::ErrorCode};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use super::chain::{self, ChainCheck};
 use super::{APPLICATION_ID, BUSY_TIMEOUT, StoreError, immutable_uri, shm_path, wal_is_empty};
@@ -490,68 +491,218 @@ pub struct RawEvidence<'r> {
     pub record: &'r [u8],
 }
 
-/// Where [`each_readable_evidence`] hands a sound row.
-type Sink<'a> = &'a mut dyn FnMut(RawEvidence<'_>) -> Result<(), StoreError>;
+/// Where the walk hands each row it read when exporting, before any check: `false` when it
+/// takes no more.
+type Sink<'a> = Box<dyn FnMut(ReadRow<'_>) -> bool + 'a>;
+
+/// A row as the walk read it, unchecked.
+#[derive(Clone, Copy)]
+struct ReadRow<'r> {
+    seq: i64,
+    id: ValueRef<'r>,
+    record: ValueRef<'r>,
+    created_at: ValueRef<'r>,
+}
+
+/// Rows read and not yet checked: their bytes in one buffer, and where each column lies in it
+/// (`None`: not text).
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    rows: Vec<BatchRow>,
+}
+
+type Span = Option<std::ops::Range<usize>>;
+
+struct BatchRow {
+    seq: i64,
+    id: Span,
+    record: Span,
+    created_at: Span,
+    /// The record's SHA-256, computed as it was read: hashing costs as much as reading and as
+    /// parsing, and the reader and the checker then share the work.
+    digest: Option<[u8; 32]>,
+}
+
+/// Bytes, and rows, a [`Batch`] holds before the walk hands it over.
+const BATCH_BYTES: usize = 1 << 20;
+const BATCH_ROWS: usize = 64;
+
+/// Hands batches of rows to the checker, reusing the ones it has emptied; hands over what it
+/// holds when dropped, which closes the channel.
+struct Feeder {
+    batch: Batch,
+    full: std::sync::mpsc::SyncSender<Batch>,
+    empty: std::sync::mpsc::Receiver<Batch>,
+}
+
+impl Feeder {
+    /// Adds a row; `false` once the checker has stopped.
+    fn push(&mut self, row: ReadRow<'_>) -> bool {
+        self.batch.push(row);
+        (self.batch.bytes.len() < BATCH_BYTES && self.batch.rows.len() < BATCH_ROWS)
+            || self.hand_over()
+    }
+
+    fn hand_over(&mut self) -> bool {
+        let next = self.empty.try_recv().unwrap_or_default();
+        self.full
+            .send(std::mem::replace(&mut self.batch, next))
+            .is_ok()
+    }
+}
+
+impl Drop for Feeder {
+    fn drop(&mut self) {
+        if !self.batch.rows.is_empty() {
+            self.hand_over();
+        }
+    }
+}
+
+impl Batch {
+    fn push(&mut self, row: ReadRow<'_>) {
+        let mut span = |v: ValueRef<'_>| {
+            let text = v.as_bytes().ok()?;
+            let at = self.bytes.len();
+            self.bytes.extend_from_slice(text);
+            Some(at..self.bytes.len())
+        };
+        let (id, record, created_at) = (span(row.id), span(row.record), span(row.created_at));
+        let digest = row.record.as_bytes().ok().map(|r| Sha256::digest(r).into());
+        self.rows.push(BatchRow {
+            seq: row.seq,
+            id,
+            record,
+            created_at,
+            digest,
+        });
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.rows.clear();
+    }
+}
 
 /// Every ledger row of the database at `path` that reads, parses and hashes to its id, in
 /// sequence order, handed to `each` as its stored bytes; the rows that do not are skipped and
 /// returned with their sequence numbers and ids, in order. Reads past damage as
 /// [`verify_ledger`] does, so a bad row or page costs only the rows it held. An error from `each`
 /// ends the walk and is returned. Blocking.
+///
+/// Reading runs on this thread; checking the rows (hashing each record against its id, parsing
+/// it) and `each` run on another, a batch behind: on a sound ledger hashing costs as much as
+/// reading, and the two then overlap.
 pub fn each_readable_evidence(
     path: &Path,
-    mut each: impl FnMut(RawEvidence<'_>) -> Result<(), StoreError>,
+    mut each: impl FnMut(RawEvidence<'_>) -> Result<(), StoreError> + Send,
 ) -> Result<Vec<BadRow>, StoreError> {
     let conn = damaged_reader(path)?;
-    let mut walk = Walk::new(&conn, Some(&mut each));
-    if walk.highest_unread {
-        // Where the table ends is unknown (the page holding its last rows is lost, say): the
-        // id index tells.
-        walk.load_index();
-    }
-    walk.run();
-    // Rows past the last one the table holds (a truncated file) are missing from it without an
-    // error: the ledger's own counts tell, and the id index names them.
-    let counted: Option<i64> = conn
-        .query_row(
-            "select coalesce(sum(rows), 0) from evidence_id_prefixes",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
-    let seen = walk.present();
-    if walk.failed.is_none() && walk.indexed.is_none() && counted.is_none_or(|c| c > seen) {
-        let before = walk.highest;
-        walk.load_index();
-        walk.run_from(before + 1);
-    }
-    let seen = walk.present();
-    if walk.failed.is_none()
-        && let Some(c) = counted
-        && c > seen
-    {
-        // Neither the table nor the index names them; still, none goes unsaid.
-        walk.bad.push(BadRow {
-            seq: walk.highest + 1,
-            id: None,
-            problem: format!(
-                "{UNREADABLE}: {} more rows were stored than the table and the id index hold",
-                c - seen
-            ),
+    let (full, to_check) = std::sync::mpsc::sync_channel::<Batch>(2);
+    let (checked, empty) = std::sync::mpsc::channel::<Batch>();
+    std::thread::scope(|scope| {
+        let checker = scope.spawn(move || {
+            // Rows found wrong: sequence number, id text as the row holds it, problem.
+            let mut wrong: Vec<(i64, Option<String>, String)> = Vec::new();
+            for mut batch in to_check {
+                for row in &batch.rows {
+                    let text = |s: &Span| s.clone().map(|r| &batch.bytes[r]);
+                    let id_text = text(&row.id).map(String::from_utf8_lossy);
+                    let record = match text(&row.record) {
+                        Some(bytes) => ValueRef::Text(bytes),
+                        None => ValueRef::Null,
+                    };
+                    let (id, bytes) = match export_sound(id_text.as_deref(), record, row.digest) {
+                        Ok(sound) => sound,
+                        Err(problem) => {
+                            wrong.push((row.seq, id_text.map(Cow::into_owned), problem));
+                            continue;
+                        }
+                    };
+                    let Some(created_at) =
+                        text(&row.created_at).and_then(|b| std::str::from_utf8(b).ok())
+                    else {
+                        let problem = "the row's created_at is not text".to_owned();
+                        wrong.push((row.seq, Some(id.to_string()), problem));
+                        continue;
+                    };
+                    each(RawEvidence {
+                        id: &id,
+                        seq: row.seq,
+                        created_at,
+                        record: bytes,
+                    })?;
+                }
+                batch.clear();
+                // The walk may already be done; the batch is then freed here.
+                let _ = checked.send(batch);
+            }
+            Ok::<_, StoreError>(wrong)
         });
-    }
-    match walk.failed.take() {
-        Some(e) => Err(e),
-        None => Ok(walk.bad),
-    }
+        let mut feeder = Feeder {
+            batch: Batch::default(),
+            full,
+            empty,
+        };
+        let mut walk = Walk::new(&conn, Some(Box::new(move |row| feeder.push(row))));
+        if walk.highest_unread {
+            // Where the table ends is unknown (the page holding its last rows is lost, say): the
+            // id index tells.
+            walk.load_index();
+        }
+        walk.run();
+        // Rows past the last one the table holds (a truncated file) are missing from it without
+        // an error: the ledger's own counts tell, and the id index names them.
+        let counted: Option<i64> = conn
+            .query_row(
+                "select coalesce(sum(rows), 0) from evidence_id_prefixes",
+                [],
+                |r| r.get(0),
+            )
+            .ok();
+        let seen = walk.present();
+        if !walk.stopped && walk.indexed.is_none() && counted.is_none_or(|c| c > seen) {
+            let before = walk.highest;
+            walk.load_index();
+            walk.run_from(before + 1);
+        }
+        let seen = walk.present();
+        if !walk.stopped
+            && let Some(c) = counted
+            && c > seen
+        {
+            // Neither the table nor the index names them; still, none goes unsaid.
+            walk.bad.push(BadRow {
+                seq: walk.highest + 1,
+                id: None,
+                problem: format!(
+                    "{UNREADABLE}: {} more rows were stored than the table and the id index hold",
+                    c - seen
+                ),
+            });
+        }
+        // The last rows go to the checker, and the channel closes.
+        walk.sink = None;
+        let wrong = checker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        for (seq, id_text, problem) in wrong {
+            walk.bad_row(seq, id_text, problem);
+        }
+        // The walk's own findings and the checker's, in sequence order.
+        walk.bad.sort_by_key(|b| b.seq);
+        Ok(walk.bad)
+    })
 }
 
 /// The walk over sequence numbers 1 to the highest: a sequential scan while pages read, one row at
 /// a time past a page that does not.
 ///
-/// Verifying checks every row's links too and reads the id index first; exporting hands sound
-/// rows to its sink and reads the id index only once damage is found (to name the rows it lost),
-/// since on a sound ledger of a million rows that index alone is tens of megabytes.
+/// Verifying checks every row's links too and reads the id index first; exporting hands every
+/// row it reads to its sink, which checks it elsewhere, and reads the id index only once damage is
+/// found (to name the rows it lost), since on a sound ledger of a million rows that index alone is
+/// tens of megabytes.
 struct Walk<'a> {
     conn: &'a Connection,
     /// Every id the id index holds, by sequence number; `None` until read.
@@ -566,10 +717,10 @@ struct Walk<'a> {
     bad: Vec<BadRow>,
     missing: Vec<i64>,
     gaps: u64,
-    /// Exporting: where sound rows go (links are then not checked).
+    /// Exporting: where the rows read go (links are then not checked).
     sink: Option<Sink<'a>>,
-    /// The sink's error, which ends the walk.
-    failed: Option<StoreError>,
+    /// Whether the sink took no more rows, which ends the walk.
+    stopped: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -588,7 +739,7 @@ impl<'a> Walk<'a> {
             missing: vec![],
             gaps: 0,
             sink,
-            failed: None,
+            stopped: false,
         }
     }
 
@@ -639,11 +790,11 @@ impl<'a> Walk<'a> {
 
     /// Walks sequence numbers `next` to the highest.
     fn run_from(&mut self, mut next: i64) {
-        while next <= self.highest && self.failed.is_none() {
+        while next <= self.highest && !self.stopped {
             // Sequential from `next` until the scan ends or fails.
             match self.scan_from(&mut next) {
                 Ok(()) => {
-                    if self.failed.is_some() {
+                    if self.stopped {
                         return;
                     }
                     // The table has no row from `next` on; the index may still name some.
@@ -658,7 +809,7 @@ impl<'a> Walk<'a> {
                 Err(_) => {
                     // Row by row until one reads again, then back to scanning.
                     self.load_index();
-                    while next <= self.highest && self.failed.is_none() {
+                    while next <= self.highest && !self.stopped {
                         let seq = next;
                         next += 1;
                         match self.point(seq) {
@@ -693,7 +844,7 @@ impl<'a> Walk<'a> {
             }
             self.check(seq, r.get_ref(1)?, r.get_ref(2)?, r.get_ref(3)?);
             *next = seq + 1;
-            if self.failed.is_some() {
+            if self.stopped {
                 break;
             }
         }
@@ -740,34 +891,20 @@ impl<'a> Walk<'a> {
         created_at: ValueRef<'_>,
     ) {
         self.records += 1;
-        // Borrowed from the row unless it is not UTF-8: nothing is allocated for a sound row.
-        let id_text = id.as_bytes().ok().map(String::from_utf8_lossy);
-        if self.sink.is_some() {
-            match export_sound(id_text.as_deref(), record) {
-                Ok((id, bytes)) => {
-                    let Ok(created_at) = created_at.as_str() else {
-                        let problem = "the row's created_at is not text".to_owned();
-                        self.bad.push(BadRow {
-                            seq,
-                            id: Some(id.to_string()),
-                            problem,
-                        });
-                        return;
-                    };
-                    let sink = self.sink.as_mut().expect("checked above");
-                    if let Err(e) = sink(RawEvidence {
-                        id: &id,
-                        seq,
-                        created_at,
-                        record: bytes,
-                    }) {
-                        self.failed = Some(e);
-                    }
-                }
-                Err(problem) => self.bad_row(seq, id_text.map(Cow::into_owned), problem),
+        if let Some(sink) = self.sink.as_mut() {
+            let row = ReadRow {
+                seq,
+                id,
+                record,
+                created_at,
+            };
+            if !sink(row) {
+                self.stopped = true;
             }
             return;
         }
+        // Borrowed from the row unless it is not UTF-8: nothing is allocated for a sound row.
+        let id_text = id.as_bytes().ok().map(String::from_utf8_lossy);
         if let Err(problem) = self.sound(seq, id_text.as_deref(), record) {
             self.bad_row(seq, id_text.map(Cow::into_owned), problem);
         }
@@ -828,9 +965,13 @@ impl<'a> Walk<'a> {
 fn export_sound<'r>(
     id: Option<&str>,
     record: ValueRef<'r>,
+    digest: Option<[u8; 32]>,
 ) -> Result<(EvidenceId, &'r [u8]), String> {
     let id = row_id(id)?;
-    let bytes = record_of(&id, record)?;
+    let bytes = match (record, digest) {
+        (ValueRef::Text(bytes), Some(digest)) if id.is_digest(&digest) => bytes,
+        _ => record_of(&id, record)?,
+    };
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => return Err(format!("the record is not UTF-8: {e}")),

@@ -512,6 +512,53 @@ fn jsonl_export_of_a_zeroed_page_keeps_every_other_row_and_names_the_lost_regres
     }
 }
 
+/// The export reads rows on one thread and checks them on another, a batch (64 rows) behind: rows
+/// the reader cannot read and rows the checker finds wrong, in different batches, are left out
+/// and named together in sequence order, and every other row is written in order.
+#[test]
+fn jsonl_export_names_unreadable_and_wrong_rows_in_order_across_batches_regression_30() {
+    let (state, id, db, ids) = session_of();
+    let lost = zero_page_of(&db, 60);
+    let wrong = [10, 110];
+    for n in wrong {
+        assert!(!lost.contains(&n), "{lost:?}");
+        flip_inside_json(&db, n);
+    }
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("ledger.jsonl");
+    let (ok, stdout, stderr) = export_cli(state.path(), &id, &dest, &["--jsonl"]);
+    assert!(ok, "{stdout}{stderr}");
+    let mut left_out: Vec<u64> = lost.iter().copied().chain(wrong).collect();
+    left_out.sort_unstable();
+    let expected: Vec<(u64, String)> = (1..=N)
+        .filter(|n| !left_out.contains(n))
+        .map(|n| (n, ids[n as usize - 1].clone()))
+        .collect();
+    assert_eq!(exported_rows(&dest), expected);
+    let named: Vec<(u64, &str)> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("  seq "))
+        .map(|l| {
+            let (seq, rest) = l.split_once(' ').unwrap();
+            (seq.parse().unwrap(), rest)
+        })
+        .collect();
+    assert_eq!(
+        named.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        left_out,
+        "{stderr}"
+    );
+    for (n, rest) in named {
+        let id = &ids[n as usize - 1];
+        let problem = if wrong.contains(&n) {
+            "the stored record hashes to ev_"
+        } else {
+            "row unreadable: database disk image is malformed"
+        };
+        assert!(rest.starts_with(&format!("{id}: {problem}")), "{n}: {rest}");
+    }
+}
+
 #[test]
 fn sqlite_copy_of_a_damaged_file_is_refused_with_the_reason_and_leaves_no_file_regression_16() {
     let (state, id, db, _ids) = session_of();
