@@ -90,6 +90,21 @@ struct CodeRange<'a> {
     bytes: &'a [u8],
     /// One bit per byte: whether an instruction was decoded starting there.
     seen: Vec<u64>,
+    /// One bit per byte: whether the walk of the current procedure decoded an instruction
+    /// there (its bits are listed in [`Walk::visited`], which clears them).
+    visiting: Vec<u64>,
+    /// One bit per byte: whether a procedure starts there (listed or found so far).
+    starts: Vec<u64>,
+}
+
+/// Sets the bit of byte `at` in a bitmap of one bit per byte.
+fn set_bit(bits: &mut [u64], at: usize) {
+    bits[at / 64] |= 1 << (at % 64);
+}
+
+/// Whether the bit of byte `at` is set.
+fn bit(bits: &[u64], at: usize) -> bool {
+    bits[at / 64] & (1 << (at % 64)) != 0
 }
 
 /// What the walk is given.
@@ -215,7 +230,7 @@ struct Walk<'a> {
     extent: HashMap<u64, u64>,
     /// Instructions decoded by the current procedure's walk: each walk decodes its own code
     /// whole, even where another walk ran into it first.
-    visited: HashSet<u64>,
+    visited: Vec<(usize, usize)>,
     /// Addresses of code that code computes, judged as pointers once the queue is empty.
     code_refs: Vec<u64>,
     /// Targets of jumps that leave their procedure, judged when the queue is empty.
@@ -241,7 +256,7 @@ struct Tables<'a> {
 
 impl<'a> Walk<'a> {
     fn new(inputs: &'a Inputs<'a>) -> Walk<'a> {
-        let code = inputs
+        let mut code: Vec<CodeRange<'a>> = inputs
             .sections
             .iter()
             .filter(|s| s.executable && s.file_size > 0)
@@ -254,9 +269,17 @@ impl<'a> Walk<'a> {
                     hi: s.address.saturating_add(len as u64),
                     bytes,
                     seen: vec![0; len.div_ceil(64)],
+                    visiting: vec![0; len.div_ceil(64)],
+                    starts: vec![0; len.div_ceil(64)],
                 })
             })
             .collect();
+        for range in &mut code {
+            let from = inputs.known.partition_point(|k| k.0 < range.lo);
+            for &(start, _) in inputs.known[from..].iter().take_while(|k| k.0 < range.hi) {
+                set_bit(&mut range.starts, (start - range.lo) as usize);
+            }
+        }
         Walk {
             isa: inputs.isa,
             code,
@@ -267,7 +290,7 @@ impl<'a> Walk<'a> {
             extent: HashMap::new(),
             pending: Vec::new(),
             code_refs: Vec::new(),
-            visited: HashSet::new(),
+            visited: Vec::new(),
             sections: inputs.sections,
             bytes: inputs.bytes,
             decoded: 0,
@@ -287,8 +310,13 @@ impl<'a> Walk<'a> {
     }
 
     fn is_known_start(&self, address: u64) -> bool {
-        self.known.binary_search_by_key(&address, |k| k.0).is_ok()
-            || self.found.contains_key(&address)
+        match self.range(address) {
+            Some(r) => bit(&self.code[r].starts, (address - self.code[r].lo) as usize),
+            None => {
+                self.known.binary_search_by_key(&address, |k| k.0).is_ok()
+                    || self.found.contains_key(&address)
+            }
+        }
     }
 
     /// Whether `address` lies inside a listed procedure's stated extent (not at its start).
@@ -297,6 +325,27 @@ impl<'a> Walk<'a> {
         i > 0 && {
             let (start, size) = self.known[i - 1];
             start < address && size.is_some_and(|s| address - start < s)
+        }
+    }
+
+    /// Marks the instruction at offset `at` of code range `r` as decoded by the walk of the
+    /// current procedure: whether it was not already. A bit per byte, not a hash set: this runs
+    /// for every instruction discovery decodes.
+    fn visit(&mut self, r: usize, at: usize) -> bool {
+        let (word, bit) = (at / 64, 1u64 << (at % 64));
+        let visiting = &mut self.code[r].visiting[word];
+        if *visiting & bit != 0 {
+            return false;
+        }
+        *visiting |= bit;
+        self.visited.push((r, word));
+        true
+    }
+
+    /// Forgets what the walk of the last procedure decoded.
+    fn clear_visited(&mut self) {
+        for (r, word) in self.visited.drain(..) {
+            self.code[r].visiting[word] = 0;
         }
     }
 
@@ -325,6 +374,10 @@ impl<'a> Walk<'a> {
             return false;
         }
         self.found.insert(address, how);
+        if let Some(r) = self.range(address) {
+            let lo = self.code[r].lo;
+            set_bit(&mut self.code[r].starts, (address - lo) as usize);
+        }
         true
     }
 
@@ -376,7 +429,7 @@ impl<'a> Walk<'a> {
             return false;
         }
         let mut blocks = vec![block];
-        self.visited.clear();
+        self.clear_visited();
         while let Some(b) = blocks.pop() {
             if self.decoded >= MAX_INSTRUCTIONS {
                 return true;
@@ -419,7 +472,7 @@ impl<'a> Walk<'a> {
             while let Some(start) = queue.pop() {
                 blocks.clear();
                 blocks.push(start);
-                self.visited.clear();
+                self.clear_visited();
                 while let Some(block) = blocks.pop() {
                     if self.decoded >= MAX_INSTRUCTIONS {
                         return;
@@ -495,12 +548,10 @@ impl<'a> Walk<'a> {
         while let Some(i) = d.next(None) {
             // A procedure's code does not run on into another start (it called something
             // that does not return, or ends where the next begins).
-            if !self.visited.insert(i.address)
-                || (i.address != start && self.is_known_start(i.address))
-            {
+            let at = (i.address - lo) as usize;
+            if !self.visit(r, at) || (i.address != start && bit(&self.code[r].starts, at)) {
                 break;
             }
-            let at = (i.address - lo) as usize;
             let seen = &mut self.code[r].seen;
             seen[at / 64] |= 1 << (at % 64);
             self.decoded += 1;

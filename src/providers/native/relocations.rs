@@ -15,6 +15,7 @@ pub(crate) fn relocated_pointers(file: &object::File<'_>) -> Vec<(u64, u64)> {
     };
     let dynsym = file.dynamic_symbol_table();
     let mut out = Vec::new();
+    let architecture = file.architecture();
     for (place, relocation) in relocations.take(MAX_RELOCATIONS) {
         let RelocationFlags::Elf { r_type } = relocation.flags() else {
             continue;
@@ -22,7 +23,7 @@ pub(crate) fn relocated_pointers(file: &object::File<'_>) -> Vec<(u64, u64)> {
         // Relocation numbers mean different things on each machine.
         use object::Architecture as A;
         use object::elf as e;
-        let (relative, absolute) = match file.architecture() {
+        let (relative, absolute) = match architecture {
             A::X86_64 => (
                 r_type == e::R_X86_64_RELATIVE,
                 matches!(r_type, e::R_X86_64_64 | e::R_X86_64_GLOB_DAT),
