@@ -183,7 +183,8 @@ pub(crate) fn collect(
     if let Some(e) = entry {
         starts.push(Start::bare(e));
         if is_elf {
-            let slot_value = |slot: u64| elf_slot_value(file, bytes, sections, slot);
+            let relocated = RelocatedSlots::of(file);
+            let slot_value = |slot: u64| elf_slot_value(&relocated, bytes, sections, slot);
             stated_main = entry_main::libc_start_main_argument(
                 file.architecture(),
                 bytes,
@@ -303,18 +304,36 @@ pub(crate) fn collect(
     (procedures, entry)
 }
 
+/// An ELF file's dynamic relocations' values by place (the first one for each place), read
+/// once for every slot asked about.
+struct RelocatedSlots(Vec<(u64, u64)>);
+
+impl RelocatedSlots {
+    fn of(file: &object::File<'_>) -> RelocatedSlots {
+        let mut relocated = super::relocations::relocated_pointers(file);
+        // Stable: the first relocation of a place stays first.
+        relocated.sort_by_key(|&(_, place)| place);
+        RelocatedSlots(relocated)
+    }
+
+    fn value(&self, slot: u64) -> Option<u64> {
+        let at = self.0.partition_point(|&(_, place)| place < slot);
+        self.0
+            .get(at)
+            .filter(|&&(_, place)| place == slot)
+            .map(|&(value, _)| value)
+    }
+}
+
 /// The pointer an ELF slot holds once relocated: a dynamic relocation's value for it, else the
 /// slot's bytes in the file (little-endian, 64-bit: the callers are x86-64 and AArch64).
 fn elf_slot_value(
-    file: &object::File<'_>,
+    relocated: &RelocatedSlots,
     bytes: &[u8],
     sections: &[SectionInfo],
     slot: u64,
 ) -> Option<u64> {
-    if let Some((value, _)) = super::relocations::relocated_pointers(file)
-        .into_iter()
-        .find(|&(_, place)| place == slot)
-    {
+    if let Some(value) = relocated.value(slot) {
         return Some(value);
     }
     let s = sections
@@ -391,6 +410,7 @@ fn roots(file: &object::File<'_>, bytes: &[u8], sections: &[SectionInfo]) -> Vec
     let mut out = Vec::new();
     match file {
         object::File::Elf64(f) => {
+            let relocated = RelocatedSlots::of(file);
             let arrays = [
                 (".preinit_array", FoundBy::PreinitArray),
                 (".init_array", FoundBy::InitArray),
@@ -403,7 +423,7 @@ fn roots(file: &object::File<'_>, bytes: &[u8], sections: &[SectionInfo]) -> Vec
                 for slot in (0..section.size / 8).take(MAX_STARTS) {
                     let place = section.address + slot * 8;
                     // A -1 or 0 entry is a terminator some linkers leave.
-                    if let Some(value) = elf_slot_value(file, bytes, sections, place)
+                    if let Some(value) = elf_slot_value(&relocated, bytes, sections, place)
                         && value != u64::MAX
                     {
                         out.push((value, how));
