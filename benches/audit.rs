@@ -50,12 +50,15 @@ fn run_child(cmd: &mut Command) -> (Duration, u64) {
     (took, usage.ru_maxrss as u64 * 1024)
 }
 
+fn read_only(db: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .expect("open")
+}
+
 /// The verify floor: every row's record read in order and hashed, then `integrity_check`.
 fn read_hash_check(db: &Path) -> Duration {
     let start = Instant::now();
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open");
+    let conn = read_only(db);
     let mut stmt = conn
         .prepare("select id, record from evidence order by seq")
         .expect("prepare");
@@ -89,9 +92,7 @@ enum Floor {
 fn export_floor(db: &Path, out: &Path, floor: Floor) -> Duration {
     use std::io::Write;
     let start = Instant::now();
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open");
+    let conn = read_only(db);
     let mut stmt = conn
         .prepare("select seq, id, record, created_at from evidence order by seq")
         .expect("prepare");
