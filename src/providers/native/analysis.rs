@@ -597,6 +597,7 @@ impl Image {
         let (start, end, bytes) = self.procedure_bytes(index, SCAN_CAP);
         let mut d = CodeWalk::new(self.isa, bytes, start, data, false);
         let mut path = Path::default();
+        let mut hoisted = jumptable::HoistedBases::new(start);
         let mut refs = Vec::new();
         while let Some(piece) = d.next(None) {
             let Piece::Insn(insn) = piece else {
@@ -608,7 +609,7 @@ impl Image {
             classify(self, index, &insn, &mut refs);
             let switch = insn.flow == Flow::IndirectJump
                 && insn.slot.is_none()
-                && self.switch_refs(index, end, &path, insn.address, &mut refs);
+                && self.switch_refs(index, end, &path, insn.address, &mut hoisted, &mut refs);
             visit(&insn, &refs, switch);
         }
     }
@@ -625,6 +626,7 @@ impl Image {
         end: u64,
         path: &Path,
         jump: u64,
+        hoisted: &mut jumptable::HoistedBases,
         refs: &mut Vec<(u64, RefKind)>,
     ) -> bool {
         let read = |address: u64, len: usize| self.bytes_at(address, len as u64);
@@ -637,7 +639,7 @@ impl Image {
             Some(table) => (table, false),
             // An x86-64 switch whose base a register got before the path began, kept likewise.
             None if self.isa == super::types::Isa::X86_64 => {
-                let Some(table) = jumptable::hoisted_x86(start, path, &read) else {
+                let Some(table) = jumptable::hoisted_x86(hoisted, path, &read) else {
                     return false;
                 };
                 (table, true)

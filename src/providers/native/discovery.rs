@@ -252,6 +252,8 @@ struct Tables<'a> {
     /// The end of the last instruction decoded.
     pos: u64,
     found: HashMap<u64, Option<JumpTable>>,
+    /// Registers the procedure set to addresses before each jump, read once.
+    hoisted: jumptable::HoistedBases,
 }
 
 impl<'a> Walk<'a> {
@@ -744,6 +746,7 @@ impl<'a> Walk<'a> {
                 path: Path::default(),
                 pos: start,
                 found: HashMap::new(),
+                hoisted: jumptable::HoistedBases::new(start),
             }),
         };
         while tables.pos <= jump {
@@ -760,7 +763,7 @@ impl<'a> Walk<'a> {
             if i.flow == Flow::IndirectJump {
                 let table = jumptable::recognise(isa, &tables.path, &read).or_else(|| {
                     (isa == Isa::X86_64)
-                        .then(|| jumptable::hoisted_x86(start, &tables.path, &read))
+                        .then(|| jumptable::hoisted_x86(&mut tables.hoisted, &tables.path, &read))
                         .flatten()
                 });
                 tables.found.insert(i.address, table);

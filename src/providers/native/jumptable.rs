@@ -1240,64 +1240,100 @@ pub(crate) fn loose_arm64(start: u64, block: u64, jump: u64, read: &Read<'_>) ->
     Some(JumpTable { table, targets })
 }
 
-/// Most bytes [`hoisted_x86`] decodes from a procedure's start to its jump.
+/// Most bytes [`hoisted_x86`] reads from a procedure's start to its jump.
 const HOISTED_SPAN: u64 = 1 << 20;
+
+/// The constant addresses an x86-64 procedure's code put in registers, read in address order
+/// from its start up to the jump [`hoisted_x86`] last asked about: each byte is decoded once
+/// while the jumps are asked about in address order, as the callers walk a procedure.
+pub(crate) struct HoistedBases {
+    start: u64,
+    /// Where the scan goes on: the last jump asked about.
+    pos: u64,
+    /// What each register holds: the address its last write (`lea reg, [rip+X]`) put there.
+    held: [Option<u64>; 16],
+}
+
+impl HoistedBases {
+    pub(crate) fn new(start: u64) -> HoistedBases {
+        HoistedBases {
+            start,
+            pos: start,
+            held: [None; 16],
+        }
+    }
+
+    /// Reads on to `jump`: a register whose last write before it is `lea reg, [rip+X]` holds X.
+    /// Saves and restores (`push`, `pop`) are not writes; a call ends what the registers it may
+    /// change held.
+    fn advance(&mut self, jump: u64, read: &Read<'_>) -> Option<()> {
+        if jump < self.pos {
+            *self = HoistedBases::new(self.start);
+        }
+        if jump < self.start || jump - self.start > HOISTED_SPAN {
+            return None;
+        }
+        let code = read(self.pos, usize::try_from(jump - self.pos).ok()?)?;
+        let gpr = |r: Register| {
+            (r.full_register() as usize)
+                .checked_sub(Register::RAX as usize)
+                .filter(|&i| i < 16)
+        };
+        let mut info = InstructionInfoFactory::new();
+        let decoder =
+            iced_x86::Decoder::with_ip(64, code, self.pos, iced_x86::DecoderOptions::NONE);
+        for instr in decoder {
+            match instr.mnemonic() {
+                Mnemonic::INVALID | Mnemonic::Push | Mnemonic::Pop => continue,
+                Mnemonic::Lea
+                    if instr.op0_register().is_gpr64() && instr.is_ip_rel_memory_operand() =>
+                {
+                    if let Some(r) = gpr(instr.op0_register()) {
+                        self.held[r] = Some(instr.ip_rel_memory_address());
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            for used in info.info(&instr).used_registers() {
+                let writes = !matches!(
+                    used.access(),
+                    OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None
+                );
+                if writes && let Some(r) = gpr(used.register()) {
+                    self.held[r] = None;
+                }
+            }
+            if matches!(
+                instr.flow_control(),
+                iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
+            ) {
+                for r in [0, 1, 2, 6, 7, 8, 9, 10, 11] {
+                    self.held[r] = None;
+                }
+            }
+        }
+        // The next scan starts at the jump, an instruction's start.
+        self.pos = jump;
+        Some(())
+    }
+}
 
 /// An x86-64 switch whose table base the procedure put in a register before the path that
 /// reaches its jump begins: gcc -O2 keeps it in a callee-saved register across a loop (`lea
 /// r13, [rip+table]` in the prologue; `cmp al, 0x16; ja default; movsxd rax, dword ptr
-/// [r13+rax*4]; add rax, r13; jmp rax` in the loop). Read from the procedure decoded in address
-/// order from `start` to the jump: a register whose last write there is `lea reg, [rip+X]` holds
-/// X where the path begins. Saves and restores (`push`, `pop`) do not count as writes; a call
-/// ends what the registers it may change held. The path itself must still bound the index.
-/// Callers read it only where [`recognise`] finds nothing, and keep it only when every
-/// destination lands in the procedure.
-pub(crate) fn hoisted_x86(start: u64, path: &Path, read: &Read<'_>) -> Option<JumpTable> {
-    let jump = path.steps.back()?.address;
-    if jump < start || jump - start > HOISTED_SPAN {
-        return None;
-    }
-    let code = read(start, usize::try_from(jump - start).ok()?)?;
-    let mut held: [Option<u64>; 16] = [None; 16];
-    let mut info = InstructionInfoFactory::new();
-    let gpr = |r: Register| {
-        (r.full_register() as usize)
-            .checked_sub(Register::RAX as usize)
-            .filter(|&i| i < 16)
-    };
-    let mut decoder = iced_x86::Decoder::with_ip(64, code, start, iced_x86::DecoderOptions::NONE);
-    for instr in &mut decoder {
-        match instr.mnemonic() {
-            Mnemonic::INVALID | Mnemonic::Push | Mnemonic::Pop => continue,
-            Mnemonic::Lea
-                if instr.op0_register().is_gpr64() && instr.is_ip_rel_memory_operand() =>
-            {
-                if let Some(r) = gpr(instr.op0_register()) {
-                    held[r] = Some(instr.ip_rel_memory_address());
-                }
-                continue;
-            }
-            _ => {}
-        }
-        for used in info.info(&instr).used_registers() {
-            let writes = !matches!(
-                used.access(),
-                OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None
-            );
-            if writes && let Some(r) = gpr(used.register()) {
-                held[r] = None;
-            }
-        }
-        if matches!(
-            instr.flow_control(),
-            iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
-        ) {
-            for r in [0, 1, 2, 6, 7, 8, 9, 10, 11] {
-                held[r] = None;
-            }
-        }
-    }
-    let known: Vec<(usize, u64)> = held
+/// [r13+rax*4]; add rax, r13; jmp rax` in the loop). The registers' values where the path
+/// begins are those `bases` reads from the procedure's start to the jump; the path itself must
+/// still bound the index. Callers read it only where [`recognise`] finds nothing, and keep it
+/// only when every destination lands in the procedure.
+pub(crate) fn hoisted_x86(
+    bases: &mut HoistedBases,
+    path: &Path,
+    read: &Read<'_>,
+) -> Option<JumpTable> {
+    bases.advance(path.steps.back()?.address, read)?;
+    let known: Vec<(usize, u64)> = bases
+        .held
         .iter()
         .enumerate()
         .filter_map(|(r, v)| Some((r, (*v)?)))
@@ -1384,7 +1420,7 @@ mod tests {
             path.push(&i);
         }
         if hoisted {
-            hoisted_x86(0x1000, &path, &read)
+            hoisted_x86(&mut HoistedBases::new(0x1000), &path, &read)
         } else {
             recognise(Isa::X86_64, &path, &read)
         }
