@@ -355,7 +355,7 @@ impl<'a> Walk<'a> {
     fn seen(&self, address: u64) -> bool {
         self.range(address).is_some_and(|r| {
             let at = (address - self.code[r].lo) as usize;
-            self.code[r].seen[at / 64] & (1 << (at % 64)) != 0
+            bit(&self.code[r].seen, at)
         })
     }
 
@@ -450,7 +450,7 @@ impl<'a> Walk<'a> {
         };
         let range = &self.code[r];
         let offset = (address - range.lo) as usize;
-        if range.seen[offset / 64] & (1 << (offset % 64)) != 0 {
+        if bit(&range.seen, offset) {
             return false;
         }
         let mut d = Disassembler::new(self.isa, &range.bytes[offset..], address, false);
@@ -554,8 +554,7 @@ impl<'a> Walk<'a> {
             if !self.visit(r, at) || (i.address != start && bit(&self.code[r].starts, at)) {
                 break;
             }
-            let seen = &mut self.code[r].seen;
-            seen[at / 64] |= 1 << (at % 64);
+            set_bit(&mut self.code[r].seen, at);
             self.decoded += 1;
             if i.invalid {
                 break;

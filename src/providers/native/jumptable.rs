@@ -319,6 +319,18 @@ impl Value {
     }
 }
 
+/// The x86-64 registers (by number, `rax` 0) a callee may change: System V's and Windows'
+/// together, the widest.
+const CALLER_SAVED: [usize; 9] = [0, 1, 2, 6, 7, 8, 9, 10, 11];
+
+/// Whether an operand access writes what it names.
+fn writes(access: OpAccess) -> bool {
+    matches!(
+        access,
+        OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+    )
+}
+
 /// Whether an x86 register (by number, `rax` 0) addresses the stack frame: `rsp` or `rbp`.
 fn is_frame(register: usize) -> bool {
     matches!(register, 4 | 5)
@@ -503,15 +515,6 @@ impl State {
             self.compared = None;
         }
         let info = info.info(instr);
-        let writes = |a: OpAccess| {
-            matches!(
-                a,
-                OpAccess::Write
-                    | OpAccess::CondWrite
-                    | OpAccess::ReadWrite
-                    | OpAccess::ReadCondWrite
-            )
-        };
         let written: Vec<Register> = info
             .used_registers()
             .iter()
@@ -741,9 +744,8 @@ impl State {
             instr.flow_control(),
             iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
         ) {
-            // The registers a callee may change (System V and Windows alike, the widest), and
-            // any memory it can reach.
-            for r in [0, 1, 2, 6, 7, 8, 9, 10, 11] {
+            // The registers a callee may change, and any memory it can reach.
+            for r in CALLER_SAVED {
                 self.kill(r);
             }
             self.forget_heap(None);
@@ -1296,11 +1298,9 @@ impl HoistedBases {
                 _ => {}
             }
             for used in info.info(&instr).used_registers() {
-                let writes = !matches!(
-                    used.access(),
-                    OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None
-                );
-                if writes && let Some(r) = gpr(used.register()) {
+                if writes(used.access())
+                    && let Some(r) = gpr(used.register())
+                {
                     self.held[r] = None;
                 }
             }
@@ -1308,7 +1308,7 @@ impl HoistedBases {
                 instr.flow_control(),
                 iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
             ) {
-                for r in [0, 1, 2, 6, 7, 8, 9, 10, 11] {
+                for r in CALLER_SAVED {
                     self.held[r] = None;
                 }
             }
