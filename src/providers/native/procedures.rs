@@ -180,11 +180,13 @@ pub(crate) fn collect(
         .collect();
     let in_code = |address: u64| code.iter().any(|&(lo, hi)| address >= lo && address < hi);
     entry = entry.filter(|&e| in_code(e));
+    // An ELF file's dynamic relocations, read once for the entry's `main`, the init/fini
+    // arrays and the code pointers in data.
+    let relocated = is_elf.then(|| RelocatedSlots::of(file));
     if let Some(e) = entry {
         starts.push(Start::bare(e));
-        if is_elf {
-            let relocated = RelocatedSlots::of(file);
-            let slot_value = |slot: u64| elf_slot_value(&relocated, bytes, sections, slot);
+        if let Some(relocated) = &relocated {
+            let slot_value = |slot: u64| elf_slot_value(relocated, bytes, sections, slot);
             stated_main = entry_main::libc_start_main_argument(
                 file.architecture(),
                 bytes,
@@ -239,11 +241,11 @@ pub(crate) fn collect(
         bytes,
         sections,
         known: procedures.iter().map(|p| (p.address, p.size)).collect(),
-        roots: roots(file, bytes, sections),
+        roots: roots(file, bytes, sections, relocated.as_ref()),
         pointers: if listed {
             Vec::new()
         } else {
-            code_pointers(file, bytes, sections)
+            code_pointers(file, bytes, sections, relocated.as_ref())
         },
         noreturn: noreturn_stubs(imports),
         follow: !listed,
@@ -406,11 +408,18 @@ fn noreturn_stubs(imports: &[ImportEntry]) -> Vec<u64> {
 
 /// Starts the file points at without listing them as functions: the ELF init/fini arrays and
 /// `DT_INIT`/`DT_FINI`, PE TLS callbacks, Mach-O initializers and terminators.
-fn roots(file: &object::File<'_>, bytes: &[u8], sections: &[SectionInfo]) -> Vec<(u64, FoundBy)> {
+/// `relocated`: an ELF file's dynamic relocations.
+fn roots(
+    file: &object::File<'_>,
+    bytes: &[u8],
+    sections: &[SectionInfo],
+    relocated: Option<&RelocatedSlots>,
+) -> Vec<(u64, FoundBy)> {
     let mut out = Vec::new();
     match file {
         object::File::Elf64(f) => {
-            let relocated = RelocatedSlots::of(file);
+            let none = RelocatedSlots(Vec::new());
+            let relocated = relocated.unwrap_or(&none);
             let arrays = [
                 (".preinit_array", FoundBy::PreinitArray),
                 (".init_array", FoundBy::InitArray),
@@ -423,7 +432,7 @@ fn roots(file: &object::File<'_>, bytes: &[u8], sections: &[SectionInfo]) -> Vec
                 for slot in (0..section.size / 8).take(MAX_STARTS) {
                     let place = section.address + slot * 8;
                     // A -1 or 0 entry is a terminator some linkers leave.
-                    if let Some(value) = elf_slot_value(&relocated, bytes, sections, place)
+                    if let Some(value) = elf_slot_value(relocated, bytes, sections, place)
                         && value != u64::MAX
                     {
                         out.push((value, how));
@@ -570,11 +579,12 @@ fn code_pointers(
     file: &object::File<'_>,
     bytes: &[u8],
     sections: &[SectionInfo],
+    relocated: Option<&RelocatedSlots>,
 ) -> Vec<(u64, u64)> {
     let in_code = |a: u64| executable_at(sections, a);
     let mut out = match file {
         object::File::Elf32(_) | object::File::Elf64(_) => {
-            super::relocations::relocated_pointers(file)
+            relocated.map(|r| r.0.clone()).unwrap_or_default()
         }
         object::File::Pe32(f) => pe_base_relocated(f, bytes, sections),
         object::File::Pe64(f) => pe_base_relocated(f, bytes, sections),
