@@ -148,3 +148,45 @@ fn callees_tail_jumps_negative_cases_wide_products_and_null_compares_re_execute_
         ],
     );
 }
+
+/// Each of these was wrong before rea corrected angr's arithmetic:
+/// - AArch64's `sdiv w0, w1, w0` is a 32-bit division whose result is zero-extended; angr made it
+///   a 64-bit unsigned one (`div_trunc(-3, 7)` returned 613566756);
+/// - `a0 - a1 * (a0 / a1)` (`sdiv` then `msub`) was printed without its parentheses, which C
+///   reads as `(a1 * a0) / a1`;
+/// - `flag + 5 == 0` (`cmn w0, #5`) read `!flag + 5`, always true;
+/// - `0 - i < 0` (`negs` under `csneg`, `i % 4`) read `!i < 0`: the structurer's round trip
+///   through claripy turned an arithmetic negation into a logical one.
+#[test]
+fn divisions_parentheses_and_negations_re_execute_at_aarch64_o0_regression_27() {
+    assert_correct(
+        "aarch64-O0",
+        &["div_trunc", "mod_signed", "sparse_switch", "switch_loop"],
+    );
+}
+
+/// - `cneg w0, w0, cs` of 7 returned -8: angr folded the negation of a constant as a bitwise not;
+/// - `smull x0, w0, w1` returns 64 bits, which angr typed `int` (-21 read as 4294967275): a return
+///   type narrower than every value computed to return is widened.
+#[test]
+fn constant_negations_and_narrow_return_types_re_execute_at_aarch64_o2_regression_27() {
+    assert_correct("aarch64-O2", &["mod_signed", "below_unsigned", "widen_mul"]);
+}
+
+/// - `s[n - 1 - i]` read `s[1 + n + -1 * i]`: angr turned a negative element offset positive;
+/// - `(long)(signed char)x` under an `int` return type, `(a > b) - (a < b)` under `char`;
+/// - `v % 1000` of an `int` (`movsxd; imul; sar; sub`) became an unsigned remainder, in the
+///   division pattern's signedness and again in the condition's round trip through claripy.
+#[test]
+fn negative_offsets_return_widths_and_signed_remainders_re_execute_at_x86_64_o0_regression_27() {
+    assert_correct(
+        "x86_64-O0",
+        &[
+            "is_palindrome",
+            "sext_byte",
+            "sign_of_diff",
+            "arr_index_of",
+            "arr_scale",
+        ],
+    );
+}

@@ -268,12 +268,22 @@ def correct_signedness(angr):
 
     # `Conv(64->32, Div(Conv(32->64, a), Conv(32->64, b)))` becomes `Div(a, b)` with the outer
     # conversion's signedness; the division's own (and its operands' extension) is what counts.
+    # The same rewrite of a widening, `Conv(32->64, Div(Conv(64->32, a), Conv(64->32, b)))` into
+    # a 64-bit `Div(a, b)`, is wrong for a signed division (AArch64's `sdiv w0, w1, w0`, whose
+    # 32-bit result is zero-extended: -3 / 7 read as 613566756): such a widening stays as it is.
     peephole = remove_redundant_conversions.RemoveRedundantConversions
     convert = peephole._optimize_Convert
 
     def optimize_convert(self, expr):
-        out = convert(self, expr)
         inner = expr.operand
+        if (
+            expr.from_bits < expr.to_bits
+            and isinstance(inner, BinaryOp)
+            and inner.op in ("Div", "Mod", "DivMod")
+            and inner.signed
+        ):
+            return None
+        out = convert(self, expr)
         if (
             isinstance(out, BinaryOp)
             and out.op in ("Div", "Mod")
@@ -287,6 +297,23 @@ def correct_signedness(angr):
         return out
 
     peephole._optimize_Convert = optimize_convert
+
+    # `(a * M >> S) - (a >> 31)` is a division by a constant that rounds toward zero: only a
+    # signed division is compiled so (an unsigned one has no sign term). angr takes the
+    # signedness of the multiplication, which is unsigned after `movsxd; imul`: `v % 1000` of a
+    # negative `v` read as an unsigned remainder.
+    from angr.analyses.decompiler.peephole_optimizations import optimized_div_simplifier
+
+    simplifier = optimized_div_simplifier.OptimizedDivisionSimplifier
+    case_a = simplifier._match_case_a
+
+    def match_case_a(self, expr0, expr1):
+        out = case_a(self, expr0, expr1)
+        if isinstance(out, BinaryOp) and out.op == "Div" and not out.signed:
+            out = BinaryOp(out.idx, "Div", list(out.operands), True, bits=out.bits, **out.tags)
+        return out
+
+    simplifier._match_case_a = match_case_a
 
     # `a - (a / N) * N` becomes `a % N`, always unsigned; the remainder of a signed division is
     # signed (`-3 % 7` is -3, not 1).
@@ -537,6 +564,119 @@ def rewrite_arm64_conditions(angr):
         return Expr.Convert(None, expr.bits, bits, False, expr, **tags)
 
     CCALL_REWRITERS.setdefault("AARCH64", Arm64CCallRewriter)
+
+
+def keep_operations(angr):
+    """Arithmetic stays what the IR says. angr's structurer takes a branch condition
+    to claripy and back, and reads claripy's arithmetic negation back as a logical one:
+    AArch64's `negs w1, w0` under `csneg …, mi` (`i % 4` of a signed `i`), `0 - i < 0`, came
+    back as `!i < 0`. And its eager evaluation folds the negation of a constant as a bitwise
+    not: `cneg w0, w0, cs` of 7 returned -8. The round trip through claripy also keeps a signed
+    division or remainder signed."""
+    from angr.ailment import Expr
+    from angr.analyses.decompiler.condition_processor import ConditionProcessor
+    from angr.analyses.decompiler.peephole_optimizations.eager_eval import EagerEvaluation
+
+    unary = EagerEvaluation._optimize_unaryop
+
+    def optimize_unary(expr):
+        operand = getattr(expr, "operand", None)
+        if expr.op == "Neg" and isinstance(operand, Expr.Const) and isinstance(operand.value, int):
+            return Expr.Const(expr.idx, None, -operand.value & ((1 << expr.bits) - 1), expr.bits, **expr.tags)
+        return unary(expr)
+
+    EagerEvaluation._optimize_unaryop = staticmethod(optimize_unary)
+
+    core = ConditionProcessor.convert_claripy_bool_ast_core
+
+    def convert(self, cond, memo):
+        op = getattr(cond, "op", None)
+        if op == "__neg__":
+            operand = self.convert_claripy_bool_ast(cond.args[0], memo=memo)
+            return Expr.UnaryOp(None, "Neg", operand, bits=operand.bits)
+        if op in ("SDiv", "SMod"):
+            lhs, rhs = (self.convert_claripy_bool_ast(a, memo=memo) for a in cond.args)
+            name = "Div" if op == "SDiv" else "Mod"
+            return Expr.BinaryOp(None, name, (lhs, rhs), True, bits=lhs.bits)
+        return core(self, cond, memo)
+
+    # The same round trip made every division and remainder in a condition unsigned (claripy's
+    # `/` and `%` are): `a[i] == v % 1000` compared with the unsigned remainder of a negative v.
+    import claripy
+    from angr.analyses.decompiler import condition_processor
+
+    def signed(build):
+        return lambda expr, conv, _, ia: build(
+            conv(expr.operands[0], nobool=True, ins_addr=ia), conv(expr.operands[1], nobool=True, ins_addr=ia)
+        )
+
+    condition_processor._ail2claripy_op_mapping.setdefault("Div (signed)", signed(claripy.SDiv))
+    condition_processor._ail2claripy_op_mapping.setdefault("Mod (signed)", signed(claripy.SMod))
+
+    ConditionProcessor.convert_claripy_bool_ast_core = convert
+
+
+PARENTHESIZED = []
+
+
+def parenthesized():
+    """An expression of angr's C tree printed in parentheses, for the places where angr's own
+    code generator leaves them out (made once, after angr is imported)."""
+    if not PARENTHESIZED:
+        from angr.analyses.decompiler.structured_codegen import c as cgen
+
+        class Parenthesized(cgen.CExpression):
+            __slots__ = ("inner",)
+
+            def __init__(self, inner, **kwargs):
+                super().__init__(**kwargs)
+                self.inner = inner
+
+            @property
+            def type(self):
+                return self.inner.type
+
+            def c_repr_chunks(self, indent=0, asexpr=False):
+                paren = cgen.CClosingObject("(")
+                yield "(", paren
+                yield from cgen.CExpression._try_c_repr_chunks(self.inner)
+                yield ")", paren
+
+        PARENTHESIZED.append(Parenthesized)
+    return PARENTHESIZED[0]
+
+
+def keep_negative_offsets(angr):
+    """angr's code generator turns a pointer plus a negative constant into an element access at
+    the positive offset (its own code marks the step "may not be correct"): `s[n - 1 - i]`
+    read `s[1 + n + -1 * i]`. Where the constant is a whole number of elements, rea hands it
+    to angr as one more index term, which angr keeps with its sign."""
+    from angr.analyses.decompiler.structured_codegen import c as cgen
+    from angr.sim_type import SimTypeArray, SimTypeInt, SimTypePointer
+
+    original = cgen.CStructuredCodeGenerator._access
+
+    def access(self, expr, data_type, lvalue, *args, **kwargs):
+        constant, terms = cgen.extract_terms(expr)
+        kernels = [
+            t
+            for c, t in terms
+            if isinstance(cgen.unpack_typeref(t.type), (SimTypePointer, SimTypeArray))
+        ]
+        if constant < 0 and len(kernels) == 1:
+            pointee = cgen.unpack_typeref(cgen.unpack_pointer_and_array(kernels[0].type))
+            size = (pointee.size or 0) // self.project.arch.byte_width if pointee is not None else 0
+            if size and constant % size == 0:
+                index = parenthesized()(CConstant(constant // size, SimTypeInt(), codegen=self), codegen=self)
+                rebuilt = None
+                for c, t in terms + [(size, index)]:
+                    piece = t if c == 1 else cgen.CBinaryOp("Mul", CConstant(c, SimTypeInt(), codegen=self), t, codegen=self)
+                    rebuilt = piece if rebuilt is None else cgen.CBinaryOp("Add", rebuilt, piece, codegen=self)
+                expr = rebuilt
+        return original(self, expr, data_type, lvalue, *args, **kwargs)
+
+    CConstant = cgen.CConstant
+    cgen.CStructuredCodeGenerator._access = access
 
 
 # Whether angr's AIL simplifier folds expressions into their uses (its default). Folding is what
@@ -795,8 +935,10 @@ class Worker:
         codegen = decompiler.codegen
         if codegen is None or codegen.text is None:
             raise Refusal("decompile", "; ".join(limitations) or "angr produced no code")
+        self.widen_returns(codegen)
         self.signed_constants(codegen, function)
         self.null_compares(codegen)
+        self.parenthesize(codegen)
         if self.bias:
             self.unbias(codegen)
         text = codegen.text
@@ -1096,11 +1238,11 @@ class Worker:
         short way (`x` for `x != 0`) wherever it stands, which is right only as a condition:
         `classify`'s `setne` result, `(unsigned char)(x != 0)`, read `(unsigned char)(x)`. Only
         comparisons in a condition (of an `if`, a loop, a `?:`, or under `&&`, `||`, `!`) keep
-        the short form."""
+        the short form. A comparison of an operation with zero keeps its `== 0` everywhere."""
         from angr.analyses.decompiler.structured_codegen import c as cgen
 
         conditions = set()
-        comparisons = []
+        comparisons, negated = [], []
         for node in walk(codegen.cfunc, cgen.CConstruct):
             if isinstance(node, (cgen.CWhileLoop, cgen.CDoWhileLoop, cgen.CForLoop, cgen.CIfBreak)):
                 conditions.add(id(node.condition))
@@ -1115,11 +1257,98 @@ class Worker:
                     conditions.update((id(node.lhs), id(node.rhs)))
                 elif node.op == "CmpNE" and node._cstyle_null_cmp and node._has_const_null_rhs():
                     comparisons.append(node)
-        changed = False
+                elif (
+                    node.op == "CmpEQ"
+                    and node._cstyle_null_cmp
+                    and node._has_const_null_rhs()
+                    and isinstance(node.lhs, (cgen.CBinaryOp, cgen.CITE))
+                ):
+                    # angr prints `!` before the left side without parentheses: `flag + 5 == 0`
+                    # read `!flag + 5`, which is always true.
+                    negated.append(node)
+        changed = bool(negated)
+        for node in negated:
+            node._cstyle_null_cmp = False
         for node in comparisons:
             if id(node) not in conditions:
                 node._cstyle_null_cmp = False
                 changed = True
+        if changed:
+            codegen.regenerate_text()
+
+    @staticmethod
+    def widen_returns(codegen):
+        """A return type narrower than every value the function computes to return is widened
+        to the narrowest of them. angr can type the result narrower than the register the code
+        writes: `movsx rax, al` (`(long)(signed char)x`) under `int`, whose caller then reads
+        -3 as 4294967293; `(a > b) - (a < b)` under `char`, -1 read as 255. A wider type keeps
+        every bit the code computes. Constants and plain variables (angr often gives a register
+        variable the register's whole width) do not count."""
+        from angr.analyses.decompiler.structured_codegen import c as cgen
+        from angr.sim_type import SimTypeChar, SimTypeInt
+
+        def integral(ty):
+            return isinstance(ty, (SimTypeInt, SimTypeChar)) and ty.size is not None
+
+        functy = codegen.cfunc.functy
+        returned = getattr(functy, "returnty", None)
+        if not integral(returned):
+            return
+        widths = []
+        for node in walk(codegen.cfunc, cgen.CConstruct):
+            if not isinstance(node, cgen.CReturn) or node.retval is None:
+                continue
+            value = node.retval
+            if isinstance(value, (cgen.CConstant, cgen.CVariable)):
+                continue
+            try:
+                ty = value.type
+            except Exception:  # noqa: BLE001 - a node angr cannot type does not count
+                return
+            if not integral(ty):
+                return
+            widths.append(ty.size)
+        if not widths or min(widths) <= returned.size:
+            return
+        wider = codegen.default_simtype_from_bits(min(widths), bool(returned.signed))
+        codegen.cfunc.functy = functy.copy() if hasattr(functy, "copy") else functy
+        codegen.cfunc.functy.returnty = wider
+        codegen.regenerate_text()
+
+    @staticmethod
+    def parenthesize(codegen):
+        """Parentheses around a right operand that C would otherwise group to the left. angr
+        brackets a right operand of lower precedence, and of equal precedence only under `-` and
+        `/`: `a0 - a1 * (a0 / a1)` (AArch64's `sdiv` then `msub`) read `a0 - a1 * a0 / a1`, which
+        C computes as `(a1 * a0) / a1`. It also ranks `%` above `*` and `/`. A right operand of
+        equal precedence keeps its parentheses unless the operation is the same associative one
+        (`a + (b + c)`)."""
+        from types import SimpleNamespace
+
+        from angr.analyses.decompiler.structured_codegen import c as cgen
+
+        associative = {"Add", "Mul", "And", "Or", "Xor", "LogicalAnd", "LogicalOr"}
+
+        precedence = cgen.CBinaryOp.op_precedence.fget
+
+        def rank(node):
+            # `%` groups with `*` and `/` in C.
+            return precedence(SimpleNamespace(op="Mul")) if node.op == "Mod" else node.op_precedence
+
+        changed = False
+        for node in walk(codegen.cfunc, cgen.CConstruct):
+            if not isinstance(node, cgen.CBinaryOp) or not isinstance(node.rhs, cgen.CBinaryOp):
+                continue
+            rhs = node.rhs
+            if node._cstyle_null_cmp and node._has_const_null_rhs():
+                continue
+            angr_brackets = node.op_precedence > rhs.op_precedence - (1 if node.op in ("Sub", "Div") else 0)
+            if angr_brackets or rank(node) < rank(rhs):
+                continue
+            if node.op == rhs.op and node.op in associative:
+                continue
+            node.rhs = parenthesized()(rhs, codegen=codegen)
+            changed = True
         if changed:
             codegen.regenerate_text()
 
@@ -1611,6 +1840,8 @@ def main():
     send({"event": "ready", "protocol": PROTOCOL, "angr": version, "python": platform.python_version()})
     correct_signedness(angr)
     rewrite_arm64_conditions(angr)
+    keep_operations(angr)
+    keep_negative_offsets(angr)
     fold_when_asked(angr)
     keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
