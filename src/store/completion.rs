@@ -373,15 +373,24 @@ impl ReadOnlyStore {
         };
         self.read(|conn| {
             let Some(target) = active_target_id(conn)? else { return Ok(CompletionPage::default()) };
-            let document: i64 = match scope {
-                ProcedureScope::Target => 0,
+            // The scope asked for (a document row, or 0 for the whole target), and the scope
+            // whose completion values it has: a target of one document keeps them in the
+            // document's scope alone (migration V11).
+            let (asked, document): (i64, i64) = match scope {
+                ProcedureScope::Target => match conn
+                    .prepare_cached("select min(id), count(*) from documents where target_id = ?1")?
+                    .query_row([target], |r| Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, i64>(1)?)))?
+                {
+                    (Some(only), 1) => (0, only),
+                    _ => (0, 0),
+                },
                 ProcedureScope::Document(name) => {
                     match conn
                         .prepare_cached("select id from documents where target_id = ?1 and name = ?2")?
                         .query_row(params![target, name], |r| r.get(0))
                         .optional()?
                     {
-                        Some(id) => id,
+                        Some(id) => (id, id),
                         None => return Ok(CompletionPage::default()),
                     }
                 }
@@ -404,7 +413,7 @@ impl ReadOnlyStore {
             };
             // Analyst names are live (annotating changes the next answer), so they are read
             // beside the inventory's fixed values, never written into them.
-            let analyst = super::annotations::analyst_completions(conn, target, document, &lower, upper.as_deref())?;
+            let analyst = super::annotations::analyst_completions(conn, target, asked, document, &lower, upper.as_deref())?;
             Ok(merged(page, analyst, limit))
         })
     }

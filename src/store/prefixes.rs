@@ -112,21 +112,32 @@ fn scope_prefixes(entries: &[(String, String)]) -> Vec<(String, u64, Vec<String>
     out
 }
 
+/// Stores the prefix counts of one scope of `target_id` from its `(key, value)` pairs, sorted and
+/// unique as the primary key keeps them. Runs in the caller's transaction.
+pub(super) fn write_scope_prefixes(
+    conn: &Connection,
+    target_id: i64,
+    document: i64,
+    entries: &[(String, String)],
+) -> Result<(), StoreError> {
+    let mut insert = conn.prepare_cached(
+        "insert into procedure_completion_prefixes (target_id, document_id, prefix, rows, head)
+         values (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (prefix, rows, head) in scope_prefixes(entries) {
+        let head = serde_json::Value::from(head).to_string();
+        insert.execute(params![target_id, document, prefix, rows as i64, head])?;
+    }
+    Ok(())
+}
+
 /// Counts the completion values of every scope of `target_id` by prefix and stores the counts,
 /// replacing any stored before. Runs in the caller's transaction.
 pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), StoreError> {
     conn.prepare_cached("delete from procedure_completion_prefixes where target_id = ?1")?
         .execute([target_id])?;
-    let mut insert = conn.prepare_cached(
-        "insert into procedure_completion_prefixes (target_id, document_id, prefix, rows, head)
-         values (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    let mut store = |document: i64, entries: &[(String, String)]| -> Result<(), StoreError> {
-        for (prefix, rows, head) in scope_prefixes(entries) {
-            let head = serde_json::Value::from(head).to_string();
-            insert.execute(params![target_id, document, prefix, rows as i64, head])?;
-        }
-        Ok(())
+    let store = |document: i64, entries: &[(String, String)]| {
+        write_scope_prefixes(conn, target_id, document, entries)
     };
     // The primary key's order: scope by scope, each sorted by key.
     let mut values = conn.prepare_cached(

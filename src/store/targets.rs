@@ -165,6 +165,14 @@ fn from_i64(v: i64) -> u64 {
     v as u64
 }
 
+/// The completion pairs `(match key, name)` of the names that identify exactly one address.
+fn unique_names(names: BTreeMap<&str, BTreeSet<u64>>) -> impl Iterator<Item = (String, String)> {
+    names
+        .into_iter()
+        .filter(|(_, addresses)| addresses.len() == 1)
+        .map(|(name, _)| (match_key(name), name.to_owned()))
+}
+
 /// Inserts (or re-activates) a target with its documents, procedures and procedure completion
 /// values, and makes it the active target. Returns the target's row id.
 pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64, StoreError> {
@@ -195,9 +203,15 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
     let mut insert_value = conn.prepare_cached(
         "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
     )?;
-    // Name → distinct addresses over the whole target, for the target-wide scope.
+    // Name → distinct addresses over the whole target, for the target-wide scope. A target of
+    // one document has no scope of its own: completion over it reads the document's (V11).
+    let whole_scope = target.documents.len() > 1;
     let mut target_names: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
     let mut target_addresses: BTreeSet<u64> = BTreeSet::new();
+    // Each scope's completion `(key, value)` pairs. They are written sorted, in the primary key's
+    // order, so each insert appends to the index rather than splitting pages all over it, and
+    // the prefix counts are taken from them rather than read back.
+    let mut scopes: Vec<(i64, Vec<(String, String)>)> = Vec::new();
     for doc in &target.documents {
         insert_doc.execute(params![
             target_id,
@@ -212,6 +226,7 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
         ])?;
         let doc_id = conn.last_insert_rowid();
         let mut names: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+        let mut entries = Vec::with_capacity(doc.procedures.len() * 2);
         for p in &doc.procedures {
             let key = p.name.as_deref().map(match_key);
             insert_proc.execute(params![
@@ -225,29 +240,40 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
                 other_keys(p),
             ])?;
             let text = Address(p.address).to_string();
-            insert_value.execute(params![target_id, doc_id, text, text])?;
-            target_addresses.insert(p.address);
+            entries.push((text.clone(), text));
             if let Some(name) = p.name.as_deref() {
                 names.entry(name).or_default().insert(p.address);
-                target_names.entry(name).or_default().insert(p.address);
+            }
+            if whole_scope {
+                target_addresses.insert(p.address);
+                if let Some(name) = p.name.as_deref() {
+                    target_names.entry(name).or_default().insert(p.address);
+                }
             }
         }
-        for (name, addresses) in names {
-            if addresses.len() == 1 {
-                insert_value.execute(params![target_id, doc_id, match_key(name), name])?;
-            }
+        entries.extend(unique_names(names));
+        scopes.push((doc_id, entries));
+    }
+    if whole_scope {
+        let mut whole: Vec<(String, String)> = target_addresses
+            .into_iter()
+            .map(|address| {
+                let text = Address(address).to_string();
+                (text.clone(), text)
+            })
+            .collect();
+        whole.extend(unique_names(target_names));
+        scopes.push((0, whole));
+    }
+    scopes.sort_by_key(|(document, _)| *document);
+    for (document, mut entries) in scopes {
+        entries.sort_unstable();
+        entries.dedup();
+        for (key, value) in &entries {
+            insert_value.execute(params![target_id, document, key, value])?;
         }
+        super::prefixes::write_scope_prefixes(conn, target_id, document, &entries)?;
     }
-    for address in target_addresses {
-        let text = Address(address).to_string();
-        insert_value.execute(params![target_id, 0, text, text])?;
-    }
-    for (name, addresses) in target_names {
-        if addresses.len() == 1 {
-            insert_value.execute(params![target_id, 0, match_key(name), name])?;
-        }
-    }
-    super::prefixes::write_prefixes(conn, target_id)?;
     Ok(target_id)
 }
 

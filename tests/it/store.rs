@@ -710,6 +710,106 @@ fn short_procedure_prefixes_are_answered_from_their_counts_exactly_regression_19
     assert_eq!(s.complete_procedures(scope, "get", 100).unwrap().total, 0);
 }
 
+/// A target of one document keeps its procedure completion values once, in the document's scope
+/// (schema version 11); completion over the whole target answers from it. A target of two keeps
+/// its own scope. A ledger written before loses the copies when it is opened, and answers the
+/// same.
+#[test]
+fn a_target_of_one_document_keeps_one_completion_scope_regression_30() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let s = Store::open(&path).unwrap();
+    let one = [
+        (0x1000, Some("main")),
+        (0x1010, Some("helper")),
+        (0x1020, None),
+    ];
+    s.open_target_blocking(target("two", &[("a", &one[..2]), ("b", &one[1..])]))
+        .unwrap();
+    s.open_target_blocking(target("one", &[("d", &one)]))
+        .unwrap();
+    let rows = |scope: i64| -> (i64, i64) {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        let count = |table: &str| {
+            raw.query_row(
+                &format!(
+                    "select count(*) from {table} c join targets t on t.id = c.target_id
+                     where t.name = 'one' and c.document_id = ?1"
+                ),
+                [scope],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        (
+            count("procedure_completions"),
+            count("procedure_completion_prefixes"),
+        )
+    };
+    assert_eq!(rows(0), (0, 0), "no target-wide rows for one document");
+    assert_eq!(
+        rows(3).0,
+        5,
+        "3 addresses and 2 names, in the document's scope"
+    );
+    let answers = |s: &Store| -> Vec<(Vec<String>, u64)> {
+        ["", "0x", "0x101", "h", "m", "z"]
+            .iter()
+            .map(|typed| {
+                let page = s
+                    .complete_procedures(ProcedureScope::Target, typed, 100)
+                    .unwrap();
+                (page.values, page.total)
+            })
+            .collect()
+    };
+    let before = answers(&s);
+    assert_eq!(
+        before[0],
+        (
+            vec![
+                "0x1000".to_string(),
+                "0x1010".into(),
+                "0x1020".into(),
+                "helper".into(),
+                "main".into()
+            ],
+            5
+        )
+    );
+    assert_eq!(before[2], (vec!["0x1010".to_string()], 1));
+    // The two-document target keeps its own scope (its documents share `helper`).
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let two: i64 = raw
+        .query_row(
+            "select count(*) from procedure_completions c join targets t on t.id = c.target_id
+             where t.name = 'two' and c.document_id = 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(two, 5, "3 addresses and 2 names over both documents");
+    s.close();
+    drop(s);
+
+    // What schema version 10 wrote: the document's rows again under scope 0.
+    raw.execute_batch(
+        "insert into procedure_completions (target_id, document_id, key, value)
+           select c.target_id, 0, c.key, c.value from procedure_completions c
+           join targets t on t.id = c.target_id where t.name = 'one';
+         insert into procedure_completion_prefixes (target_id, document_id, prefix, rows, head)
+           select p.target_id, 0, p.prefix, p.rows, p.head from procedure_completion_prefixes p
+           join targets t on t.id = p.target_id where t.name = 'one';
+         delete from refinery_schema_history where version >= 11;",
+    )
+    .unwrap();
+    drop(raw);
+    assert_eq!(rows(0), (5, rows(3).1));
+    let s = Store::open(&path).unwrap();
+    assert_eq!(rows(0), (0, 0), "the copies are dropped on open");
+    assert_eq!(answers(&s), before);
+}
+
 /// Typing a Mach-O address passes through prefixes (`0x1`, `0x10`, …, `0x1000`) that match the
 /// whole inventory: those longer than two characters are answered from their counts too, and a
 /// longer one without a count matches few enough values to scan.
