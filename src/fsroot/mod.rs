@@ -541,6 +541,16 @@ impl RegularFile {
         })
     }
 
+    /// The file's SHA-256 as [`digest`](Self::digest) takes it, refused as changed when its first
+    /// bytes are no longer `head` (what an earlier read of them found).
+    pub fn digest_expecting(&self, head: &[u8], deadline: &Deadline) -> Result<String, FsError> {
+        let digest = self.digest(head.len(), deadline)?;
+        if digest.head != head {
+            return Err(self.changed("its first bytes changed while it was read".into()));
+        }
+        Ok(digest.sha256)
+    }
+
     /// The directory named `<this file's name><suffix>` beside it, reached the way this file
     /// was (beneath the same root): an asar archive's `.unpacked` sibling.
     pub fn sibling_dir(&self, suffix: &str) -> Result<Directory, FsError> {

@@ -408,6 +408,16 @@ fn admit(opened: &crate::fsroot::Opened) -> Result<crate::providers::native::Tar
     })
 }
 
+/// [`admit`], except that a single file is hashed later, by the caller (`open_binary` hashes it
+/// while it lists its procedures).
+fn admit_unhashed(opened: &crate::fsroot::Opened) -> Result<crate::providers::native::Admitted> {
+    use crate::providers::native::{Admitted, admit_unhashed};
+    match opened {
+        crate::fsroot::Opened::Dir(_) => admit(opened).map(Admitted::Hashed),
+        crate::fsroot::Opened::File(_) => Ok(admit_unhashed(opened)?),
+    }
+}
+
 /// Runs blocking work of an operation on a worker thread.
 async fn blocking<T, F>(f: F) -> Result<T>
 where

@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use super::args::cap;
 use super::observe::{self, Observed, Qualifiers, subject_of};
 use super::{Cancel, Investigation, InvestigationError, Progress, Result, blocking};
-use crate::providers::native::{self, BundleInfo, DocumentSpec, Image, Procedure, Target};
+use crate::providers::native::{
+    self, Admitted, BundleInfo, DocumentSpec, Image, Procedure, Target, Unhashed,
+};
 use crate::session::{self, Session, SessionInfo};
 use crate::store::{
     EvidenceFilter, NewDocument, NewProcedure, NewTarget, Recording, Store, TargetRow,
@@ -117,6 +119,53 @@ pub struct ResumeArgs {
     #[serde(default)]
     #[serde(deserialize_with = "cap::name_opt")]
     pub session_id: Option<String>,
+}
+
+/// The inventories of `target`'s documents, one after the other.
+async fn list_documents(
+    target: &Target,
+    progress: &dyn Progress,
+    cancel: &Cancel,
+) -> Result<Vec<Vec<Procedure>>> {
+    let total = target.documents.len() as u64;
+    let mut inventories = Vec::with_capacity(target.documents.len());
+    for (i, doc) in target.documents.iter().enumerate() {
+        if cancel.is_cancelled() {
+            return Err(InvestigationError::Cancelled {
+                operation: "open_binary",
+                undone: "opened",
+            });
+        }
+        progress.report(
+            i as u64,
+            total,
+            &format!("reading procedures of {}", doc.name),
+        );
+        let d = doc.clone();
+        inventories.push(blocking(move || Ok(native::procedures(&d)?)).await?);
+    }
+    progress.report(total, total, "storing the inventory");
+    Ok(inventories)
+}
+
+/// The opened target with its inventories: a file admitted unhashed gets the hash taken beside
+/// its listing. The listing's error comes first.
+fn hashed_target(
+    listed: Result<Vec<Vec<Procedure>>>,
+    unhashed: std::result::Result<Unhashed, Target>,
+    hashed: Option<Result<String>>,
+) -> Result<(Vec<Vec<Procedure>>, Target)> {
+    let inventories = listed?;
+    let target = match (unhashed, hashed) {
+        (Ok(unhashed), Some(sha256)) => unhashed.finish(sha256?),
+        (Err(target), _) => target,
+        (Ok(_), None) => {
+            return Err(InvestigationError::SessionState(
+                "the file was not hashed".into(),
+            ));
+        }
+    };
+    Ok((inventories, target))
 }
 
 /// The store rows for `target` with the complete procedure inventory of each of its documents (in
@@ -459,27 +508,57 @@ impl Investigation {
             path: opened.path().display().to_string(),
         };
         let t = self.session.begin().await;
-        let target = blocking(move || super::admit(&opened)).await?;
-        let total = target.documents.len() as u64;
-        let mut inventories = Vec::with_capacity(target.documents.len());
-        for (i, doc) in target.documents.iter().enumerate() {
-            if cancel.is_cancelled() {
-                return Err(InvestigationError::Cancelled {
-                    operation: "open_binary",
-                    undone: "opened",
-                });
+        // A single file is hashed on one core while its procedures are listed on the other.
+        let admitted = blocking(move || super::admit_unhashed(&opened)).await?;
+        let (unhashed, hashing) = match admitted {
+            Admitted::Hashed(target) => (Err(target), None),
+            Admitted::Unhashed(unhashed) => {
+                let hasher = unhashed.hasher();
+                let hashing = tokio::task::spawn_blocking(move || hasher.digest());
+                (Ok(unhashed), Some(hashing))
             }
-            progress.report(
-                i as u64,
-                total,
-                &format!("reading procedures of {}", doc.name),
-            );
-            let d = doc.clone();
-            inventories.push(blocking(move || Ok(native::procedures(&d)?)).await?);
-        }
-        progress.report(total, total, "storing the inventory");
-        let snapshot = match t.current() {
-            Some(s) => {
+        };
+        let admitted = match &unhashed {
+            Ok(unhashed) => unhashed.target(),
+            Err(target) => target,
+        };
+        // The first open starts the session; its database is made while the file is read.
+        let creating = match t.current() {
+            Some(_) => None,
+            None => {
+                let principal = self.principal();
+                let permit = self.budget.take(&principal)?;
+                let state_dir = self.settings.state_dir.clone();
+                let creating = tokio::task::spawn_blocking(move || {
+                    Session::create_for(&state_dir, &principal)
+                });
+                Some((permit, creating))
+            }
+        };
+        let listed = list_documents(admitted, progress, cancel).await;
+        let hashed = match hashing {
+            Some(hashing) => Some(match hashing.await {
+                Ok(digest) => digest.map_err(InvestigationError::from),
+                Err(e) => Err(e.into()),
+            }),
+            None => None,
+        };
+        let created = match creating {
+            Some((permit, creating)) => Some((permit, creating.await)),
+            None => None,
+        };
+        let (inventories, target) = match hashed_target(listed, unhashed, hashed) {
+            Ok(done) => done,
+            Err(e) => {
+                // A session made for an open that failed goes with it.
+                if let Some((_, Ok(Ok(session)))) = created {
+                    blocking(move || Ok(session.close()?)).await.map(drop)?;
+                }
+                return Err(e);
+            }
+        };
+        let snapshot = match (t.current(), created) {
+            (Some(s), _) => {
                 // The session's decompiler worker holds the previous target; it goes now.
                 let previous = s.session.clone();
                 blocking(move || {
@@ -489,15 +568,16 @@ impl Investigation {
                 .await?;
                 s
             }
-            None => {
-                let principal = self.principal();
-                let permit = self.budget.take(&principal)?;
-                let state_dir = self.settings.state_dir.clone();
-                let session =
-                    blocking(move || Ok(Session::create_for(&state_dir, &principal)?)).await?;
+            (None, Some((permit, session))) => {
+                let session = session??;
                 let s = started(session, permit, None, &self.session);
                 t.replace(Some(s.clone()));
                 s
+            }
+            (None, None) => {
+                return Err(InvestigationError::SessionState(
+                    "no session was open and none was made".into(),
+                ));
             }
         };
         let counts: Vec<u64> = inventories.iter().map(|p| p.len() as u64).collect();

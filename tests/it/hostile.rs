@@ -157,6 +157,32 @@ fn serve(roots: Option<&Path>, calls: &[(&str, Value)]) -> Run {
     }
 }
 
+/// The first `open_binary` makes the session's database while it lists the file; when the
+/// listing fails (an ELF cut after its header), that session goes with it: nothing is open and
+/// nothing is left to resume.
+#[test]
+fn a_first_open_that_fails_leaves_no_session_regression_30() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.elf");
+    let elf = std::fs::read("/bin/sh").unwrap();
+    std::fs::write(&cut, &elf[..100]).unwrap();
+    let run = serve(
+        None,
+        &[
+            ("open_binary", json!({"path": cut})),
+            ("binary_session", json!({})),
+            ("resume_session", json!({})),
+        ],
+    );
+    assert!(run.err(0).contains("malformed elf"), "{}", run.err(0));
+    assert_eq!(run.ok(1)["open"], false);
+    assert!(
+        run.err(2).contains("no session is waiting to be resumed"),
+        "{}",
+        run.err(2)
+    );
+}
+
 /// A sparse file of `len` bytes whose first bytes are `head`.
 fn sparse(path: &Path, head: &[u8], len: u64) {
     let mut f = std::fs::File::create(path).unwrap();

@@ -119,27 +119,113 @@ fn admit_file(
     file: &RegularFile,
     deadline: &Deadline,
 ) -> Result<Target, AdmitError> {
-    let len = check_size(file)?;
+    check_size(file)?;
     let digest = file.digest(HEAD_LEN, deadline)?;
+    file_target(opened, file, &digest.head, digest.sha256)
+}
+
+/// The target of one file whose first bytes are `head`.
+fn file_target(
+    opened: &Opened,
+    file: &RegularFile,
+    head: &[u8],
+    sha256: String,
+) -> Result<Target, AdmitError> {
     let path = file.path();
     let name = file_name(path);
-    let kind = format::sniff(&digest.head, len);
+    let kind = format::sniff(head, file.len());
     let source = DocumentSource::Kept(file.clone());
-    let documents = file_documents(&source, file, &name, &digest.head, kind, DocumentRole::File)?;
+    let documents = file_documents(&source, file, &name, head, kind, DocumentRole::File)?;
     let architecture = match kind {
         Format::MachOUniversal => combined_architecture(&documents),
-        _ => format::thin_architecture(kind, &digest.head),
+        _ => format::thin_architecture(kind, head),
     };
     Ok(Target {
         path: path.to_path_buf(),
         name,
-        sha256: digest.sha256,
+        sha256,
         format: kind,
         architecture,
         documents,
         bundle: None,
         opened: Some(opened.clone()),
     })
+}
+
+/// A target admitted by [`admit_unhashed`].
+pub enum Admitted {
+    /// A bundle: hashed already (its hash is over every file in it).
+    Hashed(Target),
+    /// A single file whose SHA-256 is still to be taken, by [`Unhashed::hasher`].
+    Unhashed(Unhashed),
+}
+
+/// A file admitted from its first bytes, its SHA-256 not yet taken: `open_binary` hashes it on
+/// one core while it lists the procedures on the other.
+pub struct Unhashed {
+    target: Target,
+    file: RegularFile,
+    head: Vec<u8>,
+}
+
+/// Takes an [`Unhashed`] file's SHA-256 (on any thread).
+pub struct Hasher {
+    file: RegularFile,
+    head: Vec<u8>,
+}
+
+impl Unhashed {
+    /// The target as admitted; its `sha256` is empty until [`Unhashed::finish`].
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// What takes the file's SHA-256.
+    pub fn hasher(&self) -> Hasher {
+        Hasher {
+            file: self.file.clone(),
+            head: self.head.clone(),
+        }
+    }
+
+    /// The target with the SHA-256 [`Hasher::digest`] took.
+    pub fn finish(self, sha256: String) -> Target {
+        Target {
+            sha256,
+            ..self.target
+        }
+    }
+}
+
+impl Hasher {
+    /// The file's SHA-256 (as [`admit_opened`] takes it), refused when the file no longer starts
+    /// with the bytes it was admitted from.
+    pub fn digest(&self) -> Result<String, AdmitError> {
+        Ok(self
+            .file
+            .digest_expecting(&self.head, &Deadline::analysis())?)
+    }
+}
+
+/// [`admit_opened`], except that a single file is admitted from its first bytes and hashed
+/// later, by the caller ([`Unhashed::hasher`]); a bundle is admitted whole.
+pub fn admit_unhashed(opened: &Opened) -> Result<Admitted, AdmitError> {
+    let Opened::File(file) = opened else {
+        return admit_opened(opened).map(Admitted::Hashed);
+    };
+    check_size(file)?;
+    let head = file
+        .read_head(0, HEAD_LEN)
+        .map_err(|source| AdmitError::Io {
+            path: file.path().to_path_buf(),
+            source,
+        })?;
+    let target = file_target(opened, file, &head, String::new())?;
+    Ok(Admitted::Unhashed(Unhashed {
+        target,
+        file: file.clone(),
+        head,
+    }))
 }
 
 /// The documents of one file: one per universal slice, or the file itself.

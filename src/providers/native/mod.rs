@@ -46,7 +46,9 @@ mod symbols;
 mod types;
 
 pub use address::{format_address, hex, hex_opt, parse_address};
-pub use admit::{admit, admit_opened, admit_with, documents_of};
+pub use admit::{
+    Admitted, Hasher, Unhashed, admit, admit_opened, admit_unhashed, admit_with, documents_of,
+};
 pub use analysis::{
     AssemblyPage, CallGraphEdges, CalleeEdge, CallerEdge, Callers, CodeXref, DataXref, Dossier,
     DossierString, Instruction, ProcedureInfo, UnresolvedCall, Xrefs,
