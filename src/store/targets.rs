@@ -1,6 +1,6 @@
 //! Targets, their documents and procedure inventories, and which target is active.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
@@ -165,12 +165,38 @@ fn from_i64(v: i64) -> u64 {
     v as u64
 }
 
-/// The completion pairs `(match key, name)` of the names that identify exactly one address.
-fn unique_names(names: BTreeMap<&str, BTreeSet<u64>>) -> impl Iterator<Item = (String, String)> {
-    names
-        .into_iter()
-        .filter(|(_, addresses)| addresses.len() == 1)
-        .map(|(name, _)| (match_key(name), name.to_owned()))
+/// A procedure name of one completion scope: its match key, and whether it names one address.
+struct Named {
+    key: String,
+    address: u64,
+    unique: bool,
+}
+
+impl Named {
+    /// Notes that `name` (whose match key is `key`) names `address`.
+    fn add<'a>(names: &mut HashMap<&'a str, Named>, name: &'a str, key: &str, address: u64) {
+        match names.get_mut(name) {
+            Some(named) => named.unique &= named.address == address,
+            None => {
+                names.insert(
+                    name,
+                    Named {
+                        key: key.to_owned(),
+                        address,
+                        unique: true,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The completion pairs `(match key, name)` of the names that identify exactly one address.
+    fn unique(names: HashMap<&str, Named>) -> impl Iterator<Item = (String, String)> {
+        names
+            .into_iter()
+            .filter(|(_, named)| named.unique)
+            .map(|(name, named)| (named.key, name.to_owned()))
+    }
 }
 
 /// Inserts (or re-activates) a target with its documents, procedures and procedure completion
@@ -203,10 +229,11 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
     let mut insert_value = conn.prepare_cached(
         "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
     )?;
-    // Name → distinct addresses over the whole target, for the target-wide scope. A target of
-    // one document has no scope of its own: completion over it reads the document's (V11).
+    // Name → the one address it names, over the whole target, for the target-wide scope. A
+    // target of one document has no scope of its own: completion over it reads the document's
+    // (migration V11).
     let whole_scope = target.documents.len() > 1;
-    let mut target_names: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+    let mut target_names: HashMap<&str, Named> = HashMap::new();
     let mut target_addresses: BTreeSet<u64> = BTreeSet::new();
     // Each scope's completion `(key, value)` pairs. They are written sorted, in the primary key's
     // order, so each insert appends to the index rather than splitting pages all over it, and
@@ -225,7 +252,7 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
             to_i64(doc.file_size),
         ])?;
         let doc_id = conn.last_insert_rowid();
-        let mut names: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+        let mut names: HashMap<&str, Named> = HashMap::with_capacity(doc.procedures.len());
         let mut entries = Vec::with_capacity(doc.procedures.len() * 2);
         for p in &doc.procedures {
             let key = p.name.as_deref().map(match_key);
@@ -241,17 +268,17 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
             ])?;
             let text = Address(p.address).to_string();
             entries.push((text.clone(), text));
-            if let Some(name) = p.name.as_deref() {
-                names.entry(name).or_default().insert(p.address);
-            }
             if whole_scope {
                 target_addresses.insert(p.address);
-                if let Some(name) = p.name.as_deref() {
-                    target_names.entry(name).or_default().insert(p.address);
+            }
+            if let (Some(name), Some(key)) = (p.name.as_deref(), key) {
+                if whole_scope {
+                    Named::add(&mut target_names, name, &key, p.address);
                 }
+                Named::add(&mut names, name, &key, p.address);
             }
         }
-        entries.extend(unique_names(names));
+        entries.extend(Named::unique(names));
         scopes.push((doc_id, entries));
     }
     if whole_scope {
@@ -262,7 +289,7 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
                 (text.clone(), text)
             })
             .collect();
-        whole.extend(unique_names(target_names));
+        whole.extend(Named::unique(target_names));
         scopes.push((0, whole));
     }
     scopes.sort_by_key(|(document, _)| *document);
