@@ -10,7 +10,10 @@
 //! `REA_BENCH_MACHO` overrides: the issue's figure is biome's, `npm pack
 //! @biomejs/cli-darwin-arm64@2.6.8`, `package/biome`, ~80k procedures) and `/usr/bin/gdb`
 //! (`REA_BENCH_ELF`). A file that is missing is skipped. `REA_BENCH_CALLS` sets the calls per
-//! prefix (default 300). Run: `cargo bench --bench completion_rt`.
+//! prefix (default 300). With `REA_BENCH_LEDGER_ROWS` (`10M`, `1M,10M`) Evidence completion is
+//! measured too, on the cached ledgers of those sizes (see `common::ensure_ledger`; a 10M ledger
+//! takes about 3 minutes to build and 10 GB), typing an Evidence id one character at a time
+//! after `resume_session`. Run: `cargo bench --bench completion_rt`.
 
 #[allow(dead_code)]
 mod common;
@@ -23,13 +26,110 @@ use serde_json::{Value, json};
 use common::stdio::Server;
 use common::{Latency, Table, fmt_duration, meets};
 
-/// A `completion/complete` of `argument` of the `investigate_feature` prompt, typed `value`.
+/// A `completion/complete` of `argument` of the prompt that takes it, typed `value`.
 fn complete(server: &mut Server, argument: &str, value: &str) -> Value {
+    // Evidence ids are an argument of `audit_residual_unknowns`; the rest of
+    // `investigate_feature`.
+    let prompt = if argument == "evidence_id" {
+        "audit_residual_unknowns"
+    } else {
+        "investigate_feature"
+    };
     server.call(
         "completion/complete",
-        json!({"ref": {"type": "ref/prompt", "name": "investigate_feature"},
+        json!({"ref": {"type": "ref/prompt", "name": prompt},
                "argument": {"name": argument, "value": value}}),
     )
+}
+
+/// Times `calls` completions of `typed`, each followed by a `ping`, and adds the row.
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    server: &mut Server,
+    table: &mut Table,
+    calls: usize,
+    file: &str,
+    family: &str,
+    argument: &str,
+    typed: &str,
+    goal: Duration,
+) {
+    let answer = complete(server, argument, typed);
+    let matches = answer["completion"]["total"].as_u64().unwrap_or(0);
+    let (mut own, mut ping) = (Vec::new(), Vec::new());
+    // Interleaved, so both see the same machine.
+    for _ in 0..calls {
+        let start = Instant::now();
+        complete(server, argument, typed);
+        own.push(start.elapsed());
+        let start = Instant::now();
+        server.call("ping", json!({}));
+        ping.push(start.elapsed());
+    }
+    let (own, ping) = (Latency::of(&own).unwrap(), Latency::of(&ping).unwrap());
+    table.row(&[
+        file.to_owned(),
+        format!("{family} `{typed}`"),
+        matches.to_string(),
+        fmt_duration(own.p50),
+        fmt_duration(own.p99),
+        fmt_duration(ping.p99),
+        format!("{:.2}×", own.p99.as_secs_f64() / ping.p99.as_secs_f64()),
+        format!("≤ {} {}", fmt_duration(goal), meets(own.p99 <= goal)),
+    ]);
+}
+
+/// Evidence completion on the cached ledger of `rows` rows (built first when missing): the
+/// session is resumed over the pipe (that round trip is reported too), its background ledger
+/// check is let finish, then an Evidence id is typed one character at a time.
+fn ledger(rows: u64, calls: usize, table: &mut Table) -> Duration {
+    let ledger = common::ensure_ledger(rows);
+    let mut server = Server::start(&ledger.state_dir, "completion-bench");
+    let start = Instant::now();
+    let resumed = server.call(
+        "tools/call",
+        json!({"name": "resume_session", "arguments": {"session_id": ledger.id}}),
+    );
+    let resume = start.elapsed();
+    assert_ne!(resumed["isError"], true, "{resumed}");
+    // The full check hashes every row in the background; completion is measured after it, so
+    // the two do not share the machine. Ten minutes is far beyond its time at 10M rows.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let state = server.call(
+            "tools/call",
+            json!({"name": "binary_session", "arguments": {}}),
+        );
+        let check = state["structuredContent"]["ledger_check"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if check != "running" {
+            assert_eq!(check, "clean", "{state}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the ledger check did not end");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let first = complete(&mut server, "evidence_id", "ev_00");
+    let id = first["completion"]["values"][0]
+        .as_str()
+        .expect("an Evidence id under ev_00")
+        .to_owned();
+    let file = format!("ledger, {} rows", common::label(rows));
+    for typed in typing(&id) {
+        measure(
+            &mut server,
+            table,
+            calls,
+            &file,
+            "evidence",
+            "evidence_id",
+            &typed,
+            Duration::from_millis(1),
+        );
+    }
+    resume
 }
 
 /// Every prefix of `value` from one character on.
@@ -112,39 +212,39 @@ fn main() {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         for (family, argument, typed) in cases {
-            let answer = complete(&mut server, argument, &typed);
-            let matches = answer["completion"]["total"].as_u64().unwrap_or(0);
-            let (mut own, mut ping) = (Vec::new(), Vec::new());
-            // Interleaved, so both see the same machine.
-            for _ in 0..calls {
-                let start = Instant::now();
-                complete(&mut server, argument, &typed);
-                own.push(start.elapsed());
-                let start = Instant::now();
-                server.call("ping", json!({}));
-                ping.push(start.elapsed());
-            }
-            let (own, ping) = (Latency::of(&own).unwrap(), Latency::of(&ping).unwrap());
             let goal = if family == "provider" {
                 Duration::from_micros(500)
             } else {
                 Duration::from_millis(1)
             };
-            table.row(&[
-                file.clone(),
-                format!("{family} `{typed}`"),
-                matches.to_string(),
-                fmt_duration(own.p50),
-                fmt_duration(own.p99),
-                fmt_duration(ping.p99),
-                format!("{:.2}×", own.p99.as_secs_f64() / ping.p99.as_secs_f64()),
-                format!("≤ {} {}", fmt_duration(goal), meets(own.p99 <= goal)),
-            ]);
+            measure(
+                &mut server,
+                &mut table,
+                calls,
+                &file,
+                &family,
+                argument,
+                &typed,
+                goal,
+            );
         }
+    }
+    let mut resumed = String::new();
+    for rows in std::env::var("REA_BENCH_LEDGER_ROWS")
+        .map(|_| common::ledger_sizes_from("REA_BENCH_LEDGER_ROWS"))
+        .unwrap_or_default()
+    {
+        let took = ledger(rows, calls, &mut table);
+        resumed.push_str(&format!(
+            "\n`resume_session` of the {}-row ledger over the pipe: {} (goal < 1 s: {}).\n",
+            common::label(rows),
+            fmt_duration(took),
+            meets(took < Duration::from_secs(1))
+        ));
     }
     let markdown = format!(
         "### Completion round trips over stdio (`rea serve`), {calls} calls per prefix, each \
-         followed by a `ping`\n\n{}\n{}\n",
+         followed by a `ping`\n\n{}\n{}\n{resumed}",
         common::machine(),
         table.finish()
     );

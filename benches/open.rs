@@ -6,6 +6,12 @@
 //! functions the symbol tables list). Goal: ≤ 1.2× the floor. Runs are interleaved; medians are
 //! compared. Reports ratios, never fails on times.
 //!
+//! A stripped file lists almost no functions, so the reference tool's inventory costs nothing
+//! there while rea finds the functions by following the code. For x86-64 files a second floor is
+//! measured in the same runs: hashing the file, then decoding every instruction of its code
+//! sections once with `iced-x86`, in a linear pass that follows nothing and stores nothing (a
+//! naive scan, the least any discovery does).
+//!
 //! Files: the largest Mach-O under the fixture directory (`REA_BENCH_MACHO` overrides: the
 //! issue's figure is biome's, `npm pack @biomejs/cli-darwin-arm64@2.6.8`, `package/biome`),
 //! `/usr/bin/gdb` and the C library (`REA_BENCH_ELF`, `REA_BENCH_LIBC` override); a missing file
@@ -42,6 +48,46 @@ fn floor(path: &Path, macho: bool) -> Duration {
         assert!(status.success(), "{program} {}", path.display());
     }
     start.elapsed()
+}
+
+/// The floor of finding functions where no table lists them: one linear pass decoding every
+/// instruction of the file's code sections with `iced-x86` (what rea's discovery must at least
+/// do, with nothing followed, stored or hashed), after `sha256sum` of the file. Only for
+/// x86-64 files; `None` for others.
+fn decode_floor(path: &Path) -> Option<Duration> {
+    use object::{Object as _, ObjectSection as _, SectionKind};
+    let start = Instant::now();
+    let status = Command::new("sha256sum")
+        .arg(path)
+        .stdout(Stdio::null())
+        .status()
+        .ok()?;
+    assert!(status.success(), "sha256sum {}", path.display());
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    if file.architecture() != object::Architecture::X86_64 {
+        return None;
+    }
+    let mut decoded = 0u64;
+    for section in file.sections() {
+        if section.kind() != SectionKind::Text {
+            continue;
+        }
+        let Ok(bytes) = section.data() else { continue };
+        let mut decoder = iced_x86::Decoder::with_ip(
+            64,
+            bytes,
+            section.address(),
+            iced_x86::DecoderOptions::NONE,
+        );
+        let mut instruction = iced_x86::Instruction::default();
+        while decoder.can_decode() {
+            decoder.decode_out(&mut instruction);
+            decoded += 1;
+        }
+    }
+    std::hint::black_box(decoded);
+    Some(start.elapsed())
 }
 
 /// One `open_binary` round trip to a fresh server on an empty state directory (its start is
@@ -87,6 +133,8 @@ fn main() {
         "sha256sum + llvm-objdump (median)",
         "ratio",
         "≤ 1.2×",
+        "sha256sum + linear decode of the code, iced-x86 (median)",
+        "ratio to it",
     ]);
     let scratch = common::scratch_dir("open");
     for path in files.into_iter().flatten() {
@@ -95,14 +143,18 @@ fn main() {
         };
         let macho = common::is_macho(&path);
         let state = scratch.join("state");
-        let (mut own, mut anchor) = (Vec::new(), Vec::new());
-        // Interleaved, so both see the same machine and the same page cache.
+        let (mut own, mut anchor, mut decoding) = (Vec::new(), Vec::new(), Vec::new());
+        // Interleaved, so all see the same machine and the same page cache.
         for _ in 0..runs {
             own.push(open(&path, &state));
             anchor.push(floor(&path, macho));
+            if let Some(took) = decode_floor(&path) {
+                decoding.push(took);
+            }
         }
         let median = |samples: &[Duration]| common::Latency::of(samples).unwrap().p50;
         let (own, anchor) = (median(&own), median(&anchor));
+        let decoded = (!decoding.is_empty()).then(|| median(&decoding));
         table.row(&[
             path.display().to_string(),
             format!("{:.1} MB", meta.len() as f64 / 1e6),
@@ -110,6 +162,8 @@ fn main() {
             fmt_duration(anchor),
             fmt_ratio(own, anchor),
             meets(own.as_secs_f64() <= 1.2 * anchor.as_secs_f64()).to_string(),
+            decoded.map_or_else(|| "–".into(), fmt_duration),
+            decoded.map_or_else(|| "–".into(), |d| fmt_ratio(own, d)),
         ]);
     }
     let markdown = format!(

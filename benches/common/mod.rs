@@ -55,12 +55,19 @@ pub fn criterion() -> Criterion {
 
 /// Ledger sizes from `REA_BENCH_ROWS`.
 pub fn ledger_sizes() -> Vec<u64> {
-    let text = std::env::var("REA_BENCH_ROWS").unwrap_or_else(|_| "1M,10M".into());
+    if std::env::var_os("REA_BENCH_ROWS").is_none() {
+        return vec![1_000_000, 10_000_000];
+    }
+    ledger_sizes_from("REA_BENCH_ROWS")
+}
+
+/// Ledger sizes from the variable `name` (`1M,10M`); none when it is unset.
+pub fn ledger_sizes_from(name: &str) -> Vec<u64> {
+    let text = std::env::var(name).unwrap_or_default();
     text.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
-            parse_count(s.trim())
-                .unwrap_or_else(|| panic!("REA_BENCH_ROWS: {s:?} is not a row count"))
+            parse_count(s.trim()).unwrap_or_else(|| panic!("{name}: {s:?} is not a row count"))
         })
         .collect()
 }
