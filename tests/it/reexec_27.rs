@@ -190,3 +190,22 @@ fn negative_offsets_return_widths_and_signed_remainders_re_execute_at_x86_64_o0_
         ],
     );
 }
+
+/// AArch64's conditional compare (`cmp w1, #0x3e7; ccmp w2, w1, #0x4, le`, `sum_to`'s
+/// `i < n && i < 1000`) reaches angr as VEX's flag helper with operands chosen at run time, which
+/// it leaves in the C (`_ccall(…)`, which does not compile): rea names the line in `limitations`.
+#[test]
+fn a_flag_helper_angr_left_in_the_text_is_named_in_limitations_regression_27() {
+    let got = outcomes("aarch64-O2", &["sum_to"]);
+    let (_, outcome, limitations) = &got[0];
+    assert!(
+        !matches!(outcome, Outcome::Correct),
+        "angr 9.2.213 leaves `_ccall` here; if it is right now, this test has served"
+    );
+    assert!(
+        limitations
+            .iter()
+            .any(|l| l.contains("`_ccall(…)` is VEX's helper for the processor's flags")),
+        "{limitations:?}"
+    );
+}

@@ -1468,11 +1468,21 @@ class Worker:
             return {"ok": True, "valid": False, "position": position, "problem": message or type(error).__name__}
 
     def dirty_lines(self, text):
-        """The statements angr could not put in C (it prints them as `[D] ...`)."""
+        """The statements angr could not put in C (it prints them as `[D] ...`), and the
+        conditions it left as VEX's flag helpers (`_ccall(…)`, `arm64g_calculate_condition(…)`:
+        AArch64's conditional compare, `ccmp`), which compute a comparison the text does not
+        show and do not compile."""
         import re
 
         found = []
         for number, line in enumerate(text.split("\n"), start=1):
+            helper = re.search(r"\b(_ccall|[a-z0-9]+g_calculate_[a-z_]+)\(", line)
+            if helper:
+                found.append(
+                    f"line {number}: `{helper.group(1)}(…)` is VEX's helper for the processor's "
+                    "flags, which angr did not turn into the comparison it computes; read that "
+                    "condition in procedure_assembly"
+                )
             if "[D]" not in line:
                 continue
             undecoded = re.search(r"Ijk_NoDecode at address (\d+)", line)
