@@ -529,10 +529,16 @@ impl Investigation {
                 let principal = self.principal();
                 let permit = self.budget.take(&principal)?;
                 let state_dir = self.settings.state_dir.clone();
-                let creating = tokio::task::spawn_blocking(move || {
-                    Session::create_for(&state_dir, &principal)
+                let (made, making) = tokio::sync::oneshot::channel();
+                tokio::task::spawn_blocking(move || {
+                    // An open dropped before it took the session (its client went away) leaves
+                    // none behind.
+                    if let Err(Ok(session)) = made.send(Session::create_for(&state_dir, &principal))
+                    {
+                        drop(session.close());
+                    }
                 });
-                Some((permit, creating))
+                Some((permit, making))
             }
         };
         let listed = list_documents(admitted, progress, cancel).await;
@@ -569,7 +575,9 @@ impl Investigation {
                 s
             }
             (None, Some((permit, session))) => {
-                let session = session??;
+                let session = session.map_err(|_| {
+                    InvestigationError::SessionState("the session's database was not made".into())
+                })??;
                 let s = started(session, permit, None, &self.session);
                 t.replace(Some(s.clone()));
                 s

@@ -46,21 +46,10 @@ pub fn admit(path: &Path) -> Result<Target, AdmitError> {
 /// (`rea procedures`): a single file is sniffed from its head and not hashed, so listing its
 /// procedures reads it once, when they are parsed from its mapping; a bundle is admitted whole.
 pub fn documents_of(path: &Path) -> Result<Vec<DocumentSpec>, AdmitError> {
-    let opened = Roots::none().open(path)?;
-    let Opened::File(file) = &opened else {
-        return Ok(admit_opened(&opened)?.documents);
-    };
-    check_size(file)?;
-    let head = file
-        .read_head(0, HEAD_LEN)
-        .map_err(|source| AdmitError::Io {
-            path: file.path().to_path_buf(),
-            source,
-        })?;
-    let kind = format::sniff(&head, file.len());
-    let source = DocumentSource::Kept(file.clone());
-    let name = file_name(file.path());
-    file_documents(&source, file, &name, &head, kind, DocumentRole::File)
+    Ok(match admit_unhashed(&Roots::none().open(path)?)? {
+        Admitted::Hashed(target) => target.documents,
+        Admitted::Unhashed(unhashed) => unhashed.target.documents,
+    })
 }
 
 /// Admits an opened file or `.app` bundle directory; refuses other directories. The target keeps
