@@ -209,3 +209,11 @@ fn a_flag_helper_angr_left_in_the_text_is_named_in_limitations_regression_27() {
         "{limitations:?}"
     );
 }
+
+/// angr's passes over its C tree did not go into a comma expression (a loop condition with
+/// statements in it), so the pointer step there stayed in bytes: `cur += 4` on an `int *`
+/// (`ptr_diff` returned 4 for 2; `arr_max` read past its array and crashed).
+#[test]
+fn pointer_steps_inside_comma_expressions_re_execute_at_x86_64_o2_regression_27() {
+    assert_correct("x86_64-O2", &["ptr_diff", "arr_max"]);
+}

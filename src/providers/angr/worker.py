@@ -616,6 +616,23 @@ def keep_operations(angr):
     ConditionProcessor.convert_claripy_bool_ast_core = convert
 
 
+def walk_comma_expressions(angr):
+    """angr's passes over its C tree (`CStructuredCodeWalker`: the pointer arithmetic fixer,
+    the implicit casts, field references) do not go into a comma expression, which angr makes of
+    a loop condition with statements in it. The pointer step there stayed in bytes:
+    `(cur += 4, v2 = cur, v2 < v1)` on an `int *` went four elements at a time (`ptr_diff`,
+    `arr_max`). They go into it now, as into any other expression."""
+    from angr.analyses.decompiler.structured_codegen import c as cgen
+
+    def handle(self, obj):
+        obj.stmts = self.handle(obj.stmts)
+        obj.expr = self.handle(obj.expr)
+        return obj
+
+    if not hasattr(cgen.CStructuredCodeWalker, "handle_CMultiStatementExpression"):
+        cgen.CStructuredCodeWalker.handle_CMultiStatementExpression = handle
+
+
 PARENTHESIZED = []
 
 
@@ -1852,6 +1869,7 @@ def main():
     rewrite_arm64_conditions(angr)
     keep_operations(angr)
     keep_negative_offsets(angr)
+    walk_comma_expressions(angr)
     fold_when_asked(angr)
     keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
