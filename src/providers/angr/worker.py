@@ -672,6 +672,7 @@ def keep_negative_offsets(angr):
     from angr.sim_type import SimTypeArray, SimTypeInt, SimTypePointer
 
     original = cgen.CStructuredCodeGenerator._access
+    CConstant = cgen.CConstant
 
     def access(self, expr, data_type, lvalue, *args, **kwargs):
         constant, terms = cgen.extract_terms(expr)
@@ -692,7 +693,6 @@ def keep_negative_offsets(angr):
                 expr = rebuilt
         return original(self, expr, data_type, lvalue, *args, **kwargs)
 
-    CConstant = cgen.CConstant
     cgen.CStructuredCodeGenerator._access = access
 
 
@@ -1328,7 +1328,8 @@ class Worker:
         if not widths or min(widths) <= returned.size:
             return
         wider = codegen.default_simtype_from_bits(min(widths), bool(returned.signed))
-        codegen.cfunc.functy = functy.copy() if hasattr(functy, "copy") else functy
+        # A copy: the prototype angr holds for the function stays as it is.
+        codegen.cfunc.functy = functy.copy()
         codegen.cfunc.functy.returnty = wider
         codegen.regenerate_text()
 
