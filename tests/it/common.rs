@@ -287,14 +287,26 @@ impl StdioServer {
         StdioServer::start_command(command)
     }
 
+    /// Starts `rea serve` on `state` with its log (warnings and worse) written to `log`.
+    pub fn start_logging(state: &std::path::Path, log: &std::path::Path) -> StdioServer {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rea"));
+        command.arg("serve").env("REA_STATE_DIR", state);
+        StdioServer::start_with(command, std::fs::File::create(log).unwrap().into())
+    }
+
     /// Starts `command`, which runs `rea serve` (through a wrapper, say), and completes the
     /// initialize handshake.
-    pub fn start_command(mut command: Command) -> StdioServer {
+    pub fn start_command(command: Command) -> StdioServer {
+        StdioServer::start_with(command, Stdio::null())
+    }
+
+    fn start_with(mut command: Command, stderr: Stdio) -> StdioServer {
         let mut child = command
             .env_remove("REA_CONFIG_DIR")
+            .env_remove("REA_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();

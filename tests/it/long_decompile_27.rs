@@ -100,7 +100,10 @@ fn recorded(server: &mut StdioServer) -> Vec<String> {
 #[test]
 fn ls_main_shows_progress_is_cancelled_answers_at_its_deadline_and_is_recorded_after() {
     let state = tempfile::tempdir().unwrap();
-    let mut server = StdioServer::start(state.path());
+    // The server's warnings name a worker dropped after an error, for the assertions below.
+    let log = state.path().join("rea.log");
+    let mut server = StdioServer::start_logging(state.path(), &log);
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
     server.tool("open_binary", json!({"path": "/usr/bin/ls"}));
     let listed = server.tool("list_procedures", json!({"limit": 500}));
     let main = listed["procedures"]
@@ -172,7 +175,8 @@ fn ls_main_shows_progress_is_cancelled_answers_at_its_deadline_and_is_recorded_a
     assert_eq!(
         workers(server.child.id()),
         worker,
-        "the same worker serves on"
+        "the same worker serves on; the log:\n{}",
+        logged()
     );
     assert!(!recorded(&mut server).contains(&main));
 
@@ -194,7 +198,12 @@ fn ls_main_shows_progress_is_cancelled_answers_at_its_deadline_and_is_recorded_a
         recorded(&mut server).iter().filter(|a| **a == main).count(),
         1
     );
-    assert_eq!(workers(server.child.id()), worker);
+    assert_eq!(
+        workers(server.child.id()),
+        worker,
+        "the same worker serves on; the log:\n{}",
+        logged()
+    );
 
     // 3. From the ledger now, and a callee asked after (decompiled ahead, or joined while it
     // is) is decompiled once.

@@ -502,7 +502,9 @@ impl Angr {
                 error,
                 DecompileError::Failed { .. } | DecompileError::Cancelled { kept: true, .. }
             ) {
-                self.live = None;
+                if let Some(live) = self.live.take() {
+                    tracing::warn!(pid = live.process.pid(), %error, "angr worker dropped after an error");
+                }
             }
         }
         outcome.map(|code| (code, timings))
@@ -964,6 +966,16 @@ while read -r request; do
       wait $sleeper
       trap - INT
       echo '{"ok":false,"error":{"kind":"cancelled","message":"stopped at rea'"'"'s request"}}' ;;
+    deaf-once)
+      sleep 600 & sleeper=$!
+      echo $sleeper > "$dir/sleeper"
+      heard=0
+      trap 'heard=$((heard + 1)); if [ $heard -ge 2 ]; then kill $sleeper; fi' INT
+      echo '{"event":"progress","stage":"decompile","percent":40.0,"text":"Structuring code"}'
+      while kill -0 $sleeper 2>/dev/null; do wait $sleeper; done
+      trap - INT
+      echo $heard > "$dir/heard"
+      echo '{"ok":false,"error":{"kind":"cancelled","message":"stopped at rea'"'"'s request"}}' ;;
     stubborn)
       trap '' INT
       echo '{"event":"progress","stage":"cfg","percent":10.0,"text":null}'
@@ -1219,6 +1231,37 @@ done
         );
         let pid = angr.worker_pid().expect("the worker stays");
         assert!(gone(pid_file(&fake.path("sleeper"))));
+        fake.mode("answer");
+        angr.decompile(&image, start).unwrap();
+        assert_eq!(angr.worker_pid(), Some(pid));
+        assert_eq!(fake.runs(), 1, "the document was not loaded again");
+    }
+
+    #[test]
+    fn a_worker_that_drops_the_first_interrupt_is_interrupted_again_and_kept() {
+        let fake = Fake::new();
+        let image = ls();
+        let start = image.procedures()[0].address;
+        let mut angr = fake.angr(quick());
+        fake.mode("deaf-once");
+        let reports = Mutex::new(Vec::new());
+        let (report, stop) = stopping_at_decompile(&reports);
+        let control = Control {
+            report: Some(&report),
+            stop: Some(&stop),
+        };
+        let err = angr
+            .decompile_controlled(&image, start, &AnalystHints::default(), &control)
+            .unwrap_err();
+        assert!(
+            matches!(err, DecompileError::Cancelled { kept: true, .. }),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(fake.path("heard")).unwrap().trim(),
+            "2"
+        );
+        let pid = angr.worker_pid().expect("the worker stays");
         fake.mode("answer");
         angr.decompile(&image, start).unwrap();
         assert_eq!(angr.worker_pid(), Some(pid));

@@ -20,6 +20,11 @@ const STDERR_DRAIN: Duration = Duration::from_secs(2);
 /// How often a request in progress asks whether its caller wants it stopped.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
+/// How long an interrupted worker has to say it stopped before it is interrupted again: the
+/// first SIGINT can land where Python drops the exception it raises (a finaliser, a callback
+/// from C), and a pass can run for seconds before the next progress callback looks again.
+const INTERRUPT_AGAIN: Duration = Duration::from_millis(500);
+
 /// Most bytes of the worker's stderr kept for an error message.
 const STDERR_TAIL: usize = 8 * 1024;
 
@@ -226,14 +231,18 @@ impl Process {
     ) -> Result<Vec<u8>, DecompileError> {
         let deadline = Instant::now() + timeout;
         let mut interrupted: Option<Instant> = None;
+        let mut last_interrupt = Instant::now();
         loop {
-            if interrupted.is_none() && stop() {
+            let again = interrupted.is_some() && last_interrupt.elapsed() >= INTERRUPT_AGAIN;
+            if again || (interrupted.is_none() && stop()) {
                 // SAFETY: plain syscall; the child is not reaped before `kill` releases it, so
-                // its pid cannot name another process.
+                // its pid cannot name another process. A SIGINT that reaches the worker once it
+                // has replied finds it idle, and it ignores it.
                 unsafe {
                     libc::kill(self.pid, libc::SIGINT);
                 }
-                interrupted = Some(Instant::now());
+                last_interrupt = Instant::now();
+                interrupted.get_or_insert(last_interrupt);
             }
             let until = interrupted.map_or(deadline, |at| (at + self.cancel_grace).min(deadline));
             let left = until.saturating_duration_since(Instant::now());
