@@ -501,10 +501,9 @@ impl Angr {
             if !matches!(
                 error,
                 DecompileError::Failed { .. } | DecompileError::Cancelled { kept: true, .. }
-            ) {
-                if let Some(live) = self.live.take() {
-                    tracing::warn!(pid = live.process.pid(), %error, "angr worker dropped after an error");
-                }
+            ) && let Some(live) = self.live.take()
+            {
+                tracing::warn!(pid = live.process.pid(), %error, "angr worker dropped after an error");
             }
         }
         outcome.map(|code| (code, timings))
