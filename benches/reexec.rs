@@ -79,9 +79,14 @@ fn main() {
                 if limitations.is_empty() {
                     silent += 1;
                 }
+                let said = if limitations.is_empty() {
+                    "no limitation".to_owned()
+                } else {
+                    format!("{} limitations", limitations.len())
+                };
                 let _ = writeln!(
                     failures,
-                    "- {} `{name}`: {:?}: {}",
+                    "- {} `{name}` ({said}): {:?}: {}",
                     config.label(),
                     outcome.column(),
                     outcome.detail()

@@ -217,3 +217,40 @@ fn a_flag_helper_angr_left_in_the_text_is_named_in_limitations_regression_27() {
 fn pointer_steps_inside_comma_expressions_re_execute_at_x86_64_o2_regression_27() {
     assert_correct("x86_64-O2", &["ptr_diff", "arr_max"]);
 }
+
+/// `k % 6` of a `long` is the high half of `imul`'s 128-bit product: typehoon gave the register
+/// argument the product's width, `unsigned __int128`, a value of two registers of which the
+/// caller sets one. A type wider than its register is cut to the register, and the product
+/// reads the operand in `imul`'s signedness, `(__int128)(long long)a0`.
+#[test]
+fn an_argument_read_by_a_widening_product_keeps_its_register_width_at_x86_64_o0_regression_27() {
+    assert_correct("x86_64-O0", &["switch_long"]);
+}
+
+/// - `p->y` of an untyped `p` read `(int)a0[4]`, an index into a `void *` C refuses: it reads
+///   `*(int *)((char *)a0 + 4)`;
+/// - `x * 2654435761` of an `unsigned int x`: the bare decimal is a `long`, so C multiplied in
+///   64 bits and `>> 13` shifted in bits the code never had; it reads `2654435761U`.
+#[test]
+fn void_pointer_offsets_and_unsigned_constants_re_execute_at_x86_64_o2_regression_27() {
+    assert_correct("x86_64-O2", &["pt_quadrant", "mix_bits"]);
+}
+
+/// - `switch_long` as at x86-64 (`smulh`);
+/// - a byte difference of two pointers held in a register angr typed `int *`, then shifted
+///   (`v2 >> 63`), which C refuses: the operand is read as an integer;
+/// - `smull x0, w1, w0` of an `unsigned int` argument: angr's `(long long)(int)a2` lost its
+///   inner cast, and C extended with zeros.
+#[test]
+fn wide_arguments_pointers_as_numbers_and_sign_extensions_re_execute_at_aarch64_o0_regression_27() {
+    assert_correct("aarch64-O0", &["switch_long", "ptr_diff", "arr_index_of"]);
+}
+
+/// The same four corrections at AArch64 -O2.
+#[test]
+fn void_offsets_pointers_as_numbers_and_wide_arguments_re_execute_at_aarch64_o2_regression_27() {
+    assert_correct(
+        "aarch64-O2",
+        &["pt_quadrant", "ptr_diff", "switch_long", "arr_index_of"],
+    );
+}

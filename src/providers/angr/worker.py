@@ -175,6 +175,8 @@ def correct_signedness(angr):
             return byte_difference(self, node)
         if expr.op == "Mull":
             return widening_product(self, node, bool(expr.signed), expr.bits)
+        if expr.op in arithmetic:
+            node = pointers_as_integers(self, node, expr.op == "Sar" or bool(expr.signed))
         if expr.op in ordered:
             signed, sides = bool(expr.signed), ("lhs", "rhs")
         elif expr.op == "Sar":
@@ -194,6 +196,25 @@ def correct_signedness(angr):
             node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
             if not node.op.startswith("Cmp"):
                 node._type = node.common_type
+        return node
+
+    # A register angr typed a pointer that holds a number (the byte difference of two
+    # pointers, shifted to count elements) cannot be shifted, multiplied or masked in C: such
+    # an operand is read as the integer of its width.
+    arithmetic = {"Mul", "Div", "Mod", "Shl", "Shr", "Sar", "And", "Or", "Xor"}
+
+    def pointers_as_integers(codegen, node, signed):
+        changed = False
+        for side in ("lhs", "rhs"):
+            operand = getattr(node, side)
+            ty = operand.type
+            if isinstance(ty, Pointer) and ty.size:
+                whole = codegen.default_simtype_from_bits(ty.size, signed)
+                setattr(node, side, SignCast(None, whole, operand, codegen=codegen))
+                changed = True
+        if changed:
+            node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
+            node._type = node.common_type
         return node
 
     # The IR subtracts addresses in bytes (the machine code scales the difference itself), but
@@ -218,12 +239,15 @@ def correct_signedness(angr):
     # A widening multiplication (`imul`'s 128-bit product, behind a division by a constant)
     # reads `a * b >> 64`, a product of 64-bit operands whose high half C never computes: the
     # first operand is cast to the product's width (`bits`), in the IR's signedness.
+    # Each operand is read in that signedness at its own width first: C widens an `unsigned
+    # long long` with zeros, where `imul` extends the sign.
     def widening_product(codegen, node, signed, bits):
         if bits == 128:
             wide = SimTypeInt128(signed=signed).with_arch(codegen.project.arch)
         else:
             wide = codegen.default_simtype_from_bits(bits, signed)
-        node.lhs = SignCast(None, wide, node.lhs, codegen=codegen)
+        node.lhs = SignCast(None, wide, with_signedness(codegen, node.lhs, signed), codegen=codegen)
+        node.rhs = with_signedness(codegen, node.rhs, signed)
         node.common_type = wide
         node._type = wide
         return node
@@ -237,6 +261,29 @@ def correct_signedness(angr):
     SimTypeInt128.c_repr = int128_repr
 
     cgen.CStructuredCodeGenerator._handle_Expr_BinaryOp = handle_binary
+
+    # A sign extension of a variable typed unsigned (`smull x0, w1, w0` of an `unsigned int`):
+    # angr casts it to the signed type first, `(long long)(int)a2`, but that inner cast is one
+    # `MakeTypecastsImplicit` drops, and C then extends with zeros. It is kept.
+    convert_expr = cgen.CStructuredCodeGenerator._handle_Expr_Convert
+
+    def handle_convert(self, expr, **kwargs):
+        node = convert_expr(self, expr, **kwargs)
+        inner = getattr(node, "expr", None)
+        if (
+            expr.from_bits < expr.to_bits
+            and isinstance(node, cgen.CTypeCast)
+            and type(inner) is cgen.CTypeCast
+            and inner.src_type is None
+            and integral(inner.dst_type)
+            and integral(inner.expr.type)
+            and inner.dst_type.size == inner.expr.type.size
+            and bool(inner.dst_type.signed) != bool(inner.expr.type.signed)
+        ):
+            node.expr = SignCast(None, inner.dst_type, inner.expr, codegen=self)
+        return node
+
+    cgen.CStructuredCodeGenerator._handle_Expr_Convert = handle_convert
 
     implicit = cgen.MakeTypecastsImplicit
     collapse = implicit.collapse.__func__
@@ -696,6 +743,67 @@ def keep_negative_offsets(angr):
     cgen.CStructuredCodeGenerator._access = access
 
 
+def offset_void_in_bytes(angr):
+    """angr indexes a `void *` at a constant offset as if its elements were bytes, `(int)a0[4]`
+    for the `int` at `a0 + 4` (`p->y` of an untyped `p`), which C refuses: `void` has no size.
+    Such an access reads `*(int *)((char *)a0 + 4)`."""
+    from angr.analyses.decompiler.structured_codegen import c as cgen
+    from angr.sim_type import SimTypeChar, SimTypeInt, SimTypePointer
+
+    original = cgen.CStructuredCodeGenerator._access_constant_offset
+
+    def sized(ty):
+        try:
+            return ty.size is not None
+        except Exception:  # noqa: BLE001 - a type that cannot say its size has none
+            return False
+
+    def access(self, expr, offset, data_type, lvalue, *args, **kwargs):
+        data_type = cgen.unpack_typeref(data_type)
+        base = cgen.unpack_typeref(cgen.unpack_pointer_and_array(expr.type)) if expr.type is not None else None
+        if not offset or base is None or sized(base) or data_type is None or not sized(data_type):
+            return original(self, expr, offset, data_type, lvalue, *args, **kwargs)
+        arch = self.project.arch
+        bytes_ = SimTypePointer(SimTypeChar()).with_arch(arch)
+        address = cgen.CBinaryOp(
+            "Add",
+            cgen.CTypeCast(expr.type, bytes_, expr, codegen=self),
+            cgen.CConstant(offset, SimTypeInt(), codegen=self),
+            codegen=self,
+        )
+        target = SimTypePointer(data_type).with_arch(arch)
+        return cgen.CUnaryOp("Dereference", cgen.CTypeCast(bytes_, target, address, codegen=self), codegen=self)
+
+    cgen.CStructuredCodeGenerator._access_constant_offset = access
+
+
+def suffix_unsigned_constants(angr):
+    """A decimal constant has the first of `int`, `long`, `long long` that holds it, so an
+    `unsigned int` constant of 2^31 or more printed bare is a `long`: `x * 2654435761` of an
+    `unsigned int x` multiplies in 64 bits, and `>> 13` of it shifts in bits the code never
+    had (`mix_bits`). Such a constant, and an `unsigned long long` one of 2^63 or more, gets
+    the `U` suffix, which keeps it unsigned at its own width."""
+    from angr.analyses.decompiler.structured_codegen import c as cgen
+    from angr.sim_type import SimTypeInt
+
+    original = cgen.CConstant.fmt_int
+
+    def fmt_int(self, value):
+        text = original(self, value)
+        kind = self._type
+        if (
+            isinstance(kind, SimTypeInt)
+            and not kind.signed
+            and kind.size in (32, 64)
+            and text.isdigit()
+            and int(text) >= 1 << (kind.size - 1)
+        ):
+            return text + "U"
+        return text
+
+    cgen.CConstant.fmt_int = fmt_int
+
+
 # Whether angr's AIL simplifier folds expressions into their uses (its default). Folding is what
 # loses a loop's last value (see `unassigned_reads`); a decompilation that lost one is done again
 # without it, which the re-execution benchmark finds right where the first was wrong, and the
@@ -715,6 +823,34 @@ def fold_when_asked(angr):
 
     ail_simplifier.AILSimplifier.__init__ = simplifier
 
+
+
+def fit_integers_to_variables(angr):
+    """Typehoon gives a variable the widest of the types its uses suggest, so the register
+    operand of a widening multiplication (`imul` behind `k % 6`) became an `unsigned __int128`
+    argument: a value of two registers, of which the caller sets one (`switch_long`). An
+    integer type wider than the register or stack slot it lives in is cut to the slot's size,
+    in the same signedness; the operations that read it wider cast it themselves."""
+    from angr.knowledge_plugins.variables.variable_manager import VariableManagerInternal
+    from angr.sim_type import SimTypeChar, SimTypeInt, SimTypeLongLong, SimTypeShort
+    from angr.sim_variable import SimRegisterVariable, SimStackVariable
+
+    by_size = {1: SimTypeChar, 2: SimTypeShort, 4: SimTypeInt, 8: SimTypeLongLong}
+    original = VariableManagerInternal.set_variable_type
+
+    def set_variable_type(self, var, ty, *args, **kwargs):
+        size = getattr(var, "size", None)
+        if (
+            isinstance(var, (SimRegisterVariable, SimStackVariable))
+            and size in by_size
+            and isinstance(ty, (SimTypeInt, SimTypeChar))
+            and ty.size is not None
+            and ty.size > size * 8
+        ):
+            ty = by_size[size](signed=ty.signed, label=ty.label).with_arch(self.manager._kb._project.arch)
+        return original(self, var, ty, *args, **kwargs)
+
+    VariableManagerInternal.set_variable_type = set_variable_type
 
 
 # The region being decompiled, `(start, end)`, while its CFG is built.
@@ -1870,8 +2006,11 @@ def main():
     rewrite_arm64_conditions(angr)
     keep_operations(angr)
     keep_negative_offsets(angr)
+    offset_void_in_bytes(angr)
+    suffix_unsigned_constants(angr)
     walk_comma_expressions(angr)
     fold_when_asked(angr)
+    fit_integers_to_variables(angr)
     keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
     for raw in sys.stdin.buffer:
