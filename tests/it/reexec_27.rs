@@ -254,3 +254,12 @@ fn void_offsets_pointers_as_numbers_and_wide_arguments_re_execute_at_aarch64_o2_
         &["pt_quadrant", "ptr_diff", "switch_long", "arr_index_of"],
     );
 }
+
+/// - `v1 - 48 > 9` of an `unsigned char v1` (`sub al, 0x30; cmp al, 9; ja`) wraps in the IR and
+///   not in C, which computes it in `int`: it reads `(unsigned char)(v1 - 48) > 9`;
+/// - `shr edi; jne` tests the shifted value, which angr kept as `a0 >> 1` while the copy
+///   leaving SSA puts the shifted value into `a0` before the test: `a0 >>= 1; while (a0 >> 1)`.
+#[test]
+fn narrow_arithmetic_and_loop_tests_of_the_old_value_re_execute_at_x86_64_o2_regression_27() {
+    assert_correct("x86_64-O2", &["atoi_simple", "popcount_loop"]);
+}

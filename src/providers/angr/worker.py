@@ -177,6 +177,8 @@ def correct_signedness(angr):
             return widening_product(self, node, bool(expr.signed), expr.bits)
         if expr.op in arithmetic:
             node = pointers_as_integers(self, node, expr.op == "Sar" or bool(expr.signed))
+        if expr.op.startswith("Cmp") or expr.op in ("Div", "Mod", "Shr", "Sar"):
+            node = wrap_narrow_operands(self, node, expr)
         if expr.op in ordered:
             signed, sides = bool(expr.signed), ("lhs", "rhs")
         elif expr.op == "Sar":
@@ -189,6 +191,46 @@ def correct_signedness(angr):
         for side in sides:
             operand = getattr(node, side)
             fixed = with_signedness(self, operand, signed)
+            if fixed is not operand:
+                setattr(node, side, fixed)
+                changed = True
+        if changed:
+            node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
+            if not node.op.startswith("Cmp"):
+                node._type = node.common_type
+        return node
+
+    # C computes on types narrower than `int` in `int`; the IR computes at the operation's
+    # width and wraps. `v1 - 48 > 9` of an `unsigned char v1` (`sub al, 0x30; cmp al, 9; ja`)
+    # holds for v1 < 48 in the IR and not in C. Such a result is cast back to its width where
+    # its upper bits count: compared, divided, shifted right, widened.
+    wrapping = {"Add", "Sub", "Mul", "Shl"}
+
+    def wrapped(codegen, operand, operand_expr, signed=None):
+        if not (
+            isinstance(operand_expr, BinaryOp)
+            and operand_expr.op in wrapping
+            and operand_expr.bits < 32
+            and isinstance(operand, cgen.CBinaryOp)
+            and operand.op == operand_expr.op
+        ):
+            return operand
+        if signed is None:
+            signed = bool(getattr(operand.type, "signed", False))
+        narrow = codegen.default_simtype_from_bits(operand_expr.bits, signed)
+        return SignCast(None, narrow, operand, codegen=codegen)
+
+    def wrap_narrow_operands(codegen, node, expr):
+        sides = ("lhs",) if expr.op in ("Shr", "Sar") else ("lhs", "rhs")
+        signed = None
+        if expr.op in ordered:
+            signed = bool(expr.signed)
+        elif expr.op in ("Shr", "Sar"):
+            signed = expr.op == "Sar"
+        changed = False
+        for side, operand_expr in zip(sides, expr.operands):
+            operand = getattr(node, side)
+            fixed = wrapped(codegen, operand, operand_expr, signed)
             if fixed is not operand:
                 setattr(node, side, fixed)
                 changed = True
@@ -281,6 +323,8 @@ def correct_signedness(angr):
             and bool(inner.dst_type.signed) != bool(inner.expr.type.signed)
         ):
             node.expr = SignCast(None, inner.dst_type, inner.expr, codegen=self)
+        elif expr.from_bits < expr.to_bits and isinstance(node, cgen.CTypeCast):
+            node.expr = wrapped(self, node.expr, expr.operand)
         return node
 
     cgen.CStructuredCodeGenerator._handle_Expr_Convert = handle_convert
@@ -802,6 +846,72 @@ def suffix_unsigned_constants(angr):
         return text
 
     cgen.CConstant.fmt_int = fmt_int
+
+
+def keep_branch_operands(angr):
+    """Leaving SSA, angr copies a loop's next value into the phi variable at the end of the
+    block that jumps back, before that block's last statement, since nothing may follow a
+    jump. A conditional jump there that reads the phi variable then reads the next iteration's
+    value: `a0 >>= 1; while (a0 >> 1)` for `shr edi; jne` (`popcount_loop` counted a bit
+    short), `x = x / 10; while (x > 99)` for a test of the old `x` (`digits`). Before leaving
+    SSA, such an operand is read into a variable of its own just before the jump, and the jump
+    reads that variable."""
+    from angr.ailment import AILBlockRewriter
+    from angr.ailment.expression import Phi, VirtualVariable
+    from angr.ailment.statement import Assignment, ConditionalJump
+    from angr.analyses.decompiler.clinic import Clinic
+    from angr.utils.ssa import VVarUsesCollector
+
+    def overwritten_at_end(ail_graph, block):
+        """The phi variables of the block's successors that get another value from it."""
+        here = (block.addr, block.idx)
+        found = set()
+        for successor in ail_graph.successors(block):
+            for stmt in successor.statements:
+                if isinstance(stmt, Assignment) and isinstance(stmt.src, Phi):
+                    for source, vvar in stmt.src.src_and_vvars:
+                        if source == here and vvar is not None and vvar.varid != stmt.dst.varid:
+                            found.add(stmt.dst.varid)
+        return found
+
+    def keep(clinic, ail_graph, block):
+        if not block.statements or not isinstance(block.statements[-1], ConditionalJump):
+            return
+        overwritten = overwritten_at_end(ail_graph, block)
+        if not overwritten:
+            return
+        jump = block.statements[-1]
+        collector = VVarUsesCollector()
+        collector.walk_statement(jump, block=block, stmt_idx=len(block.statements) - 1)
+        kept = {}
+        for varid in sorted(collector.vvars & overwritten):
+            uses = collector.vvar_and_uselocs.get(varid)
+            if not uses:
+                return
+            vvar = uses[0][0]
+            kept[varid] = VirtualVariable(
+                None, clinic.vvar_id_start, vvar.bits, vvar.category, oident=vvar.oident, **vvar.tags
+            )
+            clinic.vvar_id_start += 1
+            block.statements.insert(len(block.statements) - 1, Assignment(None, kept[varid], vvar, **jump.tags))
+        if not kept:
+            return
+
+        def rename(expr_idx, expr, stmt_idx, stmt, block_):
+            return kept.get(expr.varid, expr)
+
+        rewriter = AILBlockRewriter()
+        rewriter.expr_handlers[VirtualVariable] = rename
+        block.statements[-1] = rewriter.walk_statement(jump) or jump
+
+    original = Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks
+
+    def collect(self, ail_graph, arg_vvars):
+        for block in list(ail_graph.nodes()):
+            keep(self, ail_graph, block)
+        return original(self, ail_graph, arg_vvars)
+
+    Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks = collect
 
 
 # Whether angr's AIL simplifier folds expressions into their uses (its default). Folding is what
@@ -2011,6 +2121,7 @@ def main():
     walk_comma_expressions(angr)
     fold_when_asked(angr)
     fit_integers_to_variables(angr)
+    keep_branch_operands(angr)
     keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
     for raw in sys.stdin.buffer:
