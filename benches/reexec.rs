@@ -62,8 +62,10 @@ fn main() {
         "differ",
         "crash/timeout",
         "wrong with no limitation",
+        "right with a limitation",
     ]);
     let mut failures = String::new();
+    let mut cautious_lines = String::new();
     for config in CONFIGS {
         if !wanted.is_empty() && !wanted.contains(&config.label()) {
             continue;
@@ -73,8 +75,12 @@ fn main() {
         let outcomes = measure(config, &functions, &python, &dir);
         let mut counts = [0usize; 5];
         let mut silent = 0usize;
+        let mut cautious = Vec::new();
         for (name, (outcome, limitations)) in &outcomes {
             counts[outcome.column()] += 1;
+            if matches!(outcome, Outcome::Correct) && !limitations.is_empty() {
+                cautious.push(format!("{name} ({})", limitations.join("; ")));
+            }
             if !matches!(outcome, Outcome::Correct) {
                 if limitations.is_empty() {
                     silent += 1;
@@ -107,11 +113,15 @@ fn main() {
             counts[3].to_string(),
             counts[4].to_string(),
             silent.to_string(),
+            cautious.len().to_string(),
         ]);
+        for said in &cautious {
+            let _ = writeln!(cautious_lines, "- {} {said}", config.label());
+        }
         eprintln!("reexec: {} done", config.label());
     }
     let markdown = format!(
-        "{}\nGoal: ≥ 90% at -O0 and ≥ 75% at -O2 on x86-64. Wrong with no limitation: failed with empty `limitations`, the case an agent cannot see. Failures (column: 1 no pseudo-code, 2 does not compile, 3 differs, 4 crash/timeout):\n\n{failures}",
+        "{}\nGoal: ≥ 90% at -O0 and ≥ 75% at -O2 on x86-64. Wrong with no limitation: failed with empty `limitations`, the case an agent cannot see. Right with a limitation: re-executes correctly although `limitations` names a doubt (a false alarm, or a doubt about a path the inputs never took). Failures (column: 1 no pseudo-code, 2 does not compile, 3 differs, 4 crash/timeout):\n\n{failures}\nRight with a limitation:\n\n{cautious_lines}",
         table.finish()
     );
     eprintln!("{markdown}");

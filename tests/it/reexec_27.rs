@@ -263,3 +263,23 @@ fn void_offsets_pointers_as_numbers_and_wide_arguments_re_execute_at_aarch64_o2_
 fn narrow_arithmetic_and_loop_tests_of_the_old_value_re_execute_at_x86_64_o2_regression_27() {
     assert_correct("x86_64-O2", &["atoi_simple", "popcount_loop"]);
 }
+
+/// `collatz_steps` returns the step count from a return angr duplicated into both branches of
+/// the loop, where it reads the count from before `cur += 1`. Leaving SSA, angr gave both
+/// values one variable (its check covers a phi and its own sources only), so the pseudo-code
+/// returns one step too many; rea finds the two values live at once and says so.
+#[test]
+fn values_angr_merged_into_one_variable_are_named_in_limitations_regression_27() {
+    let got = outcomes("x86_64-O2", &["collatz_steps"]);
+    let (_, outcome, limitations) = &got[0];
+    assert!(
+        matches!(outcome, Outcome::Differs(_)),
+        "angr 9.2.213 is wrong here; if it is right now, this test has served: {outcome:?}"
+    );
+    assert!(
+        limitations
+            .iter()
+            .any(|l| l.starts_with("cur holds values the machine code keeps apart at once")),
+        "{limitations:?}"
+    );
+}

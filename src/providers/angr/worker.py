@@ -914,6 +914,52 @@ def keep_branch_operands(angr):
     Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks = collect
 
 
+# The phi variables of the decompilation in progress that angr gave one C variable although the
+# code holds their values apart at once (see `find_merged_values`).
+MERGED = []
+
+
+def find_merged_values(angr):
+    """angr leaves SSA by Sreedhar's method, which checks each phi against its own sources
+    only: values chained through two phis (`cur` before and after `cur += 1`, both read once a
+    return was duplicated) can get one variable although both are live at once, and the
+    pseudo-code then reads the newer value where the code reads the older (`collatz_steps`
+    returned one step too many). After angr's mapping, the values mapped to one variable are
+    checked against angr's own interference graph, and the variables holding interfering values
+    are recorded."""
+    import itertools
+    from collections import defaultdict
+
+    from angr.analyses.decompiler.clinic import Clinic
+
+    original = Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks
+
+    def collect(self, ail_graph, arg_vvars):
+        mapping, copied = original(self, ail_graph, arg_vvars)
+        classes = defaultdict(list)
+        for varid, representative in mapping.items():
+            classes[representative].append(varid)
+        if not any(len(members) > 2 for members in classes.values()):
+            return mapping, copied
+        try:
+            entry = next(b for b in ail_graph if (b.addr, b.idx) == self.entry_node_addr)
+            liveness = self.project.analyses.SLiveness(
+                self.function,
+                func_graph=ail_graph,
+                entry=entry,
+                arg_vvars=[vvar for vvar, _ in arg_vvars.values()],
+            )
+            interference = liveness.interference_graph()
+        except Exception:  # noqa: BLE001 - no check is no finding
+            return mapping, copied
+        for representative, members in classes.items():
+            if any(interference.has_edge(a, b) for a, b in itertools.combinations(members, 2)):
+                MERGED.append(representative)
+        return mapping, copied
+
+    Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks = collect
+
+
 # Whether angr's AIL simplifier folds expressions into their uses (its default). Folding is what
 # loses a loop's last value (see `unassigned_reads`); a decompilation that lost one is done again
 # without it, which the re-execution benchmark finds right where the first was wrong, and the
@@ -1214,6 +1260,12 @@ class Worker:
         text, found = self.name_cells(text, found)
         limitations.extend(self.dirty_lines(text))
         limitations.extend(unassigned_reads(text))
+        for name in getattr(decompiler, "rea_merged", []):
+            limitations.append(
+                f"{name} holds values the machine code keeps apart at once (angr gave them one "
+                f"variable): where the pseudo-code reads {name} after assigning it, it can read the "
+                "newer value where the code reads the older"
+            )
         limitations.extend(self.jumps_out(text))
         cap = request.get("max_text_bytes")
         encoded = text.encode("utf-8")
@@ -1304,7 +1356,8 @@ class Worker:
             variables = self.angr.KnowledgeBase(project, name="rea_variables")
             self._label(variables)
             self.relabel(variables, labels)
-            return project.analyses.Decompiler(
+            del MERGED[:]
+            decompiler = project.analyses.Decompiler(
                 function,
                 cfg=cfg.model,
                 kb=kb,
@@ -1312,10 +1365,32 @@ class Worker:
                 progress_callback=REQUESTS.progress("decompile"),
                 **options,
             )
+            decompiler.rea_merged = merged_names(variables)
+            return decompiler
+
+        def merged_names(variables):
+            try:
+                manager = variables.variables[function.addr]
+            except Exception:  # noqa: BLE001 - no variables, no names
+                return []
+            names = []
+            for representative in MERGED:
+                variable = manager._vvarid_to_variable.get(representative)
+                if variable is None:
+                    continue
+                variable = manager.unified_variable(variable) or variable
+                if variable.name and variable.name not in names:
+                    names.append(variable.name)
+            return names
+
+        # Only a lost value is decompiled again: without folding, angr merges values too (and
+        # `collatz_steps` then lost an assignment outright, with nothing to say so).
+        def doubtful(decompiler):
+            text = decompiler.codegen.text if decompiler.codegen is not None else None
+            return bool(text) and bool(unassigned_reads(text))
 
         first = run()
-        text = first.codegen.text if first.codegen is not None else None
-        if not text or not unassigned_reads(text):
+        if not doubtful(first):
             return first
         FOLDING[0] = False
         REQUESTS.progress("decompile")(0.0, text="decompiling again without expression folding")
@@ -1325,8 +1400,7 @@ class Worker:
             return first
         finally:
             FOLDING[0] = True
-        text = again.codegen.text if again.codegen is not None else None
-        if text and not unassigned_reads(text):
+        if again.codegen is not None and again.codegen.text and not doubtful(again):
             return again
         return first
 
@@ -2122,6 +2196,7 @@ def main():
     fold_when_asked(angr)
     fit_integers_to_variables(angr)
     keep_branch_operands(angr)
+    find_merged_values(angr)
     keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
     for raw in sys.stdin.buffer:
