@@ -1196,30 +1196,64 @@ done
         )
     }
 
-    #[test]
-    fn a_stopped_decompilation_reported_its_stages_and_the_worker_keeps_the_document() {
+    /// A decompilation of `ls`'s first procedure by the fake in `mode`, stopped once it reports
+    /// decompiling, which must say the worker stopped and kept the document.
+    struct Stopped {
+        fake: Fake,
+        angr: Angr,
+        image: Image,
+        start: u64,
+        reports: Vec<(u64, String)>,
+    }
+
+    fn stopped_while_decompiling(mode: &str) -> Stopped {
         let fake = Fake::new();
         let image = ls();
         let start = image.procedures()[0].address;
         let mut angr = fake.angr(quick());
-        fake.mode("slow");
+        fake.mode(mode);
         let reports = Mutex::new(Vec::new());
-        let (report, stop) = stopping_at_decompile(&reports);
-        let control = Control {
-            report: Some(&report),
-            stop: Some(&stop),
+        let err = {
+            let (report, stop) = stopping_at_decompile(&reports);
+            let control = Control {
+                report: Some(&report),
+                stop: Some(&stop),
+            };
+            angr.decompile_controlled(&image, start, &AnalystHints::default(), &control)
+                .unwrap_err()
         };
-        let err = angr
-            .decompile_controlled(&image, start, &AnalystHints::default(), &control)
-            .unwrap_err();
         assert!(
             matches!(err, DecompileError::Cancelled { kept: true, .. }),
             "{err}"
         );
+        let reports = reports.into_inner().unwrap();
+        Stopped {
+            fake,
+            angr,
+            image,
+            start,
+            reports,
+        }
+    }
+
+    impl Stopped {
+        /// The next call is served by the same worker, without loading the document again.
+        fn serves_on(mut self) {
+            let pid = self.angr.worker_pid().expect("the worker stays");
+            self.fake.mode("answer");
+            self.angr.decompile(&self.image, self.start).unwrap();
+            assert_eq!(self.angr.worker_pid(), Some(pid));
+            assert_eq!(self.fake.runs(), 1, "the document was not loaded again");
+        }
+    }
+
+    #[test]
+    fn a_stopped_decompilation_reported_its_stages_and_the_worker_keeps_the_document() {
+        let stopped = stopped_while_decompiling("slow");
         // Starting (0), loading (5), the control flow (15, then half of 15..30), decompiling
         // (40% of 30..100): in order, never decreasing.
         assert_eq!(
-            *reports.lock().unwrap(),
+            stopped.reports,
             [
                 (0, "starting angr".to_string()),
                 (5, "loading the document into angr".to_string()),
@@ -1228,43 +1262,20 @@ done
                 (58, "angr: decompiling: Structuring code".to_string()),
             ]
         );
-        let pid = angr.worker_pid().expect("the worker stays");
-        assert!(gone(pid_file(&fake.path("sleeper"))));
-        fake.mode("answer");
-        angr.decompile(&image, start).unwrap();
-        assert_eq!(angr.worker_pid(), Some(pid));
-        assert_eq!(fake.runs(), 1, "the document was not loaded again");
+        assert!(gone(pid_file(&stopped.fake.path("sleeper"))));
+        stopped.serves_on();
     }
 
     #[test]
     fn a_worker_that_drops_the_first_interrupt_is_interrupted_again_and_kept() {
-        let fake = Fake::new();
-        let image = ls();
-        let start = image.procedures()[0].address;
-        let mut angr = fake.angr(quick());
-        fake.mode("deaf-once");
-        let reports = Mutex::new(Vec::new());
-        let (report, stop) = stopping_at_decompile(&reports);
-        let control = Control {
-            report: Some(&report),
-            stop: Some(&stop),
-        };
-        let err = angr
-            .decompile_controlled(&image, start, &AnalystHints::default(), &control)
-            .unwrap_err();
-        assert!(
-            matches!(err, DecompileError::Cancelled { kept: true, .. }),
-            "{err}"
-        );
+        let stopped = stopped_while_decompiling("deaf-once");
         assert_eq!(
-            std::fs::read_to_string(fake.path("heard")).unwrap().trim(),
+            std::fs::read_to_string(stopped.fake.path("heard"))
+                .unwrap()
+                .trim(),
             "2"
         );
-        let pid = angr.worker_pid().expect("the worker stays");
-        fake.mode("answer");
-        angr.decompile(&image, start).unwrap();
-        assert_eq!(angr.worker_pid(), Some(pid));
-        assert_eq!(fake.runs(), 1, "the document was not loaded again");
+        stopped.serves_on();
     }
 
     #[test]

@@ -187,10 +187,15 @@ def correct_signedness(angr):
             signed, sides = False, ("lhs",)
         else:
             return node
+        return replace_operands(node, sides, lambda operand, _: with_signedness(self, operand, signed))
+
+    def replace_operands(node, sides, fix):
+        """Sets each of the `sides` of `node` to `fix(operand, index)`, and types the node again
+        when one changed."""
         changed = False
-        for side in sides:
+        for index, side in enumerate(sides):
             operand = getattr(node, side)
-            fixed = with_signedness(self, operand, signed)
+            fixed = fix(operand, index)
             if fixed is not operand:
                 setattr(node, side, fixed)
                 changed = True
@@ -227,18 +232,9 @@ def correct_signedness(angr):
             signed = bool(expr.signed)
         elif expr.op in ("Shr", "Sar"):
             signed = expr.op == "Sar"
-        changed = False
-        for side, operand_expr in zip(sides, expr.operands):
-            operand = getattr(node, side)
-            fixed = wrapped(codegen, operand, operand_expr, signed)
-            if fixed is not operand:
-                setattr(node, side, fixed)
-                changed = True
-        if changed:
-            node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
-            if not node.op.startswith("Cmp"):
-                node._type = node.common_type
-        return node
+        return replace_operands(
+            node, sides, lambda operand, index: wrapped(codegen, operand, expr.operands[index], signed)
+        )
 
     # A register angr typed a pointer that holds a number (the byte difference of two
     # pointers, shifted to count elements) cannot be shifted, multiplied or masked in C: such
@@ -246,18 +242,14 @@ def correct_signedness(angr):
     arithmetic = {"Mul", "Div", "Mod", "Shl", "Shr", "Sar", "And", "Or", "Xor"}
 
     def pointers_as_integers(codegen, node, signed):
-        changed = False
-        for side in ("lhs", "rhs"):
-            operand = getattr(node, side)
+        def whole(operand, _):
             ty = operand.type
             if isinstance(ty, Pointer) and ty.size:
-                whole = codegen.default_simtype_from_bits(ty.size, signed)
-                setattr(node, side, SignCast(None, whole, operand, codegen=codegen))
-                changed = True
-        if changed:
-            node.common_type = node.compute_common_type(node.op, node.lhs.type, node.rhs.type)
-            node._type = node.common_type
-        return node
+                number = codegen.default_simtype_from_bits(ty.size, signed)
+                return SignCast(None, number, operand, codegen=codegen)
+            return operand
+
+        return replace_operands(node, ("lhs", "rhs"), whole)
 
     # The IR subtracts addresses in bytes (the machine code scales the difference itself), but
     # C subtracts pointers in elements: `(i - a0) >> 2` of two `int *` divides twice. The
