@@ -267,13 +267,20 @@ fn narrow_arithmetic_and_loop_tests_of_the_old_value_re_execute_at_x86_64_o2_reg
     assert_correct("x86_64-O2", &["atoi_simple", "popcount_loop"]);
 }
 
-/// `collatz_steps` returns the step count from a return angr duplicated into both branches of
-/// the loop, where it reads the count from before `cur += 1`. Leaving SSA, angr gave both
-/// values one variable (its check covers a phi and its own sources only), so the pseudo-code
-/// returns one step too many; rea finds the two values live at once and says so.
+/// - `collatz_steps` returns the step count from a return angr duplicated into both branches of
+///   the loop, where it recomputes the count from before `cur += 1`; leaving SSA, angr gave both
+///   values one variable (its check covers a phi and its own sources only) and the pseudo-code
+///   returned one step too many. rea finds the two values live at once and decompiles again with
+///   the return reading the assignment's variable; without that finding nothing asks for it.
+/// - `arr_sum` at AArch64 -O2: the return recomputed the last sum from a loaded value angr
+///   lost (`return v3 + v4`, `v4` never assigned); decompiled again the same way, it returns the
+///   sum's variable.
 #[test]
-fn values_angr_merged_into_one_variable_are_named_in_limitations_regression_27() {
-    assert_wrong_and_said("x86_64-O2", "collatz_steps", |l| {
-        l.starts_with("cur holds values the machine code keeps apart at once")
-    });
+fn returns_that_recompute_an_assigned_value_re_execute_at_x86_64_o2_regression_27() {
+    assert_correct("x86_64-O2", &["collatz_steps"]);
+}
+
+#[test]
+fn a_return_of_a_lost_value_re_executes_at_aarch64_o2_regression_27() {
+    assert_correct("aarch64-O2", &["arr_sum"]);
 }

@@ -840,6 +840,115 @@ def suffix_unsigned_constants(angr):
     cgen.CConstant.fmt_int = fmt_int
 
 
+# Whether the decompilation in progress reads values already assigned from their variables
+# (see `reuse_assigned_values`): only when asked, for a decompilation done again.
+REUSING = [False]
+
+
+def reuse_assigned_values(angr):
+    """angr folds a value into the condition or return that reads it, `return cur + 1` after
+    `cur' = cur + 1`, and keeps the assignment for the loop's next iteration; leaving SSA can
+    then give `cur` and `cur'` one variable, and the return adds one more (`collatz_steps`), or
+    read a value it lost (`arr_sum`). When asked (`REUSING`), before leaving SSA, a condition
+    or return that recomputes a value an assignment before it holds (in its block, or in a block
+    that dominates it) reads that assignment's variable. In SSA this is the same value: the
+    operands (registers and constants only, no memory) were defined before the assignment and,
+    on every path to the reader, not again after it. Only asked for when the first
+    decompilation is in doubt: on others it changes which values angr merges, not always for
+    the better."""
+    import networkx
+    from angr.ailment.expression import BinaryOp, Const, Convert, UnaryOp, VirtualVariable
+    from angr.ailment.statement import Assignment, ConditionalJump, Return
+    from angr.analyses.decompiler.clinic import Clinic
+
+    depth_limit, dominators_limit, replacements_limit = 16, 8, 8
+
+    def children(expr):
+        if isinstance(expr, BinaryOp):
+            return expr.operands
+        if isinstance(expr, (UnaryOp, Convert)):
+            return [expr.operand]
+        return []
+
+    def pure(expr, depth=0):
+        if isinstance(expr, (VirtualVariable, Const)):
+            return True
+        if depth > depth_limit or not isinstance(expr, (BinaryOp, UnaryOp, Convert)):
+            return False
+        return all(pure(child, depth + 1) for child in children(expr))
+
+    def find(expr, wanted, depth=0):
+        if type(expr) is type(wanted) and expr.likes(wanted):
+            return expr
+        if depth > depth_limit:
+            return None
+        for child in children(expr):
+            found = find(child, wanted, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def readers(stmt):
+        if isinstance(stmt, ConditionalJump):
+            return [stmt.condition]
+        if isinstance(stmt, Return):
+            return list(stmt.ret_exprs)
+        return []
+
+    def assigned(stmt):
+        if (
+            isinstance(stmt, Assignment)
+            and isinstance(stmt.dst, VirtualVariable)
+            and isinstance(stmt.src, (BinaryOp, UnaryOp, Convert))
+            and pure(stmt.src)
+        ):
+            return stmt.src, stmt.dst
+        return None
+
+    def reuse(stmt, values):
+        for value, variable in values:
+            for _ in range(replacements_limit):
+                found = next((f for f in (find(r, value) for r in readers(stmt)) if f is not None), None)
+                if found is None:
+                    break
+                replaced, stmt = stmt.replace(found, variable)
+                if not replaced:
+                    break
+        return stmt
+
+    original = Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks
+
+    def collect(self, ail_graph, arg_vvars):
+        if not REUSING[0]:
+            return original(self, ail_graph, arg_vvars)
+        entry = next((b for b in ail_graph if (b.addr, b.idx) == self.entry_node_addr), None)
+        try:
+            idom = networkx.immediate_dominators(ail_graph, entry) if entry is not None else {}
+        except Exception:  # noqa: BLE001 - without dominators, each block on its own
+            idom = {}
+        for block in list(ail_graph.nodes()):
+            if not any(readers(s) for s in block.statements):
+                continue
+            values = []
+            up = idom.get(block)
+            for _ in range(dominators_limit):
+                if up is None or up is block:
+                    break
+                values.extend(v for v in map(assigned, up.statements) if v is not None)
+                if idom.get(up) is up:
+                    break
+                up = idom.get(up)
+            for index, stmt in enumerate(block.statements):
+                value = assigned(stmt)
+                if value is not None:
+                    values.append(value)
+                elif readers(stmt):
+                    block.statements[index] = reuse(stmt, values)
+        return original(self, ail_graph, arg_vvars)
+
+    Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks = collect
+
+
 def keep_branch_operands(angr):
     """Leaving SSA, angr copies a loop's next value into the phi variable at the end of the
     block that jumps back, before that block's last statement, since nothing may follow a
@@ -1338,8 +1447,10 @@ class Worker:
             callee.prototype_source = found.prototype_source
 
     def decompile_checked(self, function, cfg, kb, labels):
-        """angr's decompilation of `function`; again without expression folding when the first
-        reads a variable it never assigns, if that one does not."""
+        """angr's decompilation of `function`. When the first reads a variable it never assigns
+        or merges two live values (see `find_merged_values`), again reading the values
+        assignments hold (`reuse_assigned_values`), and for a lost value then again without
+        expression folding; the first of these in no doubt is taken, else the first."""
         project = self.project
 
         def run(**options):
@@ -1375,25 +1486,37 @@ class Worker:
                     names.append(variable.name)
             return names
 
-        # Only a lost value is decompiled again: without folding, angr merges values too (and
-        # `collatz_steps` then lost an assignment outright, with nothing to say so).
-        def doubtful(decompiler):
+        def lost(decompiler):
             text = decompiler.codegen.text if decompiler.codegen is not None else None
             return bool(text) and bool(unassigned_reads(text))
+
+        def doubtful(decompiler):
+            return lost(decompiler) or bool(decompiler.rea_merged)
+
+        def again(flag, value, how):
+            REQUESTS.progress("decompile")(0.0, text=f"decompiling again {how}")
+            kept, flag[0] = flag[0], value
+            try:
+                retried = run(use_cache=False)
+            except Exception:
+                return None
+            finally:
+                flag[0] = kept
+            return retried if retried.codegen is not None and retried.codegen.text else None
 
         first = run()
         if not doubtful(first):
             return first
-        FOLDING[0] = False
-        REQUESTS.progress("decompile")(0.0, text="decompiling again without expression folding")
-        try:
-            again = run(use_cache=False)
-        except Exception:
+        retried = again(REUSING, True, "reading the values assignments hold")
+        if retried is not None and not doubtful(retried):
+            return retried
+        # Without folding only for a lost value: angr merges values then too (`collatz_steps`
+        # lost an assignment outright, with nothing to say so).
+        if not lost(first):
             return first
-        finally:
-            FOLDING[0] = True
-        if again.codegen is not None and again.codegen.text and not doubtful(again):
-            return again
+        retried = again(FOLDING, False, "without expression folding")
+        if retried is not None and not lost(retried):
+            return retried
         return first
 
     def library_prototype(self, callee):
@@ -2188,6 +2311,7 @@ def main():
     fold_when_asked(angr)
     fit_integers_to_variables(angr)
     keep_branch_operands(angr)
+    reuse_assigned_values(angr)
     find_merged_values(angr)
     keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
