@@ -840,6 +840,10 @@ def suffix_unsigned_constants(angr):
     cgen.CConstant.fmt_int = fmt_int
 
 
+# The largest procedure (bytes of its blocks) that is decompiled again reading the values
+# assignments hold: a bound by size, not time, so that the same procedure gets the same text.
+REUSE_BYTES = 2048
+
 # Whether the decompilation in progress reads values already assigned from their variables
 # (see `reuse_assigned_values`): only when asked, for a decompilation done again.
 REUSING = [False]
@@ -1507,9 +1511,12 @@ class Worker:
         first = run()
         if not doubtful(first):
             return first
-        retried = again(REUSING, True, "reading the values assignments hold")
-        if retried is not None and not doubtful(retried):
-            return retried
+        # Reading assigned values again only where it is cheap: `/usr/bin/ls`'s `main` (16 s) is
+        # in doubt, and a third run would make its first answer half as fast again.
+        if sum(block.size for block in function.blocks) <= REUSE_BYTES:
+            retried = again(REUSING, True, "reading the values assignments hold")
+            if retried is not None and not doubtful(retried):
+                return retried
         # Without folding only for a lost value: angr merges values then too (`collatz_steps`
         # lost an assignment outright, with nothing to say so).
         if not lost(first):
