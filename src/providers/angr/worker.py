@@ -958,9 +958,8 @@ def keep_branch_operands(angr):
     block that jumps back, before that block's last statement, since nothing may follow a
     jump. A conditional jump there that reads the phi variable then reads the next iteration's
     value: `a0 >>= 1; while (a0 >> 1)` for `shr edi; jne` (`popcount_loop` counted a bit
-    short), `x = x / 10; while (x > 99)` for a test of the old `x` (`digits`). Before leaving
-    SSA, such an operand is read into a variable of its own just before the jump, and the jump
-    reads that variable."""
+    short). Before leaving SSA, such an operand is read into a variable of its own just before
+    the jump, and the jump reads that variable."""
     from angr.ailment import AILBlockRewriter
     from angr.ailment.expression import Phi, VirtualVariable
     from angr.ailment.statement import Assignment, ConditionalJump
@@ -988,19 +987,22 @@ def keep_branch_operands(angr):
         jump = block.statements[-1]
         collector = VVarUsesCollector()
         collector.walk_statement(jump, block=block, stmt_idx=len(block.statements) - 1)
-        kept = {}
+        read = []
         for varid in sorted(collector.vvars & overwritten):
             uses = collector.vvar_and_uselocs.get(varid)
             if not uses:
                 return
-            vvar = uses[0][0]
-            kept[varid] = VirtualVariable(
+            read.append(uses[0][0])
+        if not read:
+            return
+        kept = {}
+        for vvar in read:
+            kept[vvar.varid] = VirtualVariable(
                 None, clinic.vvar_id_start, vvar.bits, vvar.category, oident=vvar.oident, **vvar.tags
             )
             clinic.vvar_id_start += 1
-            block.statements.insert(len(block.statements) - 1, Assignment(None, kept[varid], vvar, **jump.tags))
-        if not kept:
-            return
+            copy = Assignment(None, kept[vvar.varid], vvar, **jump.tags)
+            block.statements.insert(len(block.statements) - 1, copy)
 
         def rename(expr_idx, expr, stmt_idx, stmt, block_):
             return kept.get(expr.varid, expr)
@@ -1365,11 +1367,17 @@ class Worker:
         text, found = self.name_cells(text, found)
         limitations.extend(self.dirty_lines(text))
         limitations.extend(unassigned_reads(text))
+        import re
+
         for name in getattr(decompiler, "rea_merged", []):
+            # angr names some variables again as it prints them: a name not in the text is not
+            # given.
+            shown = bool(name) and re.search(r"\b%s\b" % re.escape(name), text) is not None
+            which = name if shown else "a variable"
             limitations.append(
-                f"{name} holds values the machine code keeps apart at once (angr gave them one "
-                f"variable): where the pseudo-code reads {name} after assigning it, it can read the "
-                "newer value where the code reads the older"
+                f"{which} holds values the machine code keeps apart at once (angr gave them one "
+                f"variable): where the pseudo-code reads {'it' if not shown else name} after "
+                "assigning it, it can read the newer value where the code reads the older"
             )
         limitations.extend(self.jumps_out(text))
         cap = request.get("max_text_bytes")
@@ -1476,18 +1484,18 @@ class Worker:
             return decompiler
 
         def merged_names(variables):
+            names = []
             try:
                 manager = variables.variables[function.addr]
-            except Exception:  # noqa: BLE001 - no variables, no names
-                return []
-            names = []
-            for representative in MERGED:
-                variable = manager._vvarid_to_variable.get(representative)
-                if variable is None:
-                    continue
-                variable = manager.unified_variable(variable) or variable
-                if variable.name and variable.name not in names:
-                    names.append(variable.name)
+                for representative in MERGED:
+                    variable = manager._vvarid_to_variable.get(representative)
+                    if variable is None:
+                        continue
+                    variable = manager.unified_variable(variable) or variable
+                    if variable.name not in names:
+                        names.append(variable.name)
+            except Exception:  # noqa: BLE001 - an angr without these has no names to give
+                return names
             return names
 
         def lost(decompiler):
