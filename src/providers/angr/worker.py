@@ -859,11 +859,10 @@ def reuse_assigned_values(angr):
     operands (registers and constants only, no memory) were defined before the assignment and,
     on every path to the reader, not again after it. Only asked for when the first
     decompilation is in doubt: on others it changes which values angr merges, not always for
-    the better."""
+    the better. Returns that step, for `watch_leaving_ssa`."""
     import networkx
     from angr.ailment.expression import BinaryOp, Const, Convert, UnaryOp, VirtualVariable
     from angr.ailment.statement import Assignment, ConditionalJump, Return
-    from angr.analyses.decompiler.clinic import Clinic
 
     depth_limit, dominators_limit, replacements_limit = 16, 8, 8
 
@@ -920,12 +919,8 @@ def reuse_assigned_values(angr):
                     break
         return stmt
 
-    original = Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks
-
-    def collect(self, ail_graph, arg_vvars):
-        if not REUSING[0]:
-            return original(self, ail_graph, arg_vvars)
-        entry = next((b for b in ail_graph if (b.addr, b.idx) == self.entry_node_addr), None)
+    def reuse_values(clinic, ail_graph):
+        entry = next((b for b in ail_graph if (b.addr, b.idx) == clinic.entry_node_addr), None)
         try:
             idom = networkx.immediate_dominators(ail_graph, entry) if entry is not None else {}
         except Exception:  # noqa: BLE001 - without dominators, each block on its own
@@ -948,9 +943,8 @@ def reuse_assigned_values(angr):
                     values.append(value)
                 elif readers(stmt):
                     block.statements[index] = reuse(stmt, values)
-        return original(self, ail_graph, arg_vvars)
 
-    Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks = collect
+    return reuse_values
 
 
 def keep_branch_operands(angr):
@@ -959,11 +953,10 @@ def keep_branch_operands(angr):
     jump. A conditional jump there that reads the phi variable then reads the next iteration's
     value: `a0 >>= 1; while (a0 >> 1)` for `shr edi; jne` (`popcount_loop` counted a bit
     short). Before leaving SSA, such an operand is read into a variable of its own just before
-    the jump, and the jump reads that variable."""
+    the jump, and the jump reads that variable. Returns that step, for `watch_leaving_ssa`."""
     from angr.ailment import AILBlockRewriter
     from angr.ailment.expression import Phi, VirtualVariable
     from angr.ailment.statement import Assignment, ConditionalJump
-    from angr.analyses.decompiler.clinic import Clinic
     from angr.utils.ssa import VVarUsesCollector
 
     def overwritten_at_end(ail_graph, block):
@@ -1011,14 +1004,11 @@ def keep_branch_operands(angr):
         rewriter.expr_handlers[VirtualVariable] = rename
         block.statements[-1] = rewriter.walk_statement(jump) or jump
 
-    original = Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks
-
-    def collect(self, ail_graph, arg_vvars):
+    def keep_operands(clinic, ail_graph):
         for block in list(ail_graph.nodes()):
-            keep(self, ail_graph, block)
-        return original(self, ail_graph, arg_vvars)
+            keep(clinic, ail_graph, block)
 
-    Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks = collect
+    return keep_operands
 
 
 # The phi variables of the decompilation in progress that angr gave one C variable although the
@@ -1033,35 +1023,54 @@ def find_merged_values(angr):
     pseudo-code then reads the newer value where the code reads the older (`collatz_steps`
     returned one step too many). After angr's mapping, the values mapped to one variable are
     checked against angr's own interference graph, and the variables holding interfering values
-    are recorded."""
+    are recorded in `MERGED`. Returns that step, for `watch_leaving_ssa`."""
     import itertools
     from collections import defaultdict
 
-    from angr.analyses.decompiler.clinic import Clinic
 
-    original = Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks
-
-    def collect(self, ail_graph, arg_vvars):
-        mapping, copied = original(self, ail_graph, arg_vvars)
+    def record_merged(clinic, ail_graph, arg_vvars, mapping):
         classes = defaultdict(list)
         for varid, representative in mapping.items():
             classes[representative].append(varid)
         if not any(len(members) > 2 for members in classes.values()):
-            return mapping, copied
+            return
         try:
-            entry = next(b for b in ail_graph if (b.addr, b.idx) == self.entry_node_addr)
-            liveness = self.project.analyses.SLiveness(
-                self.function,
+            entry = next(b for b in ail_graph if (b.addr, b.idx) == clinic.entry_node_addr)
+            liveness = clinic.project.analyses.SLiveness(
+                clinic.function,
                 func_graph=ail_graph,
                 entry=entry,
                 arg_vvars=[vvar for vvar, _ in arg_vvars.values()],
             )
             interference = liveness.interference_graph()
         except Exception:  # noqa: BLE001 - no check is no finding
-            return mapping, copied
+            return
         for representative, members in classes.items():
             if any(interference.has_edge(a, b) for a, b in itertools.combinations(members, 2)):
                 MERGED.append(representative)
+
+    return record_merged
+
+
+def watch_leaving_ssa(angr):
+    """rea's steps around angr's way out of SSA (`Clinic`'s dephication mapping), in their
+    order: the values assignments hold are read again when asked (`reuse_assigned_values`), a
+    loop test's operands are kept from the copy before its jump (`keep_branch_operands`), angr
+    maps the values to variables, and the values it merged while both are live are recorded
+    (`find_merged_values`)."""
+    from angr.analyses.decompiler.clinic import Clinic
+
+    reuse_values = reuse_assigned_values(angr)
+    keep_operands = keep_branch_operands(angr)
+    record_merged = find_merged_values(angr)
+    original = Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks
+
+    def collect(self, ail_graph, arg_vvars):
+        if REUSING[0]:
+            reuse_values(self, ail_graph)
+        keep_operands(self, ail_graph)
+        mapping, copied = original(self, ail_graph, arg_vvars)
+        record_merged(self, ail_graph, arg_vvars, mapping)
         return mapping, copied
 
     Clinic._collect_dephi_vvar_mapping_and_rewrite_blocks = collect
@@ -2325,9 +2334,7 @@ def main():
     walk_comma_expressions(angr)
     fold_when_asked(angr)
     fit_integers_to_variables(angr)
-    keep_branch_operands(angr)
-    reuse_assigned_values(angr)
-    find_merged_values(angr)
+    watch_leaving_ssa(angr)
     keep_jumps_inside(angr)
     worker = Worker(angr, archinfo)
     for raw in sys.stdin.buffer:
