@@ -451,6 +451,61 @@ async fn msvc_pe_main_is_named_from_its_c_runtime_start_regression_27() {
 /// `const char *MSG_PW = "Enter secret password: "`) has the procedure that loads the pointer
 /// among its `search_strings` users, with the pointer as `via`; `xrefs` of the string lists
 /// the same instruction with the same `via`.
+/// Two GUI programs built by MSVC with its C runtime linked in (no CRT DLL among the imports):
+/// SnoreToast (Visual Studio 2017, incremental-link thunks) and Notifu (Visual Studio 2013),
+/// each for x86 and x86-64. The start calls `wWinMain(&__ImageBase, NULL, command line, show)`
+/// and passes the result on to `exit`, as `objdump -d` shows at the entry's jump target; the
+/// command line's getter reads 16-bit characters. That the procedure is the program's
+/// `wWinMain` the sources say: SnoreToast's begins with `AttachConsole(ATTACH_PARENT_PROCESS)`,
+/// Notifu's logs "Notifu process %d starting" first.
+#[tokio::test]
+async fn static_msvc_pe_winmain_is_named_from_its_c_runtime_start_regression_27() {
+    let programs = [
+        (
+            "snoreToast/snoretoast-x64.exe",
+            "0x140031f10",
+            "AttachConsole",
+        ),
+        ("snoreToast/snoretoast-x86.exe", "0x42f110", "AttachConsole"),
+        (
+            "notifu/notifu64.exe",
+            "0x140010d90",
+            "Notifu process %d starting",
+        ),
+        (
+            "notifu/notifu.exe",
+            "0x4100d0",
+            "Notifu process %d starting",
+        ),
+    ];
+    for (file, address, sign) in programs {
+        let path = fixture(&format!("node-notifier/package/vendor/{file}"));
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &path })).await;
+        let info = h
+            .call("procedure_info", json!({ "procedure": "wWinMain" }))
+            .await;
+        assert_eq!(info["procedure"]["address"], address, "{file}: {info}");
+        assert_eq!(
+            info["name_source"], "entry:WinMainCRTStartup",
+            "{file}: {info}"
+        );
+        let shown = if sign == "AttachConsole" {
+            h.call("procedure_callees", json!({ "procedure": "wWinMain" }))
+                .await
+        } else {
+            h.call("search_strings", json!({ "pattern": sign })).await
+        };
+        let text = shown.to_string();
+        let needle = if sign == "AttachConsole" {
+            sign
+        } else {
+            address
+        };
+        assert!(text.contains(needle), "{file}: {shown}");
+    }
+}
+
 #[tokio::test]
 async fn strings_reached_through_pointers_have_their_users_regression_27() {
     let dir = tempfile::tempdir().unwrap();

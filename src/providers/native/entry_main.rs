@@ -443,6 +443,357 @@ pub(crate) fn msvc_main(
         .find_map(|i| read(i.near_branch_target()))
 }
 
+/// What a register (or an x86 stack slot pushed as an argument) is known to hold while the C
+/// runtime start is read: the image base (`&__ImageBase`), zero, or what a direct call returned.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Held {
+    ImageBase,
+    Zero,
+    Returned(u64),
+}
+
+/// Hops through incremental-link thunks (MSVC's `/INCREMENTAL` table of `jmp rel32`) followed
+/// to the code a call or the entry reaches.
+const MAX_THUNK_HOPS: usize = 4;
+
+/// Instructions followed from the call of `WinMain` for the call its result is passed to, on
+/// every path (the UCRT asks whether the program is managed, then branches to `exit`).
+const MAX_RESULT_PATH: usize = 48;
+
+/// The code `address` reaches: through incremental-link thunks (`jmp rel32` and nothing else
+/// first) to the first instruction that is not one.
+fn through_thunks(bytes: &[u8], sections: &[SectionInfo], address: u64, bitness: u32) -> u64 {
+    let mut at = address;
+    for _ in 0..MAX_THUNK_HOPS {
+        let Some(code) = code_at(bytes, sections, at) else {
+            break;
+        };
+        let first = Decoder::with_ip(bitness, code, at, DecoderOptions::NONE).decode();
+        if first.flow_control() != FlowControl::UnconditionalBranch
+            || !matches!(
+                first.op0_kind(),
+                OpKind::NearBranch32 | OpKind::NearBranch64
+            )
+        {
+            break;
+        }
+        at = first.near_branch_target();
+    }
+    at
+}
+
+/// Registers a call may change under the x86-64 Windows and x86 calling conventions.
+fn volatile(register: Register, bitness: u32) -> bool {
+    let x86 = [Register::RAX, Register::RCX, Register::RDX];
+    let x64 = [Register::R8, Register::R9, Register::R10, Register::R11];
+    x86.contains(&register) || (bitness == 64 && x64.contains(&register))
+}
+
+/// Whether the command line a start passes to `WinMain` is wide: the getter whose result it is
+/// (`_get_wide_winmain_command_line`, `_wwincmdln`), which skips the program's name, reads
+/// memory 16 bits at a time (`movzx eax, word ptr [rcx]`, `cmp word ptr [rcx], 0x20`);
+/// `Some(false)` when it reads bytes only, `None` when it reads both or neither.
+fn command_line_is_wide(
+    bytes: &[u8],
+    sections: &[SectionInfo],
+    getter: u64,
+    bitness: u32,
+) -> Option<bool> {
+    let start = through_thunks(bytes, sections, getter, bitness);
+    let code = code_at(bytes, sections, start)?;
+    let mut decoder = Decoder::with_ip(bitness, code, start, DecoderOptions::NONE);
+    let mut widths = [false; 2];
+    for instruction in decoder
+        .iter()
+        .take(MAX_ENTRY_INSTRUCTIONS * 2)
+        .take_while(|i| i.flow_control() != FlowControl::Return && !i.is_invalid())
+    {
+        let reads_memory = (0..instruction.op_count())
+            .any(|k| instruction.op_kind(k) == OpKind::Memory)
+            && instruction.mnemonic() != iced_x86::Mnemonic::Lea;
+        match instruction.memory_size().size() {
+            1 if reads_memory => widths[0] = true,
+            2 if reads_memory => widths[1] = true,
+            _ => {}
+        }
+    }
+    match widths {
+        [false, true] => Some(true),
+        [true, false] => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether some path from just after the call at `call` passes the call's result as the first
+/// argument of a direct call (`mov ecx, ebx; call exit` on x86-64, `push esi; call exit` on
+/// x86) within `MAX_RESULT_PATH` instructions, following both ways of each branch.
+fn result_passed_on(bytes: &[u8], sections: &[SectionInfo], call: u64, bitness: u32) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut paths = vec![(call, vec![Register::RAX], 0usize)];
+    let mut factory = iced_x86::InstructionInfoFactory::new();
+    while let Some((from, mut holding, mut length)) = paths.pop() {
+        let Some(code) = code_at(bytes, sections, from) else {
+            continue;
+        };
+        let mut decoder = Decoder::with_ip(bitness, code, from, DecoderOptions::NONE);
+        // The call itself is decoded again first; it is skipped.
+        let skip = from == call;
+        let mut pushed_result = false;
+        for (n, instruction) in decoder.iter().enumerate() {
+            if n == 0 && skip {
+                continue;
+            }
+            if instruction.is_invalid()
+                || length >= MAX_RESULT_PATH
+                || !seen.insert(instruction.ip())
+            {
+                break;
+            }
+            length += 1;
+            let direct = matches!(
+                instruction.op0_kind(),
+                OpKind::NearBranch32 | OpKind::NearBranch64
+            );
+            match instruction.flow_control() {
+                FlowControl::Call if direct => {
+                    if (bitness == 64 && holding.contains(&Register::RCX)) || pushed_result {
+                        return true;
+                    }
+                    holding.retain(|&r| !volatile(r, bitness));
+                    pushed_result = false;
+                    continue;
+                }
+                FlowControl::Call | FlowControl::IndirectCall => {
+                    holding.retain(|&r| !volatile(r, bitness));
+                    pushed_result = false;
+                    continue;
+                }
+                FlowControl::ConditionalBranch if direct => {
+                    paths.push((instruction.near_branch_target(), holding.clone(), length));
+                    continue;
+                }
+                FlowControl::UnconditionalBranch if direct => {
+                    paths.push((instruction.near_branch_target(), holding.clone(), length));
+                    break;
+                }
+                FlowControl::Next => {}
+                _ => break,
+            }
+            if instruction.mnemonic() == iced_x86::Mnemonic::Push {
+                pushed_result = instruction.op0_kind() == OpKind::Register
+                    && holding.contains(&instruction.op0_register().full_register());
+                continue;
+            }
+            let copied = instruction.mnemonic() == iced_x86::Mnemonic::Mov
+                && instruction.op_count() == 2
+                && instruction.op0_kind() == OpKind::Register
+                && instruction.op1_kind() == OpKind::Register
+                && holding.contains(&instruction.op1_register().full_register());
+            let written: Vec<Register> = factory
+                .info(&instruction)
+                .used_registers()
+                .iter()
+                .filter(|u| {
+                    matches!(
+                        u.access(),
+                        iced_x86::OpAccess::Write | iced_x86::OpAccess::ReadWrite
+                    )
+                })
+                .map(|u| u.register().full_register())
+                .collect();
+            holding.retain(|r| !written.contains(r));
+            if copied {
+                holding.push(instruction.op0_register().full_register());
+            }
+        }
+    }
+    false
+}
+
+/// `WinMain` or `wWinMain` of an x86 or x86-64 PE whose MSVC C runtime is linked in, as its
+/// start (`__scrt_common_main_seh`, or `__tmainCRTStartup` before Visual Studio 2015) calls it:
+/// the first direct call whose first two arguments are the image base (`hInstance`) and zero
+/// (`hPrevInstance`), whose third is what a call just returned (the command line), and whose
+/// result some path passes on to another call (`exit`). The start is the entry or what the
+/// entry jumps to, through incremental-link thunks; the name is `wWinMain` when the command
+/// line's getter reads 16-bit characters, `WinMain` when it reads bytes, and nothing is named
+/// when it does neither.
+pub(crate) fn msvc_static_winmain(
+    bytes: &[u8],
+    sections: &[SectionInfo],
+    entry: u64,
+    image_base: u64,
+    bitness: u32,
+) -> Option<(u64, &'static str)> {
+    let mut factory = iced_x86::InstructionInfoFactory::new();
+    let mut read = |start: u64| -> Option<(u64, &'static str)> {
+        let code = code_at(bytes, sections, start)?;
+        let mut decoder = Decoder::with_ip(bitness, code, start, DecoderOptions::NONE);
+        let mut held: std::collections::HashMap<Register, Held> = Default::default();
+        // x86: what each argument pushed holds, the last pushed last.
+        let mut pushed: Vec<Option<Held>> = Vec::new();
+        let value = |immediate: u64| match immediate {
+            0 => Some(Held::Zero),
+            i if i == image_base => Some(Held::ImageBase),
+            _ => None,
+        };
+        for instruction in decoder.iter().take(MAX_CRT_INSTRUCTIONS) {
+            if instruction.is_invalid() || instruction.flow_control() == FlowControl::Return {
+                return None;
+            }
+            let direct = matches!(
+                instruction.op0_kind(),
+                OpKind::NearBranch32 | OpKind::NearBranch64
+            );
+            if matches!(
+                instruction.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            ) {
+                let arguments: [Option<Held>; 3] = if bitness == 64 {
+                    [Register::RCX, Register::RDX, Register::R8].map(|r| held.get(&r).copied())
+                } else {
+                    let top = |k: usize| pushed.iter().rev().nth(k).copied().flatten();
+                    [top(0), top(1), top(2)]
+                };
+                if direct
+                    && let [
+                        Some(Held::ImageBase),
+                        Some(Held::Zero),
+                        Some(Held::Returned(getter)),
+                    ] = arguments
+                    && result_passed_on(bytes, sections, instruction.ip(), bitness)
+                {
+                    let target =
+                        through_thunks(bytes, sections, instruction.near_branch_target(), bitness);
+                    let name = match command_line_is_wide(bytes, sections, getter, bitness)? {
+                        true => "wWinMain",
+                        false => "WinMain",
+                    };
+                    return Some((target, name));
+                }
+                held.retain(|&r, _| !volatile(r, bitness));
+                if direct {
+                    held.insert(
+                        Register::RAX,
+                        Held::Returned(instruction.near_branch_target()),
+                    );
+                }
+                continue;
+            }
+            let op0 = instruction.op0_register().full_register();
+            // A write of a 32- or 64-bit register sets all of it (a byte's keeps the rest).
+            let whole = instruction.op0_register().size() >= 4;
+            let (known, write_through) = match instruction.mnemonic() {
+                iced_x86::Mnemonic::Push if bitness == 32 => {
+                    pushed.push(match instruction.op0_kind() {
+                        OpKind::Register => held.get(&op0).copied(),
+                        OpKind::Immediate8to32 | OpKind::Immediate32 => {
+                            value(u64::from(instruction.immediate32()))
+                        }
+                        _ => None,
+                    });
+                    if pushed.len() > 64 {
+                        pushed.remove(0);
+                    }
+                    continue;
+                }
+                iced_x86::Mnemonic::Pop if bitness == 32 => {
+                    pushed.pop();
+                    (None, true)
+                }
+                iced_x86::Mnemonic::Add
+                    if bitness == 32
+                        && instruction.op0_register() == Register::ESP
+                        && instruction.op1_kind() != OpKind::Register =>
+                {
+                    let slots = instruction.immediate(1) / 4;
+                    for _ in 0..slots.min(pushed.len() as u64) {
+                        pushed.pop();
+                    }
+                    continue;
+                }
+                iced_x86::Mnemonic::Xor
+                    if instruction.op0_kind() == OpKind::Register
+                        && instruction.op1_kind() == OpKind::Register
+                        && instruction.op0_register() == instruction.op1_register()
+                        && whole =>
+                {
+                    (Some(Held::Zero), false)
+                }
+                iced_x86::Mnemonic::Mov if instruction.op0_kind() == OpKind::Register && whole => {
+                    match instruction.op1_kind() {
+                        OpKind::Register => (
+                            held.get(&instruction.op1_register().full_register())
+                                .copied(),
+                            false,
+                        ),
+                        OpKind::Immediate32 | OpKind::Immediate64 | OpKind::Immediate32to64 => {
+                            (value(instruction.immediate(1)), false)
+                        }
+                        _ => (None, false),
+                    }
+                }
+                iced_x86::Mnemonic::Lea if instruction.op0_kind() == OpKind::Register => {
+                    let address = if instruction.is_ip_rel_memory_operand() {
+                        Some(instruction.ip_rel_memory_address())
+                    } else if instruction.memory_base() == Register::None
+                        && instruction.memory_index() == Register::None
+                    {
+                        Some(u64::from(instruction.memory_displacement32()))
+                    } else {
+                        None
+                    };
+                    (
+                        address.and_then(value).filter(|&h| h == Held::ImageBase),
+                        false,
+                    )
+                }
+                _ => (None, true),
+            };
+            // Every register the instruction writes loses what it held; the destination of a
+            // move, `xor r, r` or `lea` then holds what was read.
+            if write_through || known.is_none() || instruction.op0_kind() != OpKind::Register {
+                for used in factory.info(&instruction).used_registers() {
+                    if matches!(
+                        used.access(),
+                        iced_x86::OpAccess::Write
+                            | iced_x86::OpAccess::ReadWrite
+                            | iced_x86::OpAccess::CondWrite
+                            | iced_x86::OpAccess::ReadCondWrite
+                    ) {
+                        held.remove(&used.register().full_register());
+                    }
+                }
+            }
+            if let Some(known) = known
+                && instruction.op0_kind() == OpKind::Register
+            {
+                held.insert(op0, known);
+            }
+        }
+        None
+    };
+    let entry = through_thunks(bytes, sections, entry, bitness);
+    if let Some(found) = read(entry) {
+        return Some(found);
+    }
+    let code = code_at(bytes, sections, entry)?;
+    let mut decoder = Decoder::with_ip(bitness, code, entry, DecoderOptions::NONE);
+    let jumps: Vec<u64> = decoder
+        .iter()
+        .take(MAX_ENTRY_INSTRUCTIONS)
+        .take_while(|i| i.flow_control() != FlowControl::Return)
+        .filter(|i| {
+            i.flow_control() == FlowControl::UnconditionalBranch
+                && matches!(i.op0_kind(), OpKind::NearBranch32 | OpKind::NearBranch64)
+        })
+        .map(|i| i.near_branch_target())
+        .collect();
+    jumps
+        .into_iter()
+        .find_map(|j| read(through_thunks(bytes, sections, j, bitness)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,5 +911,63 @@ mod tests {
             None
         );
         assert_eq!(ucrt("GetVersion", "GetCommandLineA", "exit"), None);
+    }
+
+    /// A statically linked MSVC C runtime's start, x86-64: the command line from a call, then
+    /// `WinMain(&__ImageBase, 0, line, show)`, its result kept in `ebx` and passed to `exit`.
+    /// `getter` is the command-line getter's body, `second` sets `edx`, `passed` sets `ecx`
+    /// before the last call.
+    fn static_start(getter: &[u8], second: &[u8], passed: &[u8]) -> Option<(u64, &'static str)> {
+        const IMAGE_BASE: u64 = 0x400000;
+        let mut code = vec![0xcc; 0x400];
+        let mut put = |at: u64, pieces: &[&[u8]]| -> u64 {
+            let mut at = at;
+            for bytes in pieces {
+                let offset = (at - TEXT) as usize;
+                code[offset..offset + bytes.len()].copy_from_slice(bytes);
+                at += bytes.len() as u64;
+            }
+            at
+        };
+        let rel = |end: u64, to: u64| ((to as i64 - end as i64) as i32).to_le_bytes();
+        // call getter; mov r8, rax; <second>; lea rcx, [rip → image base]; call WinMain
+        let at = put(
+            TEXT,
+            &[
+                &[0xe8],
+                &rel(TEXT + 5, 0x401100),
+                &[0x4c, 0x8b, 0xc0],
+                second,
+            ],
+        );
+        let at = put(at, &[&[0x48, 0x8d, 0x0d], &rel(at + 7, IMAGE_BASE)]);
+        let at = put(at, &[&[0xe8], &rel(at + 5, 0x401200)]);
+        // mov ebx, eax; call 0x401180 (the managed-app check); <passed>; call exit; ret
+        let at = put(at, &[&[0x8b, 0xd8, 0xe8], &rel(at + 7, 0x401180), passed]);
+        put(at, &[&[0xe8], &rel(at + 5, 0x401300), &[0xc3]]);
+        put(0x401100, &[getter, &[0xc3]]);
+        for body in [0x401180, 0x401200, 0x401300] {
+            put(body, &[&[0xc3]]);
+        }
+        msvc_static_winmain(&code, &text(&code), TEXT, IMAGE_BASE, 64)
+    }
+
+    #[test]
+    fn static_msvc_start_states_winmain_by_its_arguments_regression_27() {
+        let xor_edx = [0x33, 0xd2];
+        let mov_ecx_ebx = [0x8b, 0xcb];
+        // movzx eax, word ptr [rcx] / movzx eax, byte ptr [rcx]
+        let wide = static_start(&[0x0f, 0xb7, 0x01], &xor_edx, &mov_ecx_ebx);
+        assert_eq!(wide, Some((0x401200, "wWinMain")));
+        let narrow = static_start(&[0x0f, 0xb6, 0x01], &xor_edx, &mov_ecx_ebx);
+        assert_eq!(narrow, Some((0x401200, "WinMain")));
+        // A getter that reads no characters names nothing.
+        assert_eq!(static_start(&[], &xor_edx, &mov_ecx_ebx), None);
+        // Nor a second argument that is not zero (`mov edx, 1`), nor a result that reaches no
+        // call (`mov ecx, 7`).
+        let one = [0xba, 0x01, 0x00, 0x00, 0x00];
+        assert_eq!(static_start(&[0x0f, 0xb7, 0x01], &one, &mov_ecx_ebx), None);
+        let seven = [0xb9, 0x07, 0x00, 0x00, 0x00];
+        assert_eq!(static_start(&[0x0f, 0xb7, 0x01], &xor_edx, &seven), None);
     }
 }

@@ -210,6 +210,18 @@ pub(crate) fn collect(
                 stated_main = Some((address, NameOrigin::MsvcCrtStartup));
                 main_name = name;
             }
+            if stated_main.is_none()
+                && let Some((address, name)) = entry_main::msvc_static_winmain(
+                    bytes,
+                    sections,
+                    e,
+                    file.relative_address_base(),
+                    bitness,
+                )
+            {
+                stated_main = Some((address, NameOrigin::MsvcWinMainStart));
+                main_name = name;
+            }
         }
     }
     let stated_main = stated_main.filter(|&(a, _)| in_code(a));
