@@ -324,6 +324,9 @@ impl Image {
                 FlowControl::IndirectBranch => Flow::IndirectJump,
                 // `ud2` and friends end a block like a return: nothing falls through them.
                 FlowControl::Return | FlowControl::Exception => Flow::Return,
+                // Nor `int3`: MSVC puts one after a call that does not return, and pads with
+                // them; the code after it is another function's.
+                FlowControl::Interrupt if instr.mnemonic() == Mnemonic::Int3 => Flow::Return,
                 _ => Flow::Next,
             };
             let padding = matches!(instr.mnemonic(), Mnemonic::Nop | Mnemonic::Int3)

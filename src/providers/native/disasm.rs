@@ -189,6 +189,10 @@ impl<'a> Disassembler<'a> {
                 (flow, None)
             }
             FlowControl::Return => (Flow::Return, None),
+            // Nothing falls through `int3`: MSVC puts one after a call that does not return.
+            FlowControl::Interrupt if instr.mnemonic() == iced_x86::Mnemonic::Int3 => {
+                (Flow::Return, None)
+            }
             _ => (Flow::Next, None),
         };
         if let (Some(out), Some(formatter)) = (text, self.x86_formatter.as_mut()) {
