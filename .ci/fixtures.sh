@@ -21,6 +21,7 @@ npm_pins=(
 pypi_pins=(
   "delocate==0.13.0 11f7596f88984c33f76b27fe2eea7637d1ce369a9e0b6737bbc706b6426e862c delocate"
   "py2app==0.28.10 bdb0cd2cbfa5160b5b11b8d612f6eb92d484a0282801e85b159f1930cd834714 py2app"
+  "pip==24.0 ba0d021a166865d2265246961bec0152ff124de910c5cc39f1156ce3fa7c69dc pip"
 )
 
 check() { # file expected-sha256

@@ -252,7 +252,7 @@ vocabulary!(
 
 vocabulary!(
     /// Where a procedure's name comes from when no symbol gives it.
-    NameOrigin, "a name source (LC_MAIN, entry:__libc_start_main, entry:__tmainCRTStartup, entry:mainCRTStartup, entry:WinMainCRTStartup, objc_classlist, objc_catlist)", {
+    NameOrigin, "a name source (LC_MAIN, entry:__libc_start_main, entry:__tmainCRTStartup, entry:mainCRTStartup, entry:msvc-static-crt, objc_classlist, objc_catlist)", {
         /// `main` at the Mach-O `LC_MAIN` entry.
         LcMain => "LC_MAIN",
         /// `main` as the first argument the ELF entry code passes to `__libc_start_main`.
@@ -263,10 +263,10 @@ vocabulary!(
         /// an import (`__getmainargs`, `__p___argv`, ...) gave it the arguments, and passes
         /// its result to `exit`.
         MsvcCrtStartup => "entry:mainCRTStartup",
-        /// `WinMain` (`wWinMain`) as a statically linked MSVC C runtime's start calls it: with
-        /// the image base and zero as its first two arguments and a command line a call just
-        /// returned as its third, and its result passed on to another call (`exit`).
-        MsvcWinMainStart => "entry:WinMainCRTStartup",
+        /// `WinMain`, `wWinMain`, `main` or `wmain` as the start of a statically linked MSVC C
+        /// runtime calls it, by its arguments (the image base and zero first; or three values
+        /// loaded from globals) and its result passed on to another call (`exit`).
+        MsvcStaticCrt => "entry:msvc-static-crt",
         /// An Objective-C method of a class in `__objc_classlist`.
         ObjcClasslist => "objc_classlist",
         /// An Objective-C method of a category in `__objc_catlist`.

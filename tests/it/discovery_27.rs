@@ -487,7 +487,7 @@ async fn static_msvc_pe_winmain_is_named_from_its_c_runtime_start_regression_27(
             .await;
         assert_eq!(info["procedure"]["address"], address, "{file}: {info}");
         assert_eq!(
-            info["name_source"], "entry:WinMainCRTStartup",
+            info["name_source"], "entry:msvc-static-crt",
             "{file}: {info}"
         );
         let shown = if sign == "AttachConsole" {
@@ -503,6 +503,56 @@ async fn static_msvc_pe_winmain_is_named_from_its_c_runtime_start_regression_27(
             address
         };
         assert!(text.contains(needle), "{file}: {shown}");
+    }
+}
+
+/// distlib's script launchers (pip 24.0's `_vendor/distlib`), built by Visual Studio 2010 with
+/// its C runtime linked in: `t32`/`t64` are console programs whose start loads `argc`, `argv`
+/// and `envp` from globals, calls `main` and passes the result to `exit`, after getting the
+/// command line through `GetCommandLineA`; `w32`/`w64` are GUI programs whose start calls
+/// `WinMain(&__ImageBase, NULL, command line, show)` with a command line read byte by byte.
+/// The launcher's source (`launcher.c`) says what each is: `main` returns `process(argc,
+/// argv)`, `WinMain` returns `process(__argc, __argv)`, and `process` is the function whose
+/// checks say "Expected to find terminator in shebang line". On x86, `main` is only that tail
+/// jump (`jmp process`); on the others, the call.
+#[tokio::test]
+async fn static_msvc_pe_main_of_distlib_launchers_regression_27() {
+    let launchers = [
+        ("t32", "main", "0x401d9f"),
+        ("t64", "main", "0x140001fd8"),
+        ("w32", "WinMain", "0x401e9c"),
+        ("w64", "WinMain", "0x14000214c"),
+    ];
+    for (file, name, address) in launchers {
+        let path = fixture(&format!("pip/pip/_vendor/distlib/{file}.exe"));
+        let h = start().await;
+        h.call("open_binary", json!({ "path": &path })).await;
+        let info = h.call("procedure_info", json!({ "procedure": name })).await;
+        assert_eq!(info["procedure"]["address"], address, "{file}: {info}");
+        assert_eq!(
+            info["name_source"], "entry:msvc-static-crt",
+            "{file}: {info}"
+        );
+        let callees = h
+            .call("procedure_callees", json!({ "procedure": name }))
+            .await;
+        let targets: Vec<&str> = callees["callees"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["target"].as_str())
+            .collect();
+        let strings = h
+            .call(
+                "search_strings",
+                json!({ "pattern": "Expected to find terminator in shebang line" }),
+            )
+            .await;
+        let process: Vec<&&str> = targets
+            .iter()
+            .filter(|t| strings.to_string().contains(**t))
+            .collect();
+        assert_eq!(process.len(), 1, "{file}: {callees} {strings}");
     }
 }
 

@@ -372,20 +372,7 @@ pub(crate) fn msvc_main(
             let target = instruction.near_branch_target();
             return thunk(target).then(|| import_at(target)).flatten();
         }
-        (0..instruction.op_count())
-            .find(|&i| instruction.op_kind(i) == OpKind::Memory)
-            .and_then(|_| {
-                if instruction.is_ip_rel_memory_operand() {
-                    Some(instruction.ip_rel_memory_address())
-                } else if instruction.memory_base() == Register::None
-                    && instruction.memory_index() == Register::None
-                {
-                    Some(u64::from(instruction.memory_displacement32()))
-                } else {
-                    None
-                }
-            })
-            .and_then(import_at)
+        absolute_memory(instruction).and_then(import_at)
     };
     let read = |start: u64| -> Option<(u64, &'static str)> {
         let code = code_at(bytes, sections, start)?;
@@ -444,12 +431,14 @@ pub(crate) fn msvc_main(
 }
 
 /// What a register (or an x86 stack slot pushed as an argument) is known to hold while the C
-/// runtime start is read: the image base (`&__ImageBase`), zero, or what a direct call returned.
+/// runtime start is read: the image base (`&__ImageBase`), zero, what a direct call returned,
+/// or a value loaded from a global (`mov ecx, [rip+__argc]`, `push [__argv]`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Held {
     ImageBase,
     Zero,
     Returned(u64),
+    Global,
 }
 
 /// Hops through incremental-link thunks (MSVC's `/INCREMENTAL` table of `jmp rel32`) followed
@@ -460,26 +449,43 @@ const MAX_THUNK_HOPS: usize = 4;
 /// every path (the UCRT asks whether the program is managed, then branches to `exit`).
 const MAX_RESULT_PATH: usize = 48;
 
-/// The code `address` reaches: through incremental-link thunks (`jmp rel32` and nothing else
-/// first) to the first instruction that is not one.
+/// The code `address` reaches: through incremental-link thunks to the first instruction that
+/// is not one. A thunk is a `jmp rel32` in a table of them (the instruction before or after it
+/// is one too); a lone `jmp` is a function's tail call (`main` that returns `process(argc,
+/// argv)`), and is where the code is.
 fn through_thunks(bytes: &[u8], sections: &[SectionInfo], address: u64, bitness: u32) -> u64 {
+    let jump_at = |at: u64| -> Option<u64> {
+        let code = code_at(bytes, sections, at)?;
+        let first = Decoder::with_ip(bitness, code, at, DecoderOptions::NONE).decode();
+        (first.code() == Code::Jmp_rel32_32 || first.code() == Code::Jmp_rel32_64)
+            .then(|| first.near_branch_target())
+    };
     let mut at = address;
     for _ in 0..MAX_THUNK_HOPS {
-        let Some(code) = code_at(bytes, sections, at) else {
-            break;
-        };
-        let first = Decoder::with_ip(bitness, code, at, DecoderOptions::NONE).decode();
-        if first.flow_control() != FlowControl::UnconditionalBranch
-            || !matches!(
-                first.op0_kind(),
-                OpKind::NearBranch32 | OpKind::NearBranch64
-            )
-        {
+        let Some(target) = jump_at(at) else { break };
+        let in_table = jump_at(at + 5).is_some() || jump_at(at.wrapping_sub(5)).is_some();
+        if !in_table {
             break;
         }
-        at = first.near_branch_target();
+        at = target;
     }
     at
+}
+
+/// The address of an instruction's memory operand when it names one without a register:
+/// RIP-relative on x86-64, an absolute displacement on x86.
+fn absolute_memory(instruction: &iced_x86::Instruction) -> Option<u64> {
+    if !(0..instruction.op_count()).any(|k| instruction.op_kind(k) == OpKind::Memory) {
+        None
+    } else if instruction.is_ip_rel_memory_operand() {
+        Some(instruction.ip_rel_memory_address())
+    } else if instruction.memory_base() == Register::None
+        && instruction.memory_index() == Register::None
+    {
+        Some(u64::from(instruction.memory_displacement32()))
+    } else {
+        None
+    }
 }
 
 /// Registers a call may change under the x86-64 Windows and x86 calling conventions.
@@ -610,17 +616,23 @@ fn result_passed_on(bytes: &[u8], sections: &[SectionInfo], call: u64, bitness: 
     false
 }
 
-/// `WinMain` or `wWinMain` of an x86 or x86-64 PE whose MSVC C runtime is linked in, as its
-/// start (`__scrt_common_main_seh`, or `__tmainCRTStartup` before Visual Studio 2015) calls it:
-/// the first direct call whose first two arguments are the image base (`hInstance`) and zero
-/// (`hPrevInstance`), whose third is what a call just returned (the command line), and whose
-/// result some path passes on to another call (`exit`). The start is the entry or what the
-/// entry jumps to, through incremental-link thunks; the name is `wWinMain` when the command
-/// line's getter reads 16-bit characters, `WinMain` when it reads bytes, and nothing is named
-/// when it does neither.
-pub(crate) fn msvc_static_winmain(
+/// The entry function of an x86 or x86-64 PE whose MSVC C runtime is linked in (no CRT DLL to
+/// name what the start calls), as its start calls it:
+/// - `WinMain`/`wWinMain`: the first direct call whose first two arguments are the image base
+///   (`hInstance`) and zero (`hPrevInstance`) and whose third is what a call just returned (the
+///   command line); `wWinMain` when that getter reads 16-bit characters, `WinMain` when it reads
+///   bytes, nothing named when it does neither;
+/// - `main`/`wmain` (the start of Visual Studio 2013 and before, `__tmainCRTStartup`): the first
+///   direct call whose three arguments are each loaded from a global (`argc`, `argv`, `envp`);
+///   `main` when the start itself gets the command line through `GetCommandLineA`, `wmain`
+///   through `GetCommandLineW`, nothing named when it calls neither or both;
+///
+/// and in both, only when some path passes the call's result on to another call (`exit`). The
+/// start is the entry or what the entry jumps to, through incremental-link thunks.
+pub(crate) fn msvc_static_main(
     bytes: &[u8],
     sections: &[SectionInfo],
+    imports: &[ImportEntry],
     entry: u64,
     image_base: u64,
     bitness: u32,
@@ -637,6 +649,8 @@ pub(crate) fn msvc_static_winmain(
             i if i == image_base => Some(Held::ImageBase),
             _ => None,
         };
+        // Which of `GetCommandLineA` (false) and `GetCommandLineW` (true) the start calls.
+        let mut command_line: Option<Option<bool>> = None;
         for instruction in decoder.iter().take(MAX_CRT_INSTRUCTIONS) {
             if instruction.is_invalid() || instruction.flow_control() == FlowControl::Return {
                 return None;
@@ -649,6 +663,22 @@ pub(crate) fn msvc_static_winmain(
                 instruction.flow_control(),
                 FlowControl::Call | FlowControl::IndirectCall
             ) {
+                let import = absolute_memory(&instruction).and_then(|slot| {
+                    imports
+                        .iter()
+                        .find(|i| i.address == slot && i.kind != ImportKind::Pointer)
+                });
+                let wide = match import.map(|i| i.name.as_str()) {
+                    Some("GetCommandLineA") => Some(false),
+                    Some("GetCommandLineW") => Some(true),
+                    _ => None,
+                };
+                if let Some(wide) = wide {
+                    command_line = match command_line {
+                        None => Some(Some(wide)),
+                        Some(seen) => Some(seen.filter(|&w| w == wide)),
+                    };
+                }
                 let arguments: [Option<Held>; 3] = if bitness == 64 {
                     [Register::RCX, Register::RDX, Register::R8].map(|r| held.get(&r).copied())
                 } else {
@@ -671,6 +701,18 @@ pub(crate) fn msvc_static_winmain(
                     };
                     return Some((target, name));
                 }
+                if direct
+                    && arguments == [Some(Held::Global); 3]
+                    && result_passed_on(bytes, sections, instruction.ip(), bitness)
+                {
+                    let target =
+                        through_thunks(bytes, sections, instruction.near_branch_target(), bitness);
+                    let name = match command_line?? {
+                        true => "wmain",
+                        false => "main",
+                    };
+                    return Some((target, name));
+                }
                 held.retain(|&r, _| !volatile(r, bitness));
                 if direct {
                     held.insert(
@@ -690,6 +732,7 @@ pub(crate) fn msvc_static_winmain(
                         OpKind::Immediate8to32 | OpKind::Immediate32 => {
                             value(u64::from(instruction.immediate32()))
                         }
+                        OpKind::Memory => absolute_memory(&instruction).map(|_| Held::Global),
                         _ => None,
                     });
                     if pushed.len() > 64 {
@@ -730,19 +773,14 @@ pub(crate) fn msvc_static_winmain(
                         OpKind::Immediate32 | OpKind::Immediate64 | OpKind::Immediate32to64 => {
                             (value(instruction.immediate(1)), false)
                         }
+                        OpKind::Memory => {
+                            (absolute_memory(&instruction).map(|_| Held::Global), false)
+                        }
                         _ => (None, false),
                     }
                 }
                 iced_x86::Mnemonic::Lea if instruction.op0_kind() == OpKind::Register => {
-                    let address = if instruction.is_ip_rel_memory_operand() {
-                        Some(instruction.ip_rel_memory_address())
-                    } else if instruction.memory_base() == Register::None
-                        && instruction.memory_index() == Register::None
-                    {
-                        Some(u64::from(instruction.memory_displacement32()))
-                    } else {
-                        None
-                    };
+                    let address = absolute_memory(&instruction);
                     (
                         address.and_then(value).filter(|&h| h == Held::ImageBase),
                         false,
@@ -949,7 +987,7 @@ mod tests {
         for body in [0x401180, 0x401200, 0x401300] {
             put(body, &[&[0xc3]]);
         }
-        msvc_static_winmain(&code, &text(&code), TEXT, IMAGE_BASE, 64)
+        msvc_static_main(&code, &text(&code), &[], TEXT, IMAGE_BASE, 64)
     }
 
     #[test]
@@ -969,5 +1007,63 @@ mod tests {
         assert_eq!(static_start(&[0x0f, 0xb7, 0x01], &one, &mov_ecx_ebx), None);
         let seven = [0xb9, 0x07, 0x00, 0x00, 0x00];
         assert_eq!(static_start(&[0x0f, 0xb7, 0x01], &xor_edx, &seven), None);
+    }
+
+    /// Visual Studio 2010's start with its C runtime linked in, x86-64: the command line
+    /// through the imports `commands` name (slots 0x402000 on), then `main(argc, argv, envp)`
+    /// loaded from globals, its result passed to `exit`.
+    fn static_console_start(commands: &[&str]) -> Option<(u64, &'static str)> {
+        let mut code = vec![0xcc; 0x300];
+        let mut at = 0usize;
+        let mut emit = |bytes: &[u8]| {
+            code[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        let rip = |end: usize, to: u64| ((to as i64 - (TEXT + end as u64) as i64) as i32);
+        let mut imports = Vec::new();
+        for (k, name) in commands.iter().enumerate() {
+            let slot = 0x402000 + 8 * k as u64;
+            imports.push(import(slot, name, ImportKind::Iat));
+            // call [rip+slot]
+            let end = 6 * (k + 1);
+            emit(&[0xff, 0x15]);
+            emit(&rip(end, slot).to_le_bytes());
+        }
+        let base = 6 * commands.len();
+        // mov ecx, [rip+argc]; mov rdx, [rip+argv]; mov r8, [rip+envp]
+        emit(&[0x8b, 0x0d]);
+        emit(&rip(base + 6, 0x403000).to_le_bytes());
+        emit(&[0x48, 0x8b, 0x15]);
+        emit(&rip(base + 13, 0x403008).to_le_bytes());
+        emit(&[0x4c, 0x8b, 0x05]);
+        emit(&rip(base + 20, 0x403010).to_le_bytes());
+        // call main; mov ecx, eax; call exit; ret
+        emit(&[0xe8]);
+        emit(&rip(base + 25, 0x401200).to_le_bytes());
+        emit(&[0x8b, 0xc8, 0xe8]);
+        emit(&rip(base + 32, 0x401280).to_le_bytes());
+        emit(&[0xc3]);
+        for body in [0x200, 0x280] {
+            code[body] = 0xc3;
+        }
+        msvc_static_main(&code, &text(&code), &imports, TEXT, 0x400000, 64)
+    }
+
+    #[test]
+    fn static_msvc_console_start_states_main_by_its_command_line_import_regression_27() {
+        assert_eq!(
+            static_console_start(&["GetCommandLineA"]),
+            Some((0x401200, "main"))
+        );
+        assert_eq!(
+            static_console_start(&["GetCommandLineW"]),
+            Some((0x401200, "wmain"))
+        );
+        // Both, or neither: nothing says which, and nothing is named.
+        assert_eq!(
+            static_console_start(&["GetCommandLineA", "GetCommandLineW"]),
+            None
+        );
+        assert_eq!(static_console_start(&["GetVersion"]), None);
     }
 }

@@ -211,15 +211,16 @@ pub(crate) fn collect(
                 main_name = name;
             }
             if stated_main.is_none()
-                && let Some((address, name)) = entry_main::msvc_static_winmain(
+                && let Some((address, name)) = entry_main::msvc_static_main(
                     bytes,
                     sections,
+                    imports,
                     e,
                     file.relative_address_base(),
                     bitness,
                 )
             {
-                stated_main = Some((address, NameOrigin::MsvcWinMainStart));
+                stated_main = Some((address, NameOrigin::MsvcStaticCrt));
                 main_name = name;
             }
         }

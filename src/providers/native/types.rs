@@ -168,7 +168,7 @@ pub struct Procedure {
     /// `@VERSION` in `name` too).
     pub raw_name: Option<String>,
     /// Where `name` comes from when no symbol gives it: `main` of a stripped executable
-    /// (`LC_MAIN`, `entry:__libc_start_main`, `entry:__tmainCRTStartup`, `entry:WinMainCRTStartup`,
+    /// (`LC_MAIN`, `entry:__libc_start_main`, `entry:__tmainCRTStartup`, `entry:msvc-static-crt`,
     /// `entry:mainCRTStartup`) or an Objective-C method (`objc_classlist`, `objc_catlist`);
     /// absent for a symbol's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
