@@ -277,13 +277,16 @@ vocabulary!(
 vocabulary!(
     /// How a procedure no table of the file lists was found: by following code from a root, or
     /// at a root the file points at without listing it as a function.
-    FoundBy, "a discovery source (call, tail-jump, pointer, init_array, fini_array, preinit_array, DT_INIT, DT_FINI, tls_callback, mod_init_func, mod_term_func)", {
+    FoundBy, "a discovery source (call, tail-jump, pointer, after-trap, init_array, fini_array, preinit_array, DT_INIT, DT_FINI, tls_callback, mod_init_func, mod_term_func)", {
         /// The target of a direct call in code followed from a known start.
         Call => "call",
         /// The target of a direct jump that leaves the procedure it is in.
         TailJump => "tail-jump",
         /// A code pointer stored in data (a relocation's value or a base-relocated word).
         Pointer => "pointer",
+        /// The code after the `int3` padding that follows a call the compiler marked as not
+        /// returning (`call abort; int3`), where no walk reaches: the next function's start.
+        AfterTrap => "after-trap",
         /// An entry of the ELF `.init_array`.
         InitArray => "init_array",
         /// An entry of the ELF `.fini_array`.

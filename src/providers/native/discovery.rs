@@ -165,6 +165,7 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
             progress |= walk.walk_blocks(owner, value, &mut queue);
         }
         let mut candidates: Vec<u64> = std::mem::take(&mut walk.code_refs);
+        let mut after_traps = std::mem::take(&mut walk.after_traps);
         let from_data: Vec<u64> = inputs
             .pointers
             .iter()
@@ -191,6 +192,20 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
                 continue;
             }
             if walk.add(value, FoundBy::Pointer) {
+                queue.push(value);
+                walk.drain(&mut queue);
+                progress = true;
+            }
+        }
+        // What follows a call that does not return and its padding, once no pointer and no
+        // walk claims it.
+        after_traps.sort_unstable();
+        after_traps.dedup();
+        for value in after_traps {
+            if walk.interior(value) || !walk.plausible_start(value) {
+                continue;
+            }
+            if walk.add(value, FoundBy::AfterTrap) {
                 queue.push(value);
                 walk.drain(&mut queue);
                 progress = true;
@@ -233,6 +248,9 @@ struct Walk<'a> {
     visited: Vec<(usize, usize)>,
     /// Addresses of code that code computes, judged as pointers once the queue is empty.
     code_refs: Vec<u64>,
+    /// x86: the first byte after the `int3` padding that ends a call the compiler marked as
+    /// not returning, judged like the pointers.
+    after_traps: Vec<u64>,
     /// Targets of jumps that leave their procedure, judged when the queue is empty.
     pending: Vec<u64>,
     sections: &'a [SectionInfo],
@@ -292,6 +310,7 @@ impl<'a> Walk<'a> {
             extent: HashMap::new(),
             pending: Vec::new(),
             code_refs: Vec::new(),
+            after_traps: Vec::new(),
             visited: Vec::new(),
             sections: inputs.sections,
             bytes: inputs.bytes,
@@ -544,6 +563,7 @@ impl<'a> Walk<'a> {
         // #2; br x0`).
         let mut run_code_refs: Vec<u64> = Vec::new();
         let mut indirect = false;
+        let mut after_call = false;
         // The last address of data this run computed (`lea rdx, [rip+table]`), for a switch
         // the recogniser cannot prove (see `loose_switch_targets`).
         let mut table: Option<u64> = None;
@@ -636,8 +656,20 @@ impl<'a> Walk<'a> {
                     }
                     break;
                 }
-                Flow::Return => break,
+                Flow::Return => {
+                    // `call f; int3 …`: f does not return, and what follows the padding is
+                    // not this run's code.
+                    let bytes = self.code[r].bytes;
+                    if after_call && self.isa != Isa::Arm64 && bytes.get(at) == Some(&0xcc) {
+                        let padding = bytes[at..].iter().take_while(|&&b| b == 0xcc).count();
+                        if at + padding < bytes.len() {
+                            self.after_traps.push(lo + (at + padding) as u64);
+                        }
+                    }
+                    break;
+                }
             }
+            after_call = i.flow == Flow::Call;
         }
         if !indirect {
             self.code_refs.append(&mut run_code_refs);
@@ -837,6 +869,41 @@ mod tests {
                 (0x1010, FoundBy::Call, Some(2))
             ]
         );
+    }
+
+    /// `main` at 0x1000 calls 0x1020, which does not return (`int3` padding follows the
+    /// call): the code after the padding, 0x1010, starts a function of its own, found so;
+    /// 0x1030, after a `ret` and padding, is not.
+    #[test]
+    fn code_after_a_call_that_does_not_return_starts_a_function_regression_27() {
+        let mut code = vec![0xcc; 0x40];
+        // 0x1000: call 0x1020; int3 …
+        code[0..5].copy_from_slice(&[0xe8, 0x1b, 0, 0, 0]);
+        // 0x1010: mov eax, 1; ret
+        code[0x10..0x16].copy_from_slice(&[0xb8, 1, 0, 0, 0, 0xc3]);
+        // 0x1020: ret; 0x1030: ret (unreached)
+        code[0x20] = 0xc3;
+        code[0x30] = 0xc3;
+        let sections = [section(&code)];
+        let found = discover(Inputs {
+            isa: Isa::X86_64,
+            bytes: &code,
+            sections: &sections,
+            known: vec![(0x1000, None)],
+            roots: Vec::new(),
+            pointers: Vec::new(),
+            noreturn: Vec::new(),
+            follow: true,
+        });
+        assert_eq!(
+            found.found,
+            [
+                (0x1010, FoundBy::AfterTrap, Some(6)),
+                (0x1020, FoundBy::Call, Some(1))
+            ]
+        );
+        // `main` ends at its `int3`.
+        assert_eq!(found.sizes, [(0x1000, 6)]);
     }
 
     /// A listed procedure's stated extent is its own: a call into it adds nothing.

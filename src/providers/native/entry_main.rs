@@ -1019,7 +1019,7 @@ mod tests {
             code[at..at + bytes.len()].copy_from_slice(bytes);
             at += bytes.len();
         };
-        let rip = |end: usize, to: u64| ((to as i64 - (TEXT + end as u64) as i64) as i32);
+        let rip = |end: usize, to: u64| (to as i64 - (TEXT + end as u64) as i64) as i32;
         let mut imports = Vec::new();
         for (k, name) in commands.iter().enumerate() {
             let slot = 0x402000 + 8 * k as u64;
