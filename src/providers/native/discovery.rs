@@ -836,6 +836,21 @@ mod tests {
         }
     }
 
+    /// What following x86-64 code from 0x1000 (of the `size` a table states) finds in `code`.
+    fn walk_from(code: &[u8], size: Option<u64>) -> Discovered {
+        let sections = [section(code)];
+        discover(Inputs {
+            isa: Isa::X86_64,
+            bytes: code,
+            sections: &sections,
+            known: vec![(0x1000, size)],
+            roots: Vec::new(),
+            pointers: Vec::new(),
+            noreturn: Vec::new(),
+            follow: true,
+        })
+    }
+
     /// `main` at 0x1000 calls 0x1010, which tail-jumps back to 0x1008 below it; 0x1020 is
     /// never reached.
     #[test]
@@ -850,18 +865,7 @@ mod tests {
         code[0x10..0x12].copy_from_slice(&[0xeb, 0xf6]);
         // 0x1020: ret (unreached)
         code[0x20] = 0xc3;
-        let sections = [section(&code)];
-        let found = discover(Inputs {
-            isa: Isa::X86_64,
-            bytes: &code,
-            sections: &sections,
-            known: vec![(0x1000, None)],
-            roots: Vec::new(),
-            pointers: Vec::new(),
-            noreturn: Vec::new(),
-            follow: true,
-        })
-        .found;
+        let found = walk_from(&code, None).found;
         assert_eq!(
             found,
             [
@@ -884,17 +888,7 @@ mod tests {
         // 0x1020: ret; 0x1030: ret (unreached)
         code[0x20] = 0xc3;
         code[0x30] = 0xc3;
-        let sections = [section(&code)];
-        let found = discover(Inputs {
-            isa: Isa::X86_64,
-            bytes: &code,
-            sections: &sections,
-            known: vec![(0x1000, None)],
-            roots: Vec::new(),
-            pointers: Vec::new(),
-            noreturn: Vec::new(),
-            follow: true,
-        });
+        let found = walk_from(&code, None);
         assert_eq!(
             found.found,
             [
@@ -913,18 +907,7 @@ mod tests {
         code[0..5].copy_from_slice(&[0xe8, 0x03, 0, 0, 0]); // call 0x1008
         code[5] = 0xc3;
         code[8] = 0xc3;
-        let sections = [section(&code)];
-        let found = discover(Inputs {
-            isa: Isa::X86_64,
-            bytes: &code,
-            sections: &sections,
-            known: vec![(0x1000, Some(0x10))],
-            roots: Vec::new(),
-            pointers: Vec::new(),
-            noreturn: Vec::new(),
-            follow: true,
-        })
-        .found;
+        let found = walk_from(&code, Some(0x10)).found;
         assert_eq!(found, []);
     }
 

@@ -309,6 +309,26 @@ pub(crate) fn mingw_main(
     None
 }
 
+/// Where the entry's first instructions jump to (before any return): the C runtime's start
+/// proper (`mainCRTStartup` calls `__security_init_cookie`, then jumps to
+/// `__scrt_common_main_seh`).
+fn entry_jumps(bytes: &[u8], sections: &[SectionInfo], entry: u64, bitness: u32) -> Vec<u64> {
+    let Some(code) = code_at(bytes, sections, entry) else {
+        return Vec::new();
+    };
+    let mut decoder = Decoder::with_ip(bitness, code, entry, DecoderOptions::NONE);
+    decoder
+        .iter()
+        .take(MAX_ENTRY_INSTRUCTIONS)
+        .take_while(|i| i.flow_control() != FlowControl::Return)
+        .filter(|i| {
+            i.flow_control() == FlowControl::UnconditionalBranch
+                && matches!(i.op0_kind(), OpKind::NearBranch32 | OpKind::NearBranch64)
+        })
+        .map(|i| i.near_branch_target())
+        .collect()
+}
+
 /// Imports through which the C runtime start of an MSVC program gets what it passes to the
 /// program's entry function, and the name that function has: `main` (`__getmainargs` of
 /// msvcrt.dll, the UCRT's `__p___argv` and `_get_initial_narrow_environment`), `wmain`, and
@@ -417,17 +437,9 @@ pub(crate) fn msvc_main(
         return Some(found);
     }
     // The entry's own jumps to the start proper.
-    let code = code_at(bytes, sections, entry)?;
-    let mut decoder = Decoder::with_ip(bitness, code, entry, DecoderOptions::NONE);
-    decoder
-        .iter()
-        .take(MAX_ENTRY_INSTRUCTIONS)
-        .take_while(|i| i.flow_control() != FlowControl::Return)
-        .filter(|i| {
-            i.flow_control() == FlowControl::UnconditionalBranch
-                && matches!(i.op0_kind(), OpKind::NearBranch32 | OpKind::NearBranch64)
-        })
-        .find_map(|i| read(i.near_branch_target()))
+    entry_jumps(bytes, sections, entry, bitness)
+        .into_iter()
+        .find_map(read)
 }
 
 /// What a register (or an x86 stack slot pushed as an argument) is known to hold while the C
@@ -815,19 +827,7 @@ pub(crate) fn msvc_static_main(
     if let Some(found) = read(entry) {
         return Some(found);
     }
-    let code = code_at(bytes, sections, entry)?;
-    let mut decoder = Decoder::with_ip(bitness, code, entry, DecoderOptions::NONE);
-    let jumps: Vec<u64> = decoder
-        .iter()
-        .take(MAX_ENTRY_INSTRUCTIONS)
-        .take_while(|i| i.flow_control() != FlowControl::Return)
-        .filter(|i| {
-            i.flow_control() == FlowControl::UnconditionalBranch
-                && matches!(i.op0_kind(), OpKind::NearBranch32 | OpKind::NearBranch64)
-        })
-        .map(|i| i.near_branch_target())
-        .collect();
-    jumps
+    entry_jumps(bytes, sections, entry, bitness)
         .into_iter()
         .find_map(|j| read(through_thunks(bytes, sections, j, bitness)))
 }
