@@ -165,7 +165,7 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
             progress |= walk.walk_blocks(owner, value, &mut queue);
         }
         let mut candidates: Vec<u64> = std::mem::take(&mut walk.code_refs);
-        let mut after_traps = std::mem::take(&mut walk.after_traps);
+        let after_traps = std::mem::take(&mut walk.after_traps);
         let from_data: Vec<u64> = inputs
             .pointers
             .iter()
@@ -185,32 +185,10 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
             }
         }
         candidates.extend(from_data);
-        candidates.sort_unstable();
-        candidates.dedup();
-        for value in candidates {
-            if walk.interior(value) || !walk.plausible_start(value) {
-                continue;
-            }
-            if walk.add(value, FoundBy::Pointer) {
-                queue.push(value);
-                walk.drain(&mut queue);
-                progress = true;
-            }
-        }
+        progress |= walk.judge(candidates, FoundBy::Pointer, &mut queue);
         // What follows a call that does not return and its padding, once no pointer and no
         // walk claims it.
-        after_traps.sort_unstable();
-        after_traps.dedup();
-        for value in after_traps {
-            if walk.interior(value) || !walk.plausible_start(value) {
-                continue;
-            }
-            if walk.add(value, FoundBy::AfterTrap) {
-                queue.push(value);
-                walk.drain(&mut queue);
-                progress = true;
-            }
-        }
+        progress |= walk.judge(after_traps, FoundBy::AfterTrap, &mut queue);
         if !progress || walk.decoded >= MAX_INSTRUCTIONS {
             break;
         }
@@ -483,6 +461,25 @@ impl<'a> Walk<'a> {
             }
         }
         true
+    }
+
+    /// Adds each of `values` that may start code outside every extent known, found `how`, and
+    /// walks it; whether any was added.
+    fn judge(&mut self, mut values: Vec<u64>, how: FoundBy, queue: &mut Vec<u64>) -> bool {
+        values.sort_unstable();
+        values.dedup();
+        let mut added = false;
+        for value in values {
+            if self.interior(value) || !self.plausible_start(value) {
+                continue;
+            }
+            if self.add(value, how) {
+                queue.push(value);
+                self.drain(queue);
+                added = true;
+            }
+        }
+        added
     }
 
     /// Walks every start on `queue` (and what they reach) until none is left or the budget
