@@ -463,6 +463,19 @@ impl<'a> Walk<'a> {
         true
     }
 
+    /// Keeps the first byte after the `int3` padding at offset `at` of code range `r`, on x86,
+    /// as a start to judge: the code after a call that does not return.
+    fn after_trap(&mut self, r: usize, at: usize) {
+        let range = &self.code[r];
+        if self.isa == Isa::Arm64 || range.bytes.get(at) != Some(&0xcc) {
+            return;
+        }
+        let padding = range.bytes[at..].iter().take_while(|&&b| b == 0xcc).count();
+        if at + padding < range.bytes.len() {
+            self.after_traps.push(range.lo + (at + padding) as u64);
+        }
+    }
+
     /// Adds each of `values` that may start code outside every extent known, found `how`, and
     /// walks it; whether any was added.
     fn judge(&mut self, mut values: Vec<u64>, how: FoundBy, queue: &mut Vec<u64>) -> bool {
@@ -613,12 +626,14 @@ impl<'a> Walk<'a> {
                     if i.slot
                         .is_some_and(|slot| self.noreturn.binary_search(&slot).is_ok())
                     {
+                        self.after_trap(r, at + i.len);
                         break;
                     }
                 }
                 Flow::Call => {
                     if let Some(t) = i.target {
                         if self.noreturn.binary_search(&t).is_ok() {
+                            self.after_trap(r, at + i.len);
                             break;
                         }
                         if t != end && self.add(t, FoundBy::Call) {
@@ -656,17 +671,13 @@ impl<'a> Walk<'a> {
                 Flow::Return => {
                     // `call f; int3 …`: f does not return, and what follows the padding is
                     // not this run's code.
-                    let bytes = self.code[r].bytes;
-                    if after_call && self.isa != Isa::Arm64 && bytes.get(at) == Some(&0xcc) {
-                        let padding = bytes[at..].iter().take_while(|&&b| b == 0xcc).count();
-                        if at + padding < bytes.len() {
-                            self.after_traps.push(lo + (at + padding) as u64);
-                        }
+                    if after_call {
+                        self.after_trap(r, at);
                     }
                     break;
                 }
             }
-            after_call = i.flow == Flow::Call;
+            after_call = matches!(i.flow, Flow::Call | Flow::IndirectCall);
         }
         if !indirect {
             self.code_refs.append(&mut run_code_refs);
@@ -833,8 +844,9 @@ mod tests {
         }
     }
 
-    /// What following x86-64 code from 0x1000 (of the `size` a table states) finds in `code`.
-    fn walk_from(code: &[u8], size: Option<u64>) -> Discovered {
+    /// What following x86-64 code from 0x1000 (of the `size` a table states) finds in `code`,
+    /// where the calls to `noreturn` do not return.
+    fn walk_from(code: &[u8], size: Option<u64>, noreturn: &[u64]) -> Discovered {
         let sections = [section(code)];
         discover(Inputs {
             isa: Isa::X86_64,
@@ -843,7 +855,7 @@ mod tests {
             known: vec![(0x1000, size)],
             roots: Vec::new(),
             pointers: Vec::new(),
-            noreturn: Vec::new(),
+            noreturn: noreturn.to_vec(),
             follow: true,
         })
     }
@@ -862,7 +874,7 @@ mod tests {
         code[0x10..0x12].copy_from_slice(&[0xeb, 0xf6]);
         // 0x1020: ret (unreached)
         code[0x20] = 0xc3;
-        let found = walk_from(&code, None).found;
+        let found = walk_from(&code, None, &[]).found;
         assert_eq!(
             found,
             [
@@ -885,7 +897,7 @@ mod tests {
         // 0x1020: ret; 0x1030: ret (unreached)
         code[0x20] = 0xc3;
         code[0x30] = 0xc3;
-        let found = walk_from(&code, None);
+        let found = walk_from(&code, None, &[]);
         assert_eq!(
             found.found,
             [
@@ -895,6 +907,11 @@ mod tests {
         );
         // `main` ends at its `int3`.
         assert_eq!(found.sizes, [(0x1000, 6)]);
+        // A call the walk knows does not return (an import's stub) ends the run before the
+        // `int3`; the code after the padding is found all the same.
+        let known = walk_from(&code, None, &[0x1020]);
+        assert_eq!(known.found, [(0x1010, FoundBy::AfterTrap, Some(6))]);
+        assert_eq!(known.sizes, [(0x1000, 5)]);
     }
 
     /// A listed procedure's stated extent is its own: a call into it adds nothing.
@@ -904,7 +921,7 @@ mod tests {
         code[0..5].copy_from_slice(&[0xe8, 0x03, 0, 0, 0]); // call 0x1008
         code[5] = 0xc3;
         code[8] = 0xc3;
-        let found = walk_from(&code, Some(0x10)).found;
+        let found = walk_from(&code, Some(0x10), &[]).found;
         assert_eq!(found, []);
     }
 
