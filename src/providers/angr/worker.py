@@ -1027,7 +1027,6 @@ def find_merged_values(angr):
     import itertools
     from collections import defaultdict
 
-
     def record_merged(clinic, ail_graph, arg_vvars, mapping):
         classes = defaultdict(list)
         for varid, representative in mapping.items():

@@ -372,12 +372,7 @@ pub(crate) fn msvc_main(
     entry: u64,
     bitness: u32,
 ) -> Option<(u64, &'static str)> {
-    let import_at = |address: u64| -> Option<&str> {
-        imports
-            .iter()
-            .find(|i| i.address == address && i.kind != ImportKind::Pointer)
-            .map(|i| i.name.as_str())
-    };
+    let import_at = |address: u64| import_at(imports, address);
     let thunk = |address: u64| {
         imports
             .iter()
@@ -500,6 +495,36 @@ fn absolute_memory(instruction: &iced_x86::Instruction) -> Option<u64> {
     }
 }
 
+/// The import (not a pointer in data) whose stub, thunk or slot is at `address`.
+fn import_at(imports: &[ImportEntry], address: u64) -> Option<&str> {
+    imports
+        .iter()
+        .find(|i| i.address == address && i.kind != ImportKind::Pointer)
+        .map(|i| i.name.as_str())
+}
+
+/// The whole registers `instruction` writes, conditionally (`cmov`) too.
+fn written_registers(
+    factory: &mut iced_x86::InstructionInfoFactory,
+    instruction: &iced_x86::Instruction,
+) -> Vec<Register> {
+    factory
+        .info(instruction)
+        .used_registers()
+        .iter()
+        .filter(|u| {
+            matches!(
+                u.access(),
+                iced_x86::OpAccess::Write
+                    | iced_x86::OpAccess::ReadWrite
+                    | iced_x86::OpAccess::CondWrite
+                    | iced_x86::OpAccess::ReadCondWrite
+            )
+        })
+        .map(|u| u.register().full_register())
+        .collect()
+}
+
 /// Registers a call may change under the x86-64 Windows and x86 calling conventions.
 fn volatile(register: Register, bitness: u32) -> bool {
     let x86 = [Register::RAX, Register::RCX, Register::RDX];
@@ -607,18 +632,7 @@ fn result_passed_on(bytes: &[u8], sections: &[SectionInfo], call: u64, bitness: 
                 && instruction.op0_kind() == OpKind::Register
                 && instruction.op1_kind() == OpKind::Register
                 && holding.contains(&instruction.op1_register().full_register());
-            let written: Vec<Register> = factory
-                .info(&instruction)
-                .used_registers()
-                .iter()
-                .filter(|u| {
-                    matches!(
-                        u.access(),
-                        iced_x86::OpAccess::Write | iced_x86::OpAccess::ReadWrite
-                    )
-                })
-                .map(|u| u.register().full_register())
-                .collect();
+            let written = written_registers(&mut factory, &instruction);
             holding.retain(|r| !written.contains(r));
             if copied {
                 holding.push(instruction.op0_register().full_register());
@@ -675,12 +689,8 @@ pub(crate) fn msvc_static_main(
                 instruction.flow_control(),
                 FlowControl::Call | FlowControl::IndirectCall
             ) {
-                let import = absolute_memory(&instruction).and_then(|slot| {
-                    imports
-                        .iter()
-                        .find(|i| i.address == slot && i.kind != ImportKind::Pointer)
-                });
-                let wide = match import.map(|i| i.name.as_str()) {
+                let import = absolute_memory(&instruction).and_then(|a| import_at(imports, a));
+                let wide = match import {
                     Some("GetCommandLineA") => Some(false),
                     Some("GetCommandLineW") => Some(true),
                     _ => None,
@@ -803,16 +813,8 @@ pub(crate) fn msvc_static_main(
             // Every register the instruction writes loses what it held; the destination of a
             // move, `xor r, r` or `lea` then holds what was read.
             if write_through || known.is_none() || instruction.op0_kind() != OpKind::Register {
-                for used in factory.info(&instruction).used_registers() {
-                    if matches!(
-                        used.access(),
-                        iced_x86::OpAccess::Write
-                            | iced_x86::OpAccess::ReadWrite
-                            | iced_x86::OpAccess::CondWrite
-                            | iced_x86::OpAccess::ReadCondWrite
-                    ) {
-                        held.remove(&used.register().full_register());
-                    }
+                for register in written_registers(&mut factory, &instruction) {
+                    held.remove(&register);
                 }
             }
             if let Some(known) = known
