@@ -38,18 +38,16 @@ impl NameCandidate {
         display_name(&self.raw, self.macho)
     }
 
-    /// Sort key: better names sort first. A non-default symbol version (`name@VERSION`) loses
-    /// to any plain or default-version name, an IFUNC symbol wins over its resolver's own name;
-    /// then a name with fewer leading underscores wins (`malloc` over `__libc_malloc`), then
-    /// the shorter, then the lexicographically smaller, so the choice never depends on table
-    /// order.
-    fn key(&self) -> (NameSource, bool, bool, usize, usize, String) {
-        let display = self.display();
+    /// Sort key of the candidate shown as `display`: better names sort first. A non-default
+    /// symbol version (`name@VERSION`) loses to any plain or default-version name, an IFUNC
+    /// symbol wins over its resolver's own name; then a name with fewer leading underscores wins
+    /// (`malloc` over `__libc_malloc`), then the shorter, then the lexicographically smaller, so
+    /// the choice never depends on table order.
+    fn key<'a>(&self, display: &'a str) -> (NameSource, bool, bool, usize, usize, &'a str) {
         let underscores = display.bytes().take_while(|&b| b == b'_').count();
-        let hidden_version = hidden_version(&self.raw);
         (
             self.source,
-            hidden_version,
+            hidden_version(&self.raw),
             !self.ifunc,
             underscores,
             display.len(),
@@ -78,28 +76,32 @@ pub(crate) struct Names {
 /// forms of the primary name (a `.symtab` `memcpy` and a `.dynsym` `memcpy@@GLIBC_2.14`), the
 /// versioned one is kept as `raw_name`, so stripped and unstripped builds agree.
 pub(crate) fn resolve(candidates: &[NameCandidate]) -> Names {
-    let Some(best) = candidates.iter().min_by(|a, b| a.key().cmp(&b.key())) else {
+    // Each candidate is demangled once: a name that long may cost microseconds, and a large
+    // file has tens of thousands.
+    let shown: Vec<String> = candidates.iter().map(NameCandidate::display).collect();
+    let Some(best) = (0..candidates.len()).min_by(|&a, &b| {
+        candidates[a]
+            .key(&shown[a])
+            .cmp(&candidates[b].key(&shown[b]))
+    }) else {
         return Names {
             name: None,
             raw_name: None,
             aliases: Vec::new(),
         };
     };
-    let name = best.display();
+    let name = &shown[best];
     let raw = candidates
         .iter()
-        .filter(|c| c.display() == name)
-        .find(|c| c.raw.contains("@@"))
-        .unwrap_or(best)
+        .zip(&shown)
+        .find(|(c, d)| *d == name && c.raw.contains("@@"))
+        .map_or(&candidates[best], |(c, _)| c)
         .raw
         .clone();
-    let mut aliases: Vec<String> = candidates
-        .iter()
-        .map(NameCandidate::display)
-        .filter(|d| *d != name)
-        .collect();
+    let mut aliases: Vec<String> = shown.iter().filter(|d| *d != name).cloned().collect();
     aliases.sort();
     aliases.dedup();
+    let name = shown[best].clone();
     Names {
         raw_name: (raw != name).then_some(raw),
         name: Some(name),
@@ -138,12 +140,17 @@ pub(crate) fn display_name(raw: &str, macho: bool) -> String {
         }
         _ => (raw, ""),
     };
-    let base = match demangle(base) {
+    let mut shown = match demangle(base) {
         Some(demangled) => demangled,
         None if macho => base.strip_prefix('_').unwrap_or(base).to_string(),
         None => base.to_string(),
     };
-    escape_controls(&format!("{base}{suffix}"))
+    shown.push_str(suffix);
+    if shown.chars().any(char::is_control) {
+        escape_controls(&shown)
+    } else {
+        shown
+    }
 }
 
 /// Demangles a Rust (legacy or v0) or Itanium C++ symbol; `None` when it is not mangled or does
