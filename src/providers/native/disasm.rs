@@ -113,6 +113,29 @@ impl<'a> Disassembler<'a> {
         }
     }
 
+    /// Goes on decoding at `address`, inside the bytes given to [`Disassembler::new`], as a
+    /// disassembler started there would (the arm64 register tracking starts over). Reusing one
+    /// is cheaper than starting another: discovery decodes a run of code at a time, millions in
+    /// a large file. Whether `address` lies in those bytes.
+    pub(crate) fn seek(&mut self, address: u64) -> bool {
+        let Some(offset) = address
+            .checked_sub(self.base)
+            .and_then(|o| usize::try_from(o).ok())
+            .filter(|&o| o <= self.bytes.len())
+        else {
+            return false;
+        };
+        if let Some(decoder) = self.x86.as_mut() {
+            if decoder.set_position(offset).is_err() {
+                return false;
+            }
+            decoder.set_ip(address);
+        }
+        self.pos = offset;
+        self.regs = [RegValue::Unknown; 32];
+        true
+    }
+
     /// Decodes the next instruction; `text` receives its rendering when requested.
     pub(crate) fn next(&mut self, text: Option<&mut String>) -> Option<Decoded> {
         if self.pos >= self.bytes.len() {

@@ -95,6 +95,9 @@ struct CodeRange<'a> {
     visiting: Vec<u64>,
     /// One bit per byte: whether a procedure starts there (listed or found so far).
     starts: Vec<u64>,
+    /// A disassembler over the whole range, moved to each run the walk decodes (`None` while a
+    /// run uses it).
+    decoder: Option<Box<Disassembler<'a>>>,
 }
 
 /// Sets the bit of byte `at` in a bitmap of one bit per byte.
@@ -218,9 +221,9 @@ struct Walk<'a> {
     noreturn: &'a [u64],
     found: BTreeMap<u64, FoundBy>,
     /// Data addresses code refers to, with the start of the procedure whose walk saw it.
-    data_refs: HashMap<u64, u64>,
+    data_refs: HashMap<u64, u64, foldhash::fast::RandomState>,
     /// For each start walked, the end of the furthest instruction its walk decoded.
-    extent: HashMap<u64, u64>,
+    extent: HashMap<u64, u64, foldhash::fast::RandomState>,
     /// Instructions decoded by the current procedure's walk: each walk decodes its own code
     /// whole, even where another walk ran into it first.
     visited: Vec<(usize, usize)>,
@@ -236,6 +239,8 @@ struct Walk<'a> {
     decoded: usize,
     /// The jump tables of the procedure walked last, found by decoding it straight on.
     tables: Option<Tables<'a>>,
+    /// The procedure walked last and the first start after it (see [`Walk::next_start`]).
+    next_after: Option<(u64, Option<u64>)>,
 }
 
 /// The procedure at `start` decoded in address order up to `pos`, with the table of each
@@ -269,6 +274,9 @@ impl<'a> Walk<'a> {
                     seen: vec![0; len.div_ceil(64)],
                     visiting: vec![0; len.div_ceil(64)],
                     starts: vec![0; len.div_ceil(64)],
+                    decoder: Some(Box::new(Disassembler::new(
+                        inputs.isa, bytes, s.address, false,
+                    ))),
                 })
             })
             .collect();
@@ -284,8 +292,8 @@ impl<'a> Walk<'a> {
             known: &inputs.known,
             noreturn: &inputs.noreturn,
             found: BTreeMap::new(),
-            data_refs: HashMap::new(),
-            extent: HashMap::new(),
+            data_refs: HashMap::default(),
+            extent: HashMap::default(),
             pending: Vec::new(),
             code_refs: Vec::new(),
             after_traps: Vec::new(),
@@ -294,6 +302,7 @@ impl<'a> Walk<'a> {
             bytes: inputs.bytes,
             decoded: 0,
             tables: None,
+            next_after: None,
         }
     }
 
@@ -356,12 +365,6 @@ impl<'a> Walk<'a> {
         })
     }
 
-    /// Whether a listed start lies in `(start, target]`: a jump there leaves the procedure.
-    fn listed_between(&self, start: u64, target: u64) -> bool {
-        let i = self.known.partition_point(|k| k.0 <= start);
-        self.known.get(i).is_some_and(|k| k.0 <= target)
-    }
-
     /// Records a new start; whether it was new.
     fn add(&mut self, address: u64, how: FoundBy) -> bool {
         if self.found.len() >= MAX_NEW_STARTS
@@ -373,6 +376,12 @@ impl<'a> Walk<'a> {
             return false;
         }
         self.found.insert(address, how);
+        if let Some((of, next)) = &mut self.next_after
+            && address > *of
+            && next.is_none_or(|n| address < n)
+        {
+            *next = Some(address);
+        }
         if let Some(r) = self.range(address) {
             let lo = self.code[r].lo;
             set_bit(&mut self.code[r].starts, (address - lo) as usize);
@@ -551,22 +560,52 @@ impl<'a> Walk<'a> {
         end.is_some_and(|end| address < end)
     }
 
-    /// Whether a start (listed or found) lies in `(start, target]`.
-    fn start_between(&self, start: u64, target: u64) -> bool {
-        self.listed_between(start, target)
-            || self
-                .found
-                .range(start.saturating_add(1)..=target)
-                .next()
-                .is_some()
+    /// [`Walk::next_start`], kept for the procedure whose runs are being decoded: a walk
+    /// decodes many runs of one procedure, and the search misses the cache in a large file.
+    fn next_start_of_walk(&mut self, start: u64) -> Option<u64> {
+        match self.next_after {
+            Some((of, next)) if of == start => next,
+            _ => {
+                let next = self.next_start(start);
+                self.next_after = Some((start, next));
+                next
+            }
+        }
+    }
+
+    /// The first start (listed or found) after `start`: a jump at or beyond it leaves the
+    /// procedure at `start`.
+    fn next_start(&self, start: u64) -> Option<u64> {
+        let i = self.known.partition_point(|k| k.0 <= start);
+        let listed = self.known.get(i).map(|k| k.0);
+        let found = self
+            .found
+            .range(start.saturating_add(1)..)
+            .next()
+            .map(|(&a, _)| a);
+        match (listed, found) {
+            (Some(l), Some(f)) => Some(l.min(f)),
+            (l, f) => l.or(f),
+        }
     }
 
     /// Decodes one run of straight-line code of the procedure at `start` from `block`.
     fn block(&mut self, start: u64, block: u64, blocks: &mut Vec<u64>, queue: &mut Vec<u64>) {
         let Some(r) = self.range(block) else { return };
         let (lo, hi) = (self.code[r].lo, self.code[r].hi);
-        let offset = (block - lo) as usize;
-        let mut d = Disassembler::new(self.isa, &self.code[r].bytes[offset..], block, false);
+        let bytes = self.code[r].bytes;
+        let mut d = self.code[r]
+            .decoder
+            .take()
+            .and_then(|mut d| d.seek(block).then_some(d))
+            .unwrap_or_else(|| {
+                Box::new(Disassembler::new(
+                    self.isa,
+                    &bytes[(block - lo) as usize..],
+                    block,
+                    false,
+                ))
+            });
         let mut end = block;
         // Addresses of code this run computes; kept as pointers unless the run ends in an
         // indirect jump, whose base they are (AArch64's `adr x1, base; add x0, x1, w0, sxtb
@@ -577,6 +616,8 @@ impl<'a> Walk<'a> {
         // The last address of data this run computed (`lea rdx, [rip+table]`), for a switch
         // the recogniser cannot prove (see `loose_switch_targets`).
         let mut table: Option<u64> = None;
+        // Read once a run rather than at every jump; a call found in the run may lower it.
+        let mut next_start = self.next_start_of_walk(start);
         while let Some(i) = d.next(None) {
             // A procedure's code does not run on into another start (it called something
             // that does not return, or ends where the next begins).
@@ -609,11 +650,12 @@ impl<'a> Walk<'a> {
             }
             let in_code = |t: u64| t >= lo && t < hi;
             // Where a jump to `t` goes: on in this procedure, or out of it (judged later).
+            let leaves = |t: u64| t < start || !in_code(t) || next_start.is_some_and(|n| n <= t);
             let mut jump = |walk: &mut Walk<'_>, t: u64| {
                 if walk.is_known_start(t) || walk.noreturn.binary_search(&t).is_ok() {
                     return;
                 }
-                if t < start || !in_code(t) || walk.start_between(start, t) {
+                if leaves(t) {
                     walk.pending.push(t);
                 } else {
                     blocks.push(t);
@@ -638,6 +680,9 @@ impl<'a> Walk<'a> {
                         }
                         if t != end && self.add(t, FoundBy::Call) {
                             queue.push(t);
+                            if t > start {
+                                next_start = Some(next_start.map_or(t, |n| n.min(t)));
+                            }
                         }
                     }
                 }
@@ -681,6 +726,11 @@ impl<'a> Walk<'a> {
         }
         if !indirect {
             self.code_refs.append(&mut run_code_refs);
+        }
+        // Only a disassembler over the whole range goes back (one started inside it cannot
+        // seek to its start).
+        if d.seek(lo) {
+            self.code[r].decoder = Some(d);
         }
         let e = self.extent.entry(start).or_insert(end);
         *e = (*e).max(end);
