@@ -128,6 +128,10 @@ async fn list_documents(
     cancel: &Cancel,
 ) -> Result<Vec<Vec<Procedure>>> {
     let total = target.documents.len() as u64;
+    // The documents of a universal file or a bundle are read side by side, as many at once as
+    // the machine has cores; their inventories are kept in the target's document order.
+    let width = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let mut running = std::collections::VecDeque::with_capacity(width);
     let mut inventories = Vec::with_capacity(target.documents.len());
     for (i, doc) in target.documents.iter().enumerate() {
         if cancel.is_cancelled() {
@@ -136,13 +140,23 @@ async fn list_documents(
                 undone: "opened",
             });
         }
+        if running.len() >= width
+            && let Some(listing) = running.pop_front()
+        {
+            inventories.push(listing.await??);
+        }
         progress.report(
             i as u64,
             total,
             &format!("reading procedures of {}", doc.name),
         );
         let d = doc.clone();
-        inventories.push(blocking(move || Ok(native::procedures(&d)?)).await?);
+        running.push_back(tokio::task::spawn_blocking(move || {
+            Ok::<_, InvestigationError>(native::procedures(&d)?)
+        }));
+    }
+    for listing in running {
+        inventories.push(listing.await??);
     }
     progress.report(total, total, "storing the inventory");
     Ok(inventories)
