@@ -12,6 +12,12 @@
 //! sections once with `iced-x86`, in a linear pass that follows nothing and stores nothing (a
 //! naive scan, the least any discovery does).
 //!
+//! Neither reference stores anything, and rea keeps every procedure and its completion values in
+//! the session's database. A third floor, measured in the same runs, is that storing alone:
+//! `sqlite3` copying the rows the open stored (procedures, completion values and their prefix
+//! counts) into a new database with the same tables and keys, in one transaction, with nothing
+//! parsed, formatted or checked. The least rea can take is an inventory floor plus it.
+//!
 //! Files: the largest Mach-O under the fixture directory (`REA_BENCH_MACHO` overrides: the
 //! issue's figure is biome's, `npm pack @biomejs/cli-darwin-arm64@2.6.8`, `package/biome`),
 //! `/usr/bin/gdb` and the C library (`REA_BENCH_ELF`, `REA_BENCH_LIBC` override); a missing file
@@ -90,9 +96,66 @@ fn decode_floor(path: &Path) -> Option<Duration> {
     Some(start.elapsed())
 }
 
+/// The tables an open fills with its inventory, in the order they are copied.
+const INVENTORY_TABLES: [&str; 3] = [
+    "procedures",
+    "procedure_completions",
+    "procedure_completion_prefixes",
+];
+
+/// The floor of storing an inventory: `sqlite3` copying the inventory rows of the session
+/// database `database` into a new database at `copy`, whose tables have the session's own
+/// definitions (keys included), in one transaction. Returns the time and the rows copied.
+fn store_floor(database: &Path, copy: &Path) -> (Duration, u64) {
+    let session =
+        rusqlite::Connection::open_with_flags(database, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the session database");
+    let mut script = format!(
+        "pragma journal_mode = wal;\nattach '{}' as s;\nbegin;\n",
+        database.display()
+    );
+    let mut rows = 0u64;
+    for table in INVENTORY_TABLES {
+        let (sql, count): (String, i64) = session
+            .query_row(
+                &format!(
+                    "select (select sql from sqlite_master where type = 'table' and name = ?1), (select count(*) from {table})"
+                ),
+                [table],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("the inventory table");
+        rows += count.unsigned_abs();
+        script.push_str(&format!(
+            "{sql};\ninsert into main.{table} select * from s.{table};\n"
+        ));
+    }
+    script.push_str("commit;\n");
+    drop(session);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
+    }
+    let start = Instant::now();
+    let mut sqlite = Command::new("sqlite3")
+        .arg(copy)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sqlite3");
+    use std::io::Write as _;
+    sqlite
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(sqlite.wait().unwrap().success(), "sqlite3 {script}");
+    (start.elapsed(), rows)
+}
+
 /// One `open_binary` round trip to a fresh server on an empty state directory (its start is
-/// not timed).
-fn open(path: &Path, state: &Path) -> Duration {
+/// not timed), then the store floor of what it stored.
+fn open(path: &Path, state: &Path, copy: &Path) -> (Duration, Duration, u64) {
     let _ = std::fs::remove_dir_all(state);
     std::fs::create_dir_all(state).unwrap();
     let mut server = Server::start(state, "open-bench");
@@ -103,7 +166,15 @@ fn open(path: &Path, state: &Path) -> Duration {
     );
     let took = start.elapsed();
     assert_ne!(opened["isError"], true, "{opened}");
-    took
+    let session = server.call(
+        "tools/call",
+        json!({"name": "binary_session", "arguments": {}}),
+    );
+    let database = session["structuredContent"]["database"]
+        .as_str()
+        .unwrap_or_else(|| panic!("binary_session: {session}"));
+    let (stored, rows) = store_floor(Path::new(database), copy);
+    (took, stored, rows)
 }
 
 fn main() {
@@ -135,6 +206,8 @@ fn main() {
         "≤ 1.2×",
         "sha256sum + linear decode of the code, iced-x86 (median)",
         "ratio to it",
+        "sqlite3 storing the same rows (median)",
+        "ratio to the least inventory floor + storing",
     ]);
     let scratch = common::scratch_dir("open");
     for path in files.into_iter().flatten() {
@@ -143,10 +216,16 @@ fn main() {
         };
         let macho = common::is_macho(&path);
         let state = scratch.join("state");
-        let (mut own, mut anchor, mut decoding) = (Vec::new(), Vec::new(), Vec::new());
+        let copy = scratch.join("copy.db");
+        let (mut own, mut anchor, mut decoding, mut storing) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut rows = 0;
         // Interleaved, so all see the same machine and the same page cache.
         for _ in 0..runs {
-            own.push(open(&path, &state));
+            let (took, stored, copied) = open(&path, &state, &copy);
+            own.push(took);
+            storing.push(stored);
+            rows = copied;
             anchor.push(floor(&path, macho));
             if let Some(took) = decode_floor(&path) {
                 decoding.push(took);
@@ -155,6 +234,8 @@ fn main() {
         let median = |samples: &[Duration]| common::Latency::of(samples).unwrap().p50;
         let (own, anchor) = (median(&own), median(&anchor));
         let decoded = (!decoding.is_empty()).then(|| median(&decoding));
+        let stored = median(&storing);
+        let least = decoded.map_or(anchor, |d| d.min(anchor)) + stored;
         table.row(&[
             path.display().to_string(),
             format!("{:.1} MB", meta.len() as f64 / 1e6),
@@ -164,6 +245,8 @@ fn main() {
             meets(own.as_secs_f64() <= 1.2 * anchor.as_secs_f64()).to_string(),
             decoded.map_or_else(|| "–".into(), fmt_duration),
             decoded.map_or_else(|| "–".into(), |d| fmt_ratio(own, d)),
+            format!("{} ({rows} rows)", fmt_duration(stored)),
+            fmt_ratio(own, least),
         ]);
     }
     let markdown = format!(
