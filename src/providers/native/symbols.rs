@@ -115,7 +115,7 @@ pub(crate) fn resolve(candidates: &[NameCandidate]) -> Names {
 /// Names are escaped where they are read from the file, so every view shows the same text and a
 /// caller names the procedure by it; this is idempotent on names that have no control character.
 pub(crate) fn escape_controls(name: &str) -> String {
-    if !name.chars().any(char::is_control) {
+    if !has_controls(name) {
         return name.to_owned();
     }
     name.chars()
@@ -127,6 +127,11 @@ pub(crate) fn escape_controls(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Whether `name` has a character [`escape_controls`] escapes.
+fn has_controls(name: &str) -> bool {
+    name.chars().any(char::is_control)
 }
 
 /// The displayed form of a stored name: demangled (Rust, C++), without Mach-O's leading
@@ -146,7 +151,7 @@ pub(crate) fn display_name(raw: &str, macho: bool) -> String {
         None => base.to_string(),
     };
     shown.push_str(suffix);
-    if shown.chars().any(char::is_control) {
+    if has_controls(&shown) {
         escape_controls(&shown)
     } else {
         shown
