@@ -112,21 +112,32 @@ fn scope_prefixes(entries: &[(String, String)]) -> Vec<(String, u64, Vec<String>
     out
 }
 
-/// Stores the prefix counts of one scope of `target_id` from its `(key, value)` pairs, sorted and
-/// unique as the primary key keeps them. Runs in the caller's transaction.
-pub(super) fn write_scope_prefixes(
+/// A stored prefix of one scope: the prefix, its number of values, and the first of them as a
+/// JSON array.
+pub(super) type PrefixRow = (String, u64, String);
+
+/// The prefix rows of one scope from its `(key, value)` pairs, sorted and unique as the primary
+/// key keeps them.
+pub(super) fn prefix_rows(entries: &[(String, String)]) -> Vec<PrefixRow> {
+    scope_prefixes(entries)
+        .into_iter()
+        .map(|(prefix, rows, head)| (prefix, rows, serde_json::Value::from(head).to_string()))
+        .collect()
+}
+
+/// Stores the prefix rows of one scope of `target_id`. Runs in the caller's transaction.
+pub(super) fn insert_scope_prefixes(
     conn: &Connection,
     target_id: i64,
     document: i64,
-    entries: &[(String, String)],
+    rows: &[PrefixRow],
 ) -> Result<(), StoreError> {
     let mut insert = conn.prepare_cached(
         "insert into procedure_completion_prefixes (target_id, document_id, prefix, rows, head)
          values (?1, ?2, ?3, ?4, ?5)",
     )?;
-    for (prefix, rows, head) in scope_prefixes(entries) {
-        let head = serde_json::Value::from(head).to_string();
-        insert.execute(params![target_id, document, prefix, rows as i64, head])?;
+    for (prefix, count, head) in rows {
+        insert.execute(params![target_id, document, prefix, *count as i64, head])?;
     }
     Ok(())
 }
@@ -137,7 +148,7 @@ pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), St
     conn.prepare_cached("delete from procedure_completion_prefixes where target_id = ?1")?
         .execute([target_id])?;
     let store = |document: i64, entries: &[(String, String)]| {
-        write_scope_prefixes(conn, target_id, document, entries)
+        insert_scope_prefixes(conn, target_id, document, &prefix_rows(entries))
     };
     // The primary key's order: scope by scope, each sorted by key.
     let mut values = conn.prepare_cached(

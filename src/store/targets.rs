@@ -199,6 +199,104 @@ impl Named {
     }
 }
 
+/// Inventories of at least this many procedures have their completion values built on a
+/// thread of their own while the procedures are stored; smaller ones are not worth a thread.
+const BUILD_BESIDE_AT: usize = 1024;
+
+/// The procedure rows of every document of `target` (`doc_ids` in document order).
+fn insert_procedures(
+    conn: &Connection,
+    target: &NewTarget,
+    doc_ids: &[i64],
+) -> Result<(), StoreError> {
+    let mut insert_proc = conn.prepare_cached(
+        "insert or ignore into procedures (document_id, address, name, raw_name, name_key, size, aliases, other_keys) values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (doc, &doc_id) in target.documents.iter().zip(doc_ids) {
+        for p in &doc.procedures {
+            insert_proc.execute(params![
+                doc_id,
+                to_i64(p.address),
+                p.name,
+                p.raw_name,
+                p.name.as_deref().map(match_key),
+                p.size.map(to_i64),
+                aliases_column(&p.aliases),
+                other_keys(p),
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// One completion scope of a target: its `(key, value)` pairs, sorted and unique as the
+/// primary key keeps them, and its prefix counts.
+struct CompletionScope {
+    /// The document, or 0 for the target-wide scope.
+    document: i64,
+    entries: Vec<(String, String)>,
+    prefixes: Vec<super::prefixes::PrefixRow>,
+}
+
+/// The completion scopes of `target` (`doc_ids` in document order), in the primary key's order.
+fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope> {
+    // Name → the one address it names, over the whole target, for the target-wide scope. A
+    // target of one document has no scope of its own: completion over it reads the document's
+    // (migration V11).
+    let whole_scope = target.documents.len() > 1;
+    let mut target_names: HashMap<&str, Named> = HashMap::new();
+    let mut target_addresses: BTreeSet<u64> = BTreeSet::new();
+    // Each scope's pairs are written sorted, in the primary key's order, so each insert appends
+    // to the index rather than splitting pages all over it, and the prefix counts are taken from
+    // them rather than read back.
+    let mut scopes: Vec<(i64, Vec<(String, String)>)> = Vec::new();
+    for (doc, &doc_id) in target.documents.iter().zip(doc_ids) {
+        let mut names: HashMap<&str, Named> = HashMap::with_capacity(doc.procedures.len());
+        let mut entries = Vec::with_capacity(doc.procedures.len() * 2);
+        for p in &doc.procedures {
+            let text = Address(p.address).to_string();
+            entries.push((text.clone(), text));
+            if whole_scope {
+                target_addresses.insert(p.address);
+            }
+            if let Some(name) = p.name.as_deref() {
+                let key = match_key(name);
+                if whole_scope {
+                    Named::add(&mut target_names, name, &key, p.address);
+                }
+                Named::add(&mut names, name, &key, p.address);
+            }
+        }
+        entries.extend(Named::unique(names));
+        scopes.push((doc_id, entries));
+    }
+    if whole_scope {
+        let mut whole: Vec<(String, String)> = target_addresses
+            .into_iter()
+            .map(|address| {
+                let text = Address(address).to_string();
+                (text.clone(), text)
+            })
+            .collect();
+        whole.extend(Named::unique(target_names));
+        scopes.push((0, whole));
+    }
+    scopes.sort_by_key(|(document, _)| *document);
+    scopes
+        .into_iter()
+        .map(|(document, mut entries)| {
+            entries.sort_unstable();
+            entries.dedup();
+            let prefixes = super::prefixes::prefix_rows(&entries);
+            CompletionScope {
+                document,
+                entries,
+                prefixes,
+            }
+        })
+        .collect()
+}
+
 /// Inserts (or re-activates) a target with its documents, procedures and procedure completion
 /// values, and makes it the active target. Returns the target's row id.
 pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64, StoreError> {
@@ -223,22 +321,7 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
         "insert into documents (target_id, name, key, format, architecture, role, file, file_offset, file_size)
          values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    let mut insert_proc = conn.prepare_cached(
-        "insert or ignore into procedures (document_id, address, name, raw_name, name_key, size, aliases, other_keys) values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    let mut insert_value = conn.prepare_cached(
-        "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
-    )?;
-    // Name → the one address it names, over the whole target, for the target-wide scope. A
-    // target of one document has no scope of its own: completion over it reads the document's
-    // (migration V11).
-    let whole_scope = target.documents.len() > 1;
-    let mut target_names: HashMap<&str, Named> = HashMap::new();
-    let mut target_addresses: BTreeSet<u64> = BTreeSet::new();
-    // Each scope's completion `(key, value)` pairs. They are written sorted, in the primary key's
-    // order, so each insert appends to the index rather than splitting pages all over it, and
-    // the prefix counts are taken from them rather than read back.
-    let mut scopes: Vec<(i64, Vec<(String, String)>)> = Vec::new();
+    let mut doc_ids = Vec::with_capacity(target.documents.len());
     for doc in &target.documents {
         insert_doc.execute(params![
             target_id,
@@ -251,56 +334,37 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
             to_i64(doc.file_offset),
             to_i64(doc.file_size),
         ])?;
-        let doc_id = conn.last_insert_rowid();
-        let mut names: HashMap<&str, Named> = HashMap::with_capacity(doc.procedures.len());
-        let mut entries = Vec::with_capacity(doc.procedures.len() * 2);
-        for p in &doc.procedures {
-            let key = p.name.as_deref().map(match_key);
-            insert_proc.execute(params![
-                doc_id,
-                to_i64(p.address),
-                p.name,
-                p.raw_name,
-                key,
-                p.size.map(to_i64),
-                aliases_column(&p.aliases),
-                other_keys(p),
-            ])?;
-            let text = Address(p.address).to_string();
-            entries.push((text.clone(), text));
-            if whole_scope {
-                target_addresses.insert(p.address);
+        doc_ids.push(conn.last_insert_rowid());
+    }
+    let procedures: usize = target.documents.iter().map(|d| d.procedures.len()).sum();
+    // The completion values and prefix counts are built on another core while this thread
+    // stores the procedures: building them costs about what storing the procedures does.
+    std::thread::scope(|threads| {
+        let building = (procedures >= BUILD_BESIDE_AT)
+            .then(|| threads.spawn(|| completion_scopes(target, &doc_ids)));
+        insert_procedures(conn, target, &doc_ids)?;
+        let scopes = match building {
+            Some(building) => building
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => completion_scopes(target, &doc_ids),
+        };
+        let mut insert_value = conn.prepare_cached(
+            "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
+        )?;
+        for scope in scopes {
+            for (key, value) in &scope.entries {
+                insert_value.execute(params![target_id, scope.document, key, value])?;
             }
-            if let (Some(name), Some(key)) = (p.name.as_deref(), key) {
-                if whole_scope {
-                    Named::add(&mut target_names, name, &key, p.address);
-                }
-                Named::add(&mut names, name, &key, p.address);
-            }
+            super::prefixes::insert_scope_prefixes(
+                conn,
+                target_id,
+                scope.document,
+                &scope.prefixes,
+            )?;
         }
-        entries.extend(Named::unique(names));
-        scopes.push((doc_id, entries));
-    }
-    if whole_scope {
-        let mut whole: Vec<(String, String)> = target_addresses
-            .into_iter()
-            .map(|address| {
-                let text = Address(address).to_string();
-                (text.clone(), text)
-            })
-            .collect();
-        whole.extend(Named::unique(target_names));
-        scopes.push((0, whole));
-    }
-    scopes.sort_by_key(|(document, _)| *document);
-    for (document, mut entries) in scopes {
-        entries.sort_unstable();
-        entries.dedup();
-        for (key, value) in &entries {
-            insert_value.execute(params![target_id, document, key, value])?;
-        }
-        super::prefixes::write_scope_prefixes(conn, target_id, document, &entries)?;
-    }
+        Ok::<_, StoreError>(())
+    })?;
     Ok(target_id)
 }
 

@@ -907,3 +907,124 @@ fn long_procedure_prefixes_with_many_matches_are_counted_regression_30() {
         );
     }
 }
+
+/// A large inventory has its completion values built on a second thread while its procedures
+/// are stored (issue 30): what it stores is what the one-thread path and the recount from the
+/// stored values give.
+#[test]
+fn a_large_inventory_stores_the_completion_counts_a_recount_gives_regression_30() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let s = Store::open(&path).unwrap();
+    // 3,000 procedures a document, over the threshold; every fifth unnamed, names shared across
+    // the documents and one name given to two addresses of the first.
+    let names: Vec<String> = (0..3000).map(|i| format!("f_{i:04}")).collect();
+    let procs = |base: u64| -> Vec<(u64, Option<&str>)> {
+        (0..3000u64)
+            .map(|i| {
+                let name = (i % 5 != 0).then(|| names[i as usize].as_str());
+                (base + i * 16, name)
+            })
+            .collect()
+    };
+    let mut first = procs(0x1000);
+    first[1].1 = Some("f_0002");
+    let second = procs(0x1800);
+    let id = s
+        .open_target_blocking(target("big", &[("a", &first), ("b", &second)]))
+        .unwrap();
+    s.close();
+    drop(s);
+    let table = |c: &rusqlite::Connection, sql: &str| -> Vec<(i64, String, i64, String)> {
+        c.prepare(sql)
+            .unwrap()
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let prefixes = "select document_id, prefix, rows, head from procedure_completion_prefixes where target_id = ?1 order by document_id, prefix";
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let stored = table(&raw, prefixes);
+    let counts: (i64, i64) = raw
+        .query_row(
+            "select (select count(*) from procedures), (select count(*) from procedure_completions where target_id = ?1)",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    // `b`'s addresses are `a`'s shifted by 128 slots: 3,128 distinct ones in the whole target.
+    // Named: 2,400 a document; in `a`, f_0001 is gone and f_0002 names two addresses (2,398
+    // unique); in the whole target every name names an address in each document, apart from
+    // f_0001, which only `b` has.
+    assert_eq!(counts.0, 6000);
+    let complete = |s: &Store, scope, typed: &str| s.complete_procedures(scope, typed, 5).unwrap();
+    let s = Store::open(&path).unwrap();
+    assert_eq!(
+        complete(&s, ProcedureScope::Document("a"), "0x").total,
+        3000
+    );
+    assert_eq!(complete(&s, ProcedureScope::Target, "0x").total, 3128);
+    assert_eq!(
+        complete(&s, ProcedureScope::Document("a"), "f_").total,
+        2398
+    );
+    assert_eq!(
+        complete(&s, ProcedureScope::Document("b"), "f_").total,
+        2400
+    );
+    assert_eq!(
+        complete(&s, ProcedureScope::Target, "f_").values,
+        ["f_0001"]
+    );
+    s.close();
+    drop(s);
+    // The counts stored with the open are the counts recounted from the stored values: with
+    // them deleted, opening the database counts them again.
+    raw.execute("delete from procedure_completion_prefixes", [])
+        .unwrap();
+    drop(raw);
+    let s = Store::open(&path).unwrap();
+    s.close();
+    drop(s);
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(table(&raw, prefixes), stored);
+    let listed: Vec<_> = stored
+        .iter()
+        .map(|(d, p, n, _)| (*d, p.as_str(), *n))
+        .collect();
+    // Every prefix of up to two characters, and the longer ones matching over 256 values: the
+    // thousands of names, not the addresses (256 values for each further hex digit).
+    assert_eq!(
+        listed,
+        [
+            (0, "", 3129),
+            (0, "0", 3128),
+            (0, "0x", 3128),
+            (0, "f", 1),
+            (0, "f_", 1),
+            (1, "", 5398),
+            (1, "0", 3000),
+            (1, "0x", 3000),
+            (1, "f", 2398),
+            (1, "f_", 2398),
+            (1, "f_0", 798),
+            (1, "f_1", 800),
+            (1, "f_2", 800),
+            (2, "", 5400),
+            (2, "0", 3000),
+            (2, "0x", 3000),
+            (2, "f", 2400),
+            (2, "f_", 2400),
+            (2, "f_0", 800),
+            (2, "f_1", 800),
+            (2, "f_2", 800),
+        ]
+    );
+    let values: i64 = raw
+        .query_row("select count(*) from procedure_completions", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(values, counts.1);
+}
