@@ -234,12 +234,12 @@ impl Session {
         let made = (|| {
             let lock = lock(&dir, &id)?;
             let store = Store::open(&dir.join(DATABASE_FILE))?;
-            let meta = (|| {
-                store.set_meta_blocking("session_id", &id)?;
-                store.set_meta_blocking(OWNER_META, owner.as_str())?;
-                store.set_meta_blocking("created_at", &now_rfc3339())?;
-                store.set_meta_blocking("rea_version", env!("CARGO_PKG_VERSION"))
-            })();
+            let meta = store.set_metas_blocking(&[
+                ("session_id", &id),
+                (OWNER_META, owner.as_str()),
+                ("created_at", &now_rfc3339()),
+                ("rea_version", env!("CARGO_PKG_VERSION")),
+            ]);
             if let Err(e) = meta {
                 store.close_discarding();
                 return Err(e.into());

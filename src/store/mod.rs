@@ -386,7 +386,15 @@ impl Store {
                     found,
                 });
             }
+            // A new database's schema is written without waiting for the disk at each step:
+            // nothing is in it to lose, and the first write the store performs (FULL, below)
+            // syncs the log with everything before it.
+            let fresh: bool =
+                conn.query_row("select count(*) = 0 from sqlite_schema", [], |r| r.get(0))?;
             configure(&conn, Role::Writer)?;
+            if fresh {
+                conn.pragma_update(None, "synchronous", "OFF")?;
+            }
             embedded::migrations::runner()
                 .set_grouped(true)
                 .run(&mut conn)?;
@@ -395,6 +403,9 @@ impl Store {
             // The notes only explain the schema: a ledger that cannot take them still opens.
             if let Err(e) = schema_notes::annotate_schema(&mut conn) {
                 tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
+            }
+            if fresh {
+                conn.pragma_update(None, "synchronous", "FULL")?;
             }
             // The rows the ledger check hashes: those written before this store opened.
             let highest: i64 =
@@ -624,10 +635,20 @@ impl Store {
 
     /// Sets a value in the `meta` table.
     pub fn set_meta_blocking(&self, name: &str, value: &str) -> Result<(), StoreError> {
-        let (name, value) = (name.to_owned(), value.to_owned());
+        self.set_metas_blocking(&[(name, value)])
+    }
+
+    /// Sets each `(name, value)` of `entries` in the `meta` table, in one write: all or none.
+    pub fn set_metas_blocking(&self, entries: &[(&str, &str)]) -> Result<(), StoreError> {
+        let entries: Vec<(String, String)> = entries
+            .iter()
+            .map(|&(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
         self.write_blocking(move |conn| {
-            conn.prepare_cached("insert into meta (name, value) values (?1, ?2) on conflict (name) do update set value = excluded.value")?
-                .execute([name, value])?;
+            let mut set = conn.prepare_cached("insert into meta (name, value) values (?1, ?2) on conflict (name) do update set value = excluded.value")?;
+            for (name, value) in &entries {
+                set.execute([name, value])?;
+            }
             Ok(())
         })
     }
@@ -1102,6 +1123,27 @@ mod tests {
             "{after:?}"
         );
         assert_eq!(store.list_evidence(&Default::default()).unwrap().1, 4);
+    }
+
+    /// A new database's schema is written without syncing each step (issue 30), but every
+    /// write the store performs syncs: the writer runs with `synchronous = FULL` (2), on a new
+    /// database and on one opened again.
+    #[test]
+    fn the_writer_syncs_every_commit_on_a_new_database_and_an_old_one_regression_30() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        for _ in 0..2 {
+            let store = Store::open(&path).unwrap();
+            let synchronous = store
+                .write_blocking(|conn| {
+                    Ok(conn.pragma_query_value(None, "synchronous", |r| r.get::<_, i64>(0))?)
+                })
+                .unwrap();
+            assert_eq!(synchronous, 2);
+            store.set_metas_blocking(&[("a", "1"), ("b", "2")]).unwrap();
+            assert_eq!(store.meta("b").unwrap().as_deref(), Some("2"));
+            store.close();
+        }
     }
 
     #[test]
