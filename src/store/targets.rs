@@ -340,8 +340,15 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
     // The completion values and prefix counts are built on another core while this thread
     // stores the procedures: building them costs about what storing the procedures does.
     std::thread::scope(|threads| {
+        // A thread that cannot be made (the process is at its limit) leaves the work here.
         let building = (procedures >= BUILD_BESIDE_AT)
-            .then(|| threads.spawn(|| completion_scopes(target, &doc_ids)));
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("rea-store-completions".into())
+                    .spawn_scoped(threads, || completion_scopes(target, &doc_ids))
+                    .ok()
+            })
+            .flatten();
         insert_procedures(conn, target, &doc_ids)?;
         let scopes = match building {
             Some(building) => building

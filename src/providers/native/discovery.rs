@@ -265,7 +265,12 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
     let hints: Vec<Hints> = ranges.iter().map(|(_, b)| Hints::new(b.len())).collect();
     let done = AtomicBool::new(false);
     std::thread::scope(|threads| {
-        threads.spawn(|| decode_ahead(inputs.isa, &ranges, &inputs.known, &hints, &done));
+        // Without that thread (the process is at its limit), the walk decodes everything.
+        let _ahead = std::thread::Builder::new()
+            .name("rea-decode-ahead".into())
+            .spawn_scoped(threads, || {
+                decode_ahead(inputs.isa, &ranges, &inputs.known, &hints, &done);
+            });
         let found = walk(&inputs, &ranges, &hints);
         done.store(true, Ordering::Relaxed);
         found
