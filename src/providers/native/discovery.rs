@@ -752,31 +752,31 @@ impl<'a> Walk<'a> {
         // Where the next instruction starts, and whether `d` stands there.
         let (mut pc, mut in_step) = (block, true);
         loop {
-            let ahead = hints.map_or(0, |h| h.get((pc - lo) as usize));
-            let i = if ahead > 0 {
+            let at = (pc - lo) as usize;
+            let ahead = hints.map_or(0, |h| h.get(at));
+            if ahead > 0 {
+                // An instruction the walk only steps over, decoded ahead: what follows for one
+                // decoded here, without the parts that do nothing for it.
+                if !self.visit(r, at) || (pc != start && bit(&self.code[r].starts, at)) {
+                    break;
+                }
+                set_bit(&mut self.code[r].seen, at);
+                self.decoded += 1;
+                pc += u64::from(ahead);
+                end = pc;
                 in_step = false;
-                disasm::Decoded {
-                    address: pc,
-                    len: usize::from(ahead),
-                    flow: Flow::Next,
-                    target: None,
-                    memory: None,
-                    slot: None,
-                    invalid: false,
-                }
-            } else {
-                if !in_step {
-                    in_step = d.seek(pc);
-                }
-                match d.next(None) {
-                    Some(i) if in_step => i,
-                    _ => break,
-                }
+                after_call = false;
+                continue;
+            }
+            if !in_step {
+                in_step = d.seek(pc);
+            }
+            let Some(i) = d.next(None).filter(|_| in_step) else {
+                break;
             };
             pc = i.address + i.len as u64;
             // A procedure's code does not run on into another start (it called something
             // that does not return, or ends where the next begins).
-            let at = (i.address - lo) as usize;
             if !self.visit(r, at) || (i.address != start && bit(&self.code[r].starts, at)) {
                 break;
             }
