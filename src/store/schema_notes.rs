@@ -139,35 +139,32 @@ fn with_notes(sql: &str, notes: &[String]) -> Option<String> {
 /// What every table and index is, as SQLite reads it back: columns, index columns, foreign
 /// keys. Equal before and after the rewrite, or the rewrite is undone.
 fn shape(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let objects: Vec<(String, String, String)> = conn
-        .prepare(
-            "select type, name, tbl_name from sqlite_schema
-             where type in ('table', 'index') and name not like 'sqlite\\_%' escape '\\'
-             order by type, name",
-        )?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<Result<_, _>>()?;
+    // One query a pragma over every object: each row carries its own position (`cid`, `seqno`,
+    // `seq`, `id`), so the lines can be compared sorted.
     let mut out = vec![];
-    for (kind, name, table) in objects {
-        let pragmas: &[&str] = if kind == "table" {
-            &["table_xinfo", "foreign_key_list", "index_list"]
-        } else {
-            &["index_xinfo"]
-        };
-        for pragma in pragmas {
-            let mut statement = conn.prepare(&format!("select * from pragma_{pragma}(?1)"))?;
-            let columns = statement.column_count();
-            let mut rows = statement.query([&name])?;
-            while let Some(row) = rows.next()? {
-                let mut line = format!("{kind} {name} on {table} {pragma}:");
-                for i in 0..columns {
-                    let value: rusqlite::types::Value = row.get(i)?;
-                    line.push_str(&format!(" {value:?}"));
-                }
-                out.push(line);
+    for (kind, pragma) in [
+        ("table", "table_xinfo"),
+        ("table", "foreign_key_list"),
+        ("table", "index_list"),
+        ("index", "index_xinfo"),
+    ] {
+        let mut statement = conn.prepare(&format!(
+            "select o.name, o.tbl_name, p.* from sqlite_schema o, pragma_{pragma}(o.name) p
+             where o.type = '{kind}' and o.name not like 'sqlite\\_%' escape '\\'"
+        ))?;
+        let columns = statement.column_count();
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let (name, table): (String, String) = (row.get(0)?, row.get(1)?);
+            let mut line = format!("{kind} {name} on {table} {pragma}:");
+            for i in 2..columns {
+                let value: rusqlite::types::Value = row.get(i)?;
+                line.push_str(&format!(" {value:?}"));
             }
+            out.push(line);
         }
     }
+    out.sort_unstable();
     Ok(out)
 }
 
@@ -257,6 +254,33 @@ mod tests {
                 .flatten()
                 .all(|l| !l.starts_with("rea session database"))
         );
+    }
+
+    /// The shape sees what a schema means and nothing of its comments: a column's type, an
+    /// index's columns or a foreign key differ; notes do not.
+    #[test]
+    fn the_shape_differs_in_meaning_not_in_notes() {
+        let shape_of = |sql: &str| {
+            let conn = Connection::open_in_memory().unwrap();
+            conn.execute_batch(sql).unwrap();
+            shape(&conn).unwrap()
+        };
+        let base = "CREATE TABLE p (id integer primary key);
+                    CREATE TABLE t (a int, b text references p (id));
+                    CREATE INDEX i on t (a, b);";
+        let noted = "CREATE TABLE p (id integer primary key);
+                     CREATE TABLE t (\n -- why\n a int, b text references p (id));
+                     CREATE INDEX i on t (a, b) /* why */;";
+        assert_eq!(shape_of(base), shape_of(noted));
+        assert!(shape_of(base).len() > 5, "{:?}", shape_of(base));
+        for changed in [
+            base.replace("a int", "a text"),
+            base.replace("(a, b)", "(b, a)"),
+            base.replace(" references p (id)", ""),
+            base.replace("CREATE INDEX", "CREATE UNIQUE INDEX"),
+        ] {
+            assert_ne!(shape_of(base), shape_of(&changed), "{changed}");
+        }
     }
 
     #[test]
