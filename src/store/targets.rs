@@ -260,6 +260,8 @@ fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope
                 target_addresses.insert(p.address);
             }
             if let Some(name) = p.name.as_deref() {
+                // The writer takes the same key for the procedure row, at the same time on the
+                // other core: taking it twice costs less than waiting for it.
                 let key = match_key(name);
                 if whole_scope {
                     Named::add(&mut target_names, name, &key, p.address);

@@ -753,39 +753,39 @@ impl<'a> Walk<'a> {
         let (mut pc, mut in_step) = (block, true);
         loop {
             let at = (pc - lo) as usize;
+            // An instruction decoded ahead is one the walk only steps over; any other is decoded
+            // here.
             let ahead = hints.map_or(0, |h| h.get(at));
-            if ahead > 0 {
-                // An instruction the walk only steps over, decoded ahead: what follows for one
-                // decoded here, without the parts that do nothing for it.
-                if !self.visit(r, at) || (pc != start && bit(&self.code[r].starts, at)) {
-                    break;
-                }
-                set_bit(&mut self.code[r].seen, at);
-                self.decoded += 1;
-                pc += u64::from(ahead);
-                end = pc;
+            let decoded = if ahead > 0 {
                 in_step = false;
-                after_call = false;
-                continue;
-            }
-            if !in_step {
-                in_step = d.seek(pc);
-            }
-            let Some(i) = d.next(None).filter(|_| in_step) else {
-                break;
+                None
+            } else {
+                if !in_step {
+                    in_step = d.seek(pc);
+                }
+                let Some(i) = d.next(None).filter(|_| in_step) else {
+                    break;
+                };
+                Some(i)
             };
-            pc = i.address + i.len as u64;
             // A procedure's code does not run on into another start (it called something
             // that does not return, or ends where the next begins).
-            if !self.visit(r, at) || (i.address != start && bit(&self.code[r].starts, at)) {
+            if !self.visit(r, at) || (pc != start && bit(&self.code[r].starts, at)) {
                 break;
             }
             set_bit(&mut self.code[r].seen, at);
             self.decoded += 1;
+            let Some(i) = decoded else {
+                pc += u64::from(ahead);
+                end = pc;
+                after_call = false;
+                continue;
+            };
             if i.invalid {
                 break;
             }
-            end = i.address + i.len as u64;
+            pc = i.address + i.len as u64;
+            end = pc;
             if let Some((address, use_)) = i.memory
                 && matches!(use_, MemoryUse::Address | MemoryUse::Access)
                 && self.range(address).is_none()
