@@ -123,32 +123,133 @@ const DECODE_AHEAD_AT: usize = 512 * 1024;
 /// ... and only where the tables list a start every this many bytes of code on average.
 const LISTED_EVERY: usize = 4096;
 
-/// For each byte of a code range, the length of the instruction that starts there when it is
-/// one the walk only steps over (see [`steps_over`]), else 0: four bits a byte, filled by one
-/// thread decoding ahead of the walk, read by the walk. A length depends only on the bytes from
-/// there to the range's end, so whatever order fills it, the walk sees the instruction it would
-/// decode, or 0 and decodes it itself: the procedures found do not depend on the timing.
+/// For each byte of a code range, what a thread decoding ahead of the walk kept of the
+/// instruction that starts there, in one byte: 0 for nothing (the walk decodes it itself), else
+/// its length (the low four bits) and what the walk does with it (the high ones: see
+/// [`Hints::keep`]). Read by the walk, written by that thread alone. What is kept depends only
+/// on the bytes from there to the range's end, so whatever order fills it, the walk reads what
+/// it would decode, or 0 and decodes the instruction itself: the procedures found do not
+/// depend on the timing.
 struct Hints(Vec<AtomicU8>);
+
+/// The high bits of a hint: the walk steps over the instruction.
+const STEP: u8 = 0;
+/// ... it returns (or is `int3`).
+const RETURN: u8 = 1 << 4;
+/// ... it is a direct call, jump or conditional jump, to where its last byte (or, with
+/// [`WIDE`], its last four bytes) says, from its end.
+const CALL: u8 = 2 << 4;
+const JUMP: u8 = 3 << 4;
+const COND_JUMP: u8 = 4 << 4;
+const WIDE: u8 = 1 << 7;
+const KIND: u8 = 7 << 4;
 
 impl Hints {
     fn new(len: usize) -> Hints {
-        Hints((0..len.div_ceil(2)).map(|_| AtomicU8::new(0)).collect())
+        let hints: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+        // Each page written here, before the walk reads any: a page the walk reads first is the
+        // shared zero page until the other thread's first write replaces it, which makes the
+        // kernel interrupt the walk's core to drop its stale mapping, once a page.
+        for b in hints.iter().step_by(4096) {
+            b.store(0, Ordering::Relaxed);
+        }
+        Hints(hints)
     }
 
-    /// The length kept for the instruction at offset `at`, or 0.
+    /// The hint kept for the instruction at offset `at`, or 0.
     fn get(&self, at: usize) -> u8 {
-        self.0
-            .get(at / 2)
-            .map_or(0, |b| (b.load(Ordering::Relaxed) >> (4 * (at % 2))) & 0xf)
+        self.0.get(at).map_or(0, |b| b.load(Ordering::Relaxed))
     }
 
-    /// Keeps `len` (1 to 15) for offset `at`. Only the thread decoding ahead writes.
-    fn set(&self, at: usize, len: usize) {
-        if let (Some(b), Ok(len @ 1..=15)) = (self.0.get(at / 2), u8::try_from(len)) {
-            let kept = b.load(Ordering::Relaxed);
-            b.store(kept | (len << (4 * (at % 2))), Ordering::Relaxed);
+    /// The length of the instruction at offset `at` when the walk only steps over it, else 0.
+    fn step(&self, at: usize) -> usize {
+        let hint = self.get(at);
+        if hint & KIND == STEP {
+            usize::from(hint & 0xf)
+        } else {
+            0
         }
     }
+
+    /// Keeps what the walk needs of `i`, decoded at offset `at` of `code` (the range's bytes),
+    /// when that is all of it: an instruction it only steps over, or a return, or a direct
+    /// branch whose destination its last bytes give ([`branch_target`]) as the decoder did.
+    fn keep(&self, isa: Isa, code: &[u8], at: usize, i: &disasm::Decoded) {
+        let Some(len) = u8::try_from(i.len).ok().filter(|l| (1..=15).contains(l)) else {
+            return;
+        };
+        let plain = !i.invalid && i.memory.is_none() && i.slot.is_none();
+        let kind = if steps_over(isa, i) {
+            Some(STEP)
+        } else if !plain {
+            None
+        } else {
+            match (i.flow, i.target) {
+                (Flow::Return, None) => Some(RETURN),
+                (Flow::Call | Flow::Jump | Flow::CondJump, Some(target)) => {
+                    let kind = match i.flow {
+                        Flow::Call => CALL,
+                        Flow::Jump => JUMP,
+                        _ => COND_JUMP,
+                    };
+                    [kind | WIDE, kind]
+                        .into_iter()
+                        .find(|&k| branch_target(isa, code, i.address, at, k | len) == Some(target))
+                }
+                _ => None,
+            }
+        };
+        if let (Some(kind), Some(b)) = (kind, self.0.get(at)) {
+            b.store(kind | len, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The destination of the direct branch at `address` (offset `at` of `code`) that `hint` (not
+/// a step) describes: its end plus the signed displacement in its last byte, or last four.
+fn branch_target(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Option<u64> {
+    let end = at + usize::from(hint & 0xf);
+    let displacement = if hint & WIDE != 0 {
+        i64::from(i32::from_le_bytes(
+            code.get(end.checked_sub(4)?..end)?.try_into().ok()?,
+        ))
+    } else {
+        i64::from(*code.get(end.checked_sub(1)?)? as i8)
+    };
+    let target = address
+        .wrapping_add(u64::from(hint & 0xf))
+        .wrapping_add_signed(displacement);
+    Some(if isa == Isa::X86 {
+        target & 0xffff_ffff
+    } else {
+        target
+    })
+}
+
+/// The instruction at `address` (offset `at` of `code`) as the walk would decode it, from a
+/// hint that is not a step; `None` for a step or no hint.
+fn hinted(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Option<disasm::Decoded> {
+    let flow = match hint & KIND {
+        RETURN => Flow::Return,
+        CALL => Flow::Call,
+        JUMP => Flow::Jump,
+        COND_JUMP => Flow::CondJump,
+        _ => return None,
+    };
+    let target = if flow == Flow::Return {
+        None
+    } else {
+        Some(branch_target(isa, code, address, at, hint)?)
+    };
+    Some(disasm::Decoded {
+        address,
+        len: usize::from(hint & 0xf),
+        flow,
+        target,
+        memory: None,
+        slot: None,
+        invalid: false,
+    })
 }
 
 /// Whether the walk does nothing with `i` but step over it: valid, not a transfer of control,
@@ -195,9 +296,7 @@ fn decode_ahead(
                 if i.address >= end {
                     break;
                 }
-                if steps_over(isa, &i) {
-                    hints.set((i.address - lo) as usize, i.len);
-                }
+                hints.keep(isa, bytes, (i.address - lo) as usize, &i);
             }
         }
     }
@@ -211,6 +310,37 @@ fn set_bit(bits: &mut [u64], at: usize) {
 /// Whether the bit of byte `at` is set.
 fn bit(bits: &[u64], at: usize) -> bool {
     bits[at / 64] & (1 << (at % 64)) != 0
+}
+
+/// Marks the instruction at offset `at` of code range `range` (number `r`) as decoded, and as
+/// decoded by the walk of the procedure at `start` (listing the bitmap word in `visited` when
+/// its first bit is set: clearing the listed words clears them all). False, where the run ends
+/// there: this walk decoded it already, or it starts another procedure (a procedure's code does
+/// not run on into another start: it called something that does not return, or ends where the
+/// next begins). A bit per byte, not a hash set: this runs for every instruction the walk
+/// reaches.
+#[inline(always)]
+fn mark(
+    range: &mut CodeRange<'_>,
+    visited: &mut Vec<(usize, usize)>,
+    r: usize,
+    at: usize,
+    start: u64,
+) -> bool {
+    let (word, bit) = (at / 64, 1u64 << (at % 64));
+    let visiting = &mut range.visiting[word];
+    if *visiting & bit != 0 {
+        return false;
+    }
+    if *visiting == 0 {
+        visited.push((r, word));
+    }
+    *visiting |= bit;
+    if range.starts[word] & bit != 0 && range.lo + at as u64 != start {
+        return false;
+    }
+    range.seen[word] |= bit;
+    true
 }
 
 /// What the walk is given.
@@ -466,18 +596,33 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Marks the instruction at offset `at` of code range `r` as decoded by the walk of the
-    /// current procedure: whether it was not already. A bit per byte, not a hash set: this runs
-    /// for every instruction discovery decodes.
-    fn visit(&mut self, r: usize, at: usize) -> bool {
-        let (word, bit) = (at / 64, 1u64 << (at % 64));
-        let visiting = &mut self.code[r].visiting[word];
-        if *visiting & bit != 0 {
-            return false;
-        }
-        *visiting |= bit;
-        self.visited.push((r, word));
-        true
+    /// Steps over the instructions decoded ahead (`hints`) from offset `at` of code range `r`
+    /// on, as [`Walk::block`] would one at a time for the procedure at `start`, up to the first
+    /// not decoded ahead. Returns the offset after the last one stepped over, and whether the
+    /// run ends there (see [`mark`]).
+    fn step_over_ahead(
+        &mut self,
+        r: usize,
+        start: u64,
+        mut at: usize,
+        hints: &Hints,
+    ) -> (usize, bool) {
+        let Walk { code, visited, .. } = self;
+        let range = &mut code[r];
+        let mut stepped = 0;
+        let ends = loop {
+            let len = hints.step(at);
+            if len == 0 {
+                break false;
+            }
+            if !mark(range, visited, r, at, start) {
+                break true;
+            }
+            stepped += 1;
+            at += len;
+        };
+        self.decoded += stepped;
+        (at, ends)
     }
 
     /// Forgets what the walk of the last procedure decoded.
@@ -755,10 +900,23 @@ impl<'a> Walk<'a> {
             let at = (pc - lo) as usize;
             // An instruction decoded ahead is one the walk only steps over; any other is decoded
             // here.
-            let ahead = hints.map_or(0, |h| h.get(at));
-            let decoded = if ahead > 0 {
+            let hint = hints.map_or(0, |h| h.get(at));
+            if let Some(h) = hints.filter(|_| hint != 0 && hint & KIND == STEP) {
+                let (next, ends) = self.step_over_ahead(r, start, at, h);
+                if next > at {
+                    pc = lo + next as u64;
+                    end = pc;
+                    after_call = false;
+                    in_step = false;
+                }
+                if ends {
+                    break;
+                }
+                continue;
+            }
+            let i = if let Some(i) = hinted(self.isa, bytes, pc, at, hint) {
                 in_step = false;
-                None
+                i
             } else {
                 if !in_step {
                     in_step = d.seek(pc);
@@ -766,21 +924,12 @@ impl<'a> Walk<'a> {
                 let Some(i) = d.next(None).filter(|_| in_step) else {
                     break;
                 };
-                Some(i)
+                i
             };
-            // A procedure's code does not run on into another start (it called something
-            // that does not return, or ends where the next begins).
-            if !self.visit(r, at) || (pc != start && bit(&self.code[r].starts, at)) {
+            if !mark(&mut self.code[r], &mut self.visited, r, at, start) {
                 break;
             }
-            set_bit(&mut self.code[r].seen, at);
             self.decoded += 1;
-            let Some(i) = decoded else {
-                pc += u64::from(ahead);
-                end = pc;
-                after_call = false;
-                continue;
-            };
             if i.invalid {
                 break;
             }
@@ -1122,10 +1271,15 @@ mod tests {
             &AtomicBool::new(false),
         );
         let stepped = (0..ranges[0].1.len())
-            .filter(|&at| hints[0].get(at) > 0)
+            .filter(|&at| hints[0].step(at) > 0)
             .count();
-        // Most instructions are stepped over (about 7 in 10 in compiler output).
+        // Most instructions are stepped over (about 7 in 10 in compiler output); most others
+        // are direct branches and returns, kept whole.
         assert!(stepped > ranges[0].1.len() / 8, "{stepped}");
+        let branches = (0..ranges[0].1.len())
+            .filter(|&at| hints[0].get(at) & KIND != STEP)
+            .count();
+        assert!(branches > stepped / 8, "{branches} {stepped}");
         let prepared = walk(&inputs, &ranges, &hints);
         let raced = discover(Inputs {
             known: inputs.known.clone(),
