@@ -25,6 +25,7 @@ mod chain;
 mod checkpoint;
 mod completion;
 mod evidence;
+mod fresh;
 mod ledgercheck;
 mod prefixes;
 mod recording;
@@ -395,14 +396,18 @@ impl Store {
             if fresh {
                 conn.pragma_update(None, "synchronous", "OFF")?;
             }
-            embedded::migrations::runner()
-                .set_grouped(true)
-                .run(&mut conn)?;
-            rekey_if_needed(&mut conn)?;
-            count_prefixes_if_needed(&mut conn)?;
-            // The notes only explain the schema: a ledger that cannot take them still opens.
-            if let Err(e) = schema_notes::annotate_schema(&mut conn) {
-                tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
+            // A new database is written from the migrations' result at once (`fresh.rs`); one
+            // written before takes the migrations it lacks, its keys, counts and notes.
+            if !(fresh && fresh::write(&mut conn, &now_rfc3339())?) {
+                embedded::migrations::runner()
+                    .set_grouped(true)
+                    .run(&mut conn)?;
+                rekey_if_needed(&mut conn)?;
+                count_prefixes_if_needed(&mut conn)?;
+                // The notes only explain the schema: a ledger that cannot take them still opens.
+                if let Err(e) = schema_notes::annotate_schema(&mut conn) {
+                    tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
+                }
             }
             if fresh {
                 conn.pragma_update(None, "synchronous", "FULL")?;
