@@ -1024,6 +1024,43 @@ fn rekey_if_needed(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Rows stored by one run of a many-row `insert`. With one run a row, running the statement
+/// (binding, stepping, resetting) cost about as much as storing the row (gdb: 21,089 procedure
+/// rows in 11 ms, 7 ms this way).
+const ROWS_A_STATEMENT: usize = 64;
+
+/// Runs `insert` (an `insert … values` without its value lists) over `rows`, `width` columns
+/// each, [`ROWS_A_STATEMENT`] rows a statement; `bind` binds one row's values from the given
+/// parameter index on.
+pub(super) fn insert_rows<R>(
+    conn: &Connection,
+    insert: &str,
+    width: usize,
+    rows: &[R],
+    mut bind: impl FnMut(&mut rusqlite::Statement<'_>, usize, &R) -> rusqlite::Result<()>,
+) -> Result<(), StoreError> {
+    let values = |n: usize| {
+        let row = format!("({})", vec!["?"; width].join(", "));
+        format!("{insert} {}", vec![row; n].join(", "))
+    };
+    let mut chunks = rows.chunks_exact(ROWS_A_STATEMENT);
+    if chunks.len() > 0 {
+        let mut many = conn.prepare_cached(&values(ROWS_A_STATEMENT))?;
+        for chunk in &mut chunks {
+            for (n, row) in chunk.iter().enumerate() {
+                bind(&mut many, 1 + n * width, row)?;
+            }
+            many.raw_execute()?;
+        }
+    }
+    let mut one = conn.prepare_cached(&values(1))?;
+    for row in chunks.remainder() {
+        bind(&mut one, 1, row)?;
+        one.raw_execute()?;
+    }
+    Ok(())
+}
+
 /// The current time as RFC 3339 UTC with millisecond precision.
 pub fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();

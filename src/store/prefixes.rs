@@ -132,14 +132,19 @@ pub(super) fn insert_scope_prefixes(
     document: i64,
     rows: &[PrefixRow],
 ) -> Result<(), StoreError> {
-    let mut insert = conn.prepare_cached(
-        "insert into procedure_completion_prefixes (target_id, document_id, prefix, rows, head)
-         values (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    for (prefix, count, head) in rows {
-        insert.execute(params![target_id, document, prefix, *count as i64, head])?;
-    }
-    Ok(())
+    super::insert_rows(
+        conn,
+        "insert into procedure_completion_prefixes (target_id, document_id, prefix, rows, head) values",
+        5,
+        rows,
+        |insert, n, (prefix, count, head)| {
+            insert.raw_bind_parameter(n, target_id)?;
+            insert.raw_bind_parameter(n + 1, document)?;
+            insert.raw_bind_parameter(n + 2, prefix)?;
+            insert.raw_bind_parameter(n + 3, *count as i64)?;
+            insert.raw_bind_parameter(n + 4, head)
+        },
+    )
 }
 
 /// Counts the completion values of every scope of `target_id` by prefix and stores the counts,

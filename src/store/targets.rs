@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ReadOnlyStore, Store, StoreError, now_rfc3339};
+use super::{ReadOnlyStore, Store, StoreError, insert_rows, now_rfc3339};
 use crate::completion::key::match_key;
 use crate::ids::Address;
 use crate::vocabulary::{Architecture, DocumentRole, Format};
@@ -209,22 +209,23 @@ fn insert_procedures(
     target: &NewTarget,
     doc_ids: &[i64],
 ) -> Result<(), StoreError> {
-    let mut insert_proc = conn.prepare_cached(
-        "insert or ignore into procedures (document_id, address, name, raw_name, name_key, size, aliases, other_keys) values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
     for (doc, &doc_id) in target.documents.iter().zip(doc_ids) {
-        for p in &doc.procedures {
-            insert_proc.execute(params![
-                doc_id,
-                to_i64(p.address),
-                p.name,
-                p.raw_name,
-                p.name.as_deref().map(match_key),
-                p.size.map(to_i64),
-                aliases_column(&p.aliases),
-                other_keys(p),
-            ])?;
-        }
+        insert_rows(
+            conn,
+            "insert or ignore into procedures (document_id, address, name, raw_name, name_key, size, aliases, other_keys) values",
+            8,
+            &doc.procedures,
+            |insert, n, p| {
+                insert.raw_bind_parameter(n, doc_id)?;
+                insert.raw_bind_parameter(n + 1, to_i64(p.address))?;
+                insert.raw_bind_parameter(n + 2, &p.name)?;
+                insert.raw_bind_parameter(n + 3, &p.raw_name)?;
+                insert.raw_bind_parameter(n + 4, p.name.as_deref().map(match_key))?;
+                insert.raw_bind_parameter(n + 5, p.size.map(to_i64))?;
+                insert.raw_bind_parameter(n + 6, aliases_column(&p.aliases))?;
+                insert.raw_bind_parameter(n + 7, other_keys(p))
+            },
+        )?;
     }
     Ok(())
 }
@@ -358,13 +359,19 @@ pub(super) fn insert_target(conn: &Connection, target: &NewTarget) -> Result<i64
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             None => completion_scopes(target, &doc_ids),
         };
-        let mut insert_value = conn.prepare_cached(
-            "insert or ignore into procedure_completions (target_id, document_id, key, value) values (?1, ?2, ?3, ?4)",
-        )?;
         for scope in scopes {
-            for (key, value) in &scope.entries {
-                insert_value.execute(params![target_id, scope.document, key, value])?;
-            }
+            insert_rows(
+                conn,
+                "insert or ignore into procedure_completions (target_id, document_id, key, value) values",
+                4,
+                &scope.entries,
+                |insert, n, (key, value)| {
+                    insert.raw_bind_parameter(n, target_id)?;
+                    insert.raw_bind_parameter(n + 1, scope.document)?;
+                    insert.raw_bind_parameter(n + 2, key)?;
+                    insert.raw_bind_parameter(n + 3, value)
+                },
+            )?;
             super::prefixes::insert_scope_prefixes(
                 conn,
                 target_id,
