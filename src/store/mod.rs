@@ -396,18 +396,19 @@ impl Store {
             if fresh {
                 conn.pragma_update(None, "synchronous", "OFF")?;
             }
-            // A new database is written from the migrations' result at once (`fresh.rs`); one
-            // written before takes the migrations it lacks, its keys, counts and notes.
-            if !(fresh && fresh::write(&mut conn, &now_rfc3339())?) {
+            // A new database is written from the migrations' result at once (`fresh.rs`), notes
+            // included; one written before takes the migrations it lacks and its notes.
+            let loaded = fresh && fresh::write(&mut conn, &now_rfc3339())?;
+            if !loaded {
                 embedded::migrations::runner()
                     .set_grouped(true)
                     .run(&mut conn)?;
-                rekey_if_needed(&mut conn)?;
-                count_prefixes_if_needed(&mut conn)?;
-                // The notes only explain the schema: a ledger that cannot take them still opens.
-                if let Err(e) = schema_notes::annotate_schema(&mut conn) {
-                    tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
-                }
+            }
+            rekey_if_needed(&mut conn)?;
+            count_prefixes_if_needed(&mut conn)?;
+            // The notes only explain the schema: a ledger that cannot take them still opens.
+            if !loaded && let Err(e) = schema_notes::annotate_schema(&mut conn) {
+                tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
             }
             if fresh {
                 conn.pragma_update(None, "synchronous", "FULL")?;
