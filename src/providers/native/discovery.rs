@@ -898,8 +898,9 @@ impl<'a> Walk<'a> {
         let (mut pc, mut in_step) = (block, true);
         loop {
             let at = (pc - lo) as usize;
-            // An instruction decoded ahead is one the walk only steps over; any other is decoded
-            // here.
+            // Instructions decoded ahead that the walk only steps over are stepped over as a run;
+            // a return or direct branch decoded ahead is rebuilt from its bytes; any other
+            // instruction is decoded here.
             let hint = hints.map_or(0, |h| h.get(at));
             if let Some(h) = hints.filter(|_| hint != 0 && hint & KIND == STEP) {
                 let (next, ends) = self.step_over_ahead(r, start, at, h);
