@@ -266,8 +266,8 @@ fn steps_over(isa: Isa, i: &disasm::Decoded) -> bool {
 }
 
 /// Decodes each range linearly from every listed start to the next, lowest first (the order
-/// the walk takes them), keeping in `hints` the instructions the walk only steps over, until
-/// `done`.
+/// the walk takes them), keeping in `hints` what the walk needs of each instruction where that
+/// is all of it ([`Hints::keep`]), until `done`.
 fn decode_ahead(
     isa: Isa,
     ranges: &[(u64, &[u8])],
@@ -390,8 +390,8 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
     if !ahead {
         return walk(&inputs, &ranges, &[]);
     }
-    // The walk decodes each instruction it reaches one at a time; most it only steps over.
-    // Another core decodes those ahead of it.
+    // The walk decodes each instruction it reaches one at a time; most it only steps over, and
+    // most others are returns and direct branches. Another core decodes those ahead of it.
     let hints: Vec<Hints> = ranges.iter().map(|(_, b)| Hints::new(b.len())).collect();
     let done = AtomicBool::new(false);
     std::thread::scope(|threads| {
