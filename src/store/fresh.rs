@@ -128,18 +128,11 @@ mod tests {
         out
     }
 
-    /// A database made the long way: every migration, then the match keys, prefix counts and
-    /// notes, as `Store::open` makes one with no script.
+    /// A database made the long way, as `Store::open` makes one with no script.
     fn migrated(path: &std::path::Path) -> Connection {
         let mut conn = Connection::open(path).unwrap();
         super::super::configure(&conn, super::super::Role::Writer).unwrap();
-        embedded::migrations::runner()
-            .set_grouped(true)
-            .run(&mut conn)
-            .unwrap();
-        super::super::rekey_if_needed(&mut conn).unwrap();
-        super::super::count_prefixes_if_needed(&mut conn).unwrap();
-        super::super::schema_notes::annotate_schema(&mut conn).unwrap();
+        super::super::migrate(&mut conn, path).unwrap();
         conn
     }
 

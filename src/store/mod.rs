@@ -397,18 +397,13 @@ impl Store {
                 conn.pragma_update(None, "synchronous", "OFF")?;
             }
             // A new database is written from the migrations' result at once (`fresh.rs`), notes
-            // included; one written before takes the migrations it lacks and its notes.
-            let loaded = fresh && fresh::write(&mut conn, &now_rfc3339())?;
-            if !loaded {
-                embedded::migrations::runner()
-                    .set_grouped(true)
-                    .run(&mut conn)?;
-            }
-            rekey_if_needed(&mut conn)?;
-            count_prefixes_if_needed(&mut conn)?;
-            // The notes only explain the schema: a ledger that cannot take them still opens.
-            if !loaded && let Err(e) = schema_notes::annotate_schema(&mut conn) {
-                tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
+            // included, and its keys and counts checked as any database's are; one written
+            // before takes the migrations it lacks.
+            if fresh && fresh::write(&mut conn, &now_rfc3339())? {
+                rekey_if_needed(&mut conn)?;
+                count_prefixes_if_needed(&mut conn)?;
+            } else {
+                migrate(&mut conn, path)?;
             }
             if fresh {
                 conn.pragma_update(None, "synchronous", "FULL")?;
@@ -951,6 +946,20 @@ fn writer_loop(
     }
     let _ = writes_done.send(());
     drop(conn);
+}
+
+/// Brings `conn` (the database at `path`) up to date the long way: the migrations it lacks,
+/// then its match keys, prefix counts and schema notes. `fresh.sql` is what this makes of an
+/// empty database.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    embedded::migrations::runner().set_grouped(true).run(conn)?;
+    rekey_if_needed(conn)?;
+    count_prefixes_if_needed(conn)?;
+    // The notes only explain the schema: a ledger that cannot take them still opens.
+    if let Err(e) = schema_notes::annotate_schema(conn) {
+        tracing::warn!(error = %e, path = %path.display(), "the schema notes were not written");
+    }
+    Ok(())
 }
 
 /// Counts the procedure completion prefixes of targets stored before migration V6 added them.

@@ -163,12 +163,7 @@ impl Hints {
 
     /// The length of the instruction at offset `at` when the walk only steps over it, else 0.
     fn step(&self, at: usize) -> usize {
-        let hint = self.get(at);
-        if hint & KIND == STEP {
-            usize::from(hint & 0xf)
-        } else {
-            0
-        }
+        step_len(self.get(at))
     }
 
     /// Keeps what the walk needs of `i`, decoded at offset `at` of `code` (the range's bytes),
@@ -202,6 +197,15 @@ impl Hints {
         if let (Some(kind), Some(b)) = (kind, self.0.get(at)) {
             b.store(kind | len, Ordering::Relaxed);
         }
+    }
+}
+
+/// The length of the instruction `hint` describes when the walk only steps over it, else 0.
+fn step_len(hint: u8) -> usize {
+    if hint & KIND == STEP {
+        usize::from(hint & 0xf)
+    } else {
+        0
     }
 }
 
@@ -902,7 +906,7 @@ impl<'a> Walk<'a> {
             // a return or direct branch decoded ahead is rebuilt from its bytes; any other
             // instruction is decoded here.
             let hint = hints.map_or(0, |h| h.get(at));
-            if let Some(h) = hints.filter(|_| hint != 0 && hint & KIND == STEP) {
+            if let Some(h) = hints.filter(|_| step_len(hint) > 0) {
                 let (next, ends) = self.step_over_ahead(r, start, at, h);
                 if next > at {
                     pc = lo + next as u64;
