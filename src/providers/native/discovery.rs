@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+mod quick;
+
 use super::disasm::{self, Disassembler, Flow, MemoryUse};
 use super::jumptable::{self, JumpTable, Path};
 use super::types::{Isa, SectionInfo};
@@ -161,42 +163,51 @@ impl Hints {
         self.0.get(at).map_or(0, |b| b.load(Ordering::Relaxed))
     }
 
-    /// The length of the instruction at offset `at` when the walk only steps over it, else 0.
-    fn step(&self, at: usize) -> usize {
-        step_len(self.get(at))
-    }
-
     /// Keeps what the walk needs of `i`, decoded at offset `at` of `code` (the range's bytes),
-    /// when that is all of it: an instruction it only steps over, or a return, or a direct
-    /// branch whose destination its last bytes give ([`branch_target`]) as the decoder did.
+    /// when that is all of it ([`hint_of`]).
     fn keep(&self, isa: Isa, code: &[u8], at: usize, i: &disasm::Decoded) {
-        let Some(len) = u8::try_from(i.len).ok().filter(|l| (1..=15).contains(l)) else {
-            return;
-        };
-        let plain = !i.invalid && i.memory.is_none() && i.slot.is_none();
-        let kind = if steps_over(isa, i) {
-            Some(STEP)
-        } else if !plain {
-            None
-        } else {
-            match (i.flow, i.target) {
-                (Flow::Return, None) => Some(RETURN),
-                (Flow::Call | Flow::Jump | Flow::CondJump, Some(target)) => {
-                    let kind = match i.flow {
-                        Flow::Call => CALL,
-                        Flow::Jump => JUMP,
-                        _ => COND_JUMP,
-                    };
-                    [kind | WIDE, kind]
-                        .into_iter()
-                        .find(|&k| branch_target(isa, code, i.address, at, k | len) == Some(target))
-                }
-                _ => None,
-            }
-        };
-        if let (Some(kind), Some(b)) = (kind, self.0.get(at)) {
-            b.store(kind | len, Ordering::Relaxed);
+        if let (Some(hint), Some(b)) = (hint_of(isa, code, at, i), self.0.get(at)) {
+            b.store(hint, Ordering::Relaxed);
         }
+    }
+}
+
+/// The hint for `i`, decoded at offset `at` of `code` (its range's bytes), when the hint is all
+/// the walk needs of it: an instruction it only steps over, or a return, or a direct branch
+/// whose destination its last bytes give ([`branch_target`]) as the decoder did.
+fn hint_of(isa: Isa, code: &[u8], at: usize, i: &disasm::Decoded) -> Option<u8> {
+    let len = u8::try_from(i.len).ok().filter(|l| (1..=15).contains(l))?;
+    let plain = !i.invalid && i.memory.is_none() && i.slot.is_none();
+    let kind = if steps_over(isa, i) {
+        STEP
+    } else if !plain {
+        return None;
+    } else {
+        match (i.flow, i.target) {
+            (Flow::Return, None) => RETURN,
+            (Flow::Call | Flow::Jump | Flow::CondJump, Some(target)) => {
+                let kind = match i.flow {
+                    Flow::Call => CALL,
+                    Flow::Jump => JUMP,
+                    _ => COND_JUMP,
+                };
+                [kind | WIDE, kind]
+                    .into_iter()
+                    .find(|&k| branch_target(isa, code, i.address, at, k | len) == Some(target))?
+            }
+            _ => return None,
+        }
+    };
+    Some(kind | len)
+}
+
+/// The hint for the instruction at offset `at` of a range's `bytes`: what was decoded ahead
+/// (`hints`), else, with `quick` (x86-64 code), what [`quick::hint`] reads from the bytes; 0
+/// when the walk decodes the instruction itself.
+fn hint_at(quick: bool, hints: Option<&Hints>, bytes: &[u8], at: usize) -> u8 {
+    match hints.map_or(0, |h| h.get(at)) {
+        0 if quick => bytes.get(at..).and_then(quick::hint).unwrap_or(0),
+        hint => hint,
     }
 }
 
@@ -292,15 +303,25 @@ fn decode_ahead(
             if done.load(Ordering::Relaxed) {
                 return;
             }
-            let end = starts.get(n + 1).copied().unwrap_or(hi);
-            if !d.seek(start) {
-                continue;
-            }
-            while let Some(i) = d.next(None) {
-                if i.address >= end {
-                    break;
+            let end = starts
+                .get(n + 1)
+                .map_or(bytes.len(), |&e| (e - lo) as usize);
+            let mut at = (start - lo) as usize;
+            while at < end {
+                // What the quick decoder reads is what iced would give; iced decodes the rest.
+                if let Some(hint) = (isa == Isa::X86_64)
+                    .then(|| quick::hint(&bytes[at..]))
+                    .flatten()
+                {
+                    hints.0[at].store(hint, Ordering::Relaxed);
+                    at += usize::from(hint & 0xf);
+                    continue;
                 }
-                hints.keep(isa, bytes, (i.address - lo) as usize, &i);
+                let Some(i) = d.seek(lo + at as u64).then(|| d.next(None)).flatten() else {
+                    break;
+                };
+                hints.keep(isa, bytes, at, &i);
+                at += i.len;
             }
         }
     }
@@ -392,7 +413,7 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
         && inputs.known.len() >= code / LISTED_EVERY
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if !ahead {
-        return walk(&inputs, &ranges, &[]);
+        return walk(&inputs, &ranges, &[], true);
     }
     // The walk decodes each instruction it reaches one at a time; most it only steps over, and
     // most others are returns and direct branches. Another core decodes those ahead of it.
@@ -405,16 +426,17 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
             .spawn_scoped(threads, || {
                 decode_ahead(inputs.isa, &ranges, &inputs.known, &hints, &done);
             });
-        let found = walk(&inputs, &ranges, &hints);
+        let found = walk(&inputs, &ranges, &hints, true);
         done.store(true, Ordering::Relaxed);
         found
     })
 }
 
 /// [`discover`] over the code `ranges` of `inputs`, with what was decoded ahead in `hints`
-/// (one for each range, or none).
-fn walk(inputs: &Inputs<'_>, ranges: &[(u64, &[u8])], hints: &[Hints]) -> Discovered {
+/// (one for each range, or none), and with `quick` what [`quick::hint`] reads.
+fn walk(inputs: &Inputs<'_>, ranges: &[(u64, &[u8])], hints: &[Hints], quick: bool) -> Discovered {
     let mut walk = Walk::new(inputs, ranges, hints);
+    walk.quick = quick && inputs.isa == Isa::X86_64;
     for &(address, how) in &inputs.roots {
         walk.add(address, how);
     }
@@ -487,6 +509,8 @@ fn inside(table: Option<JumpTable>, start: u64, hi: u64) -> Vec<u64> {
 
 struct Walk<'a> {
     isa: Isa,
+    /// Whether [`quick::hint`] reads the instructions nothing decoded ahead.
+    quick: bool,
     code: Vec<CodeRange<'a>>,
     known: &'a [(u64, Option<u64>)],
     noreturn: &'a [u64],
@@ -552,6 +576,7 @@ impl<'a> Walk<'a> {
         }
         Walk {
             isa: inputs.isa,
+            quick: false,
             code,
             known: &inputs.known,
             noreturn: &inputs.noreturn,
@@ -600,22 +625,28 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Steps over the instructions decoded ahead (`hints`) from offset `at` of code range `r`
-    /// on, as [`Walk::block`] would one at a time for the procedure at `start`, up to the first
-    /// not decoded ahead. Returns the offset after the last one stepped over, and whether the
-    /// run ends there (see [`mark`]).
-    fn step_over_ahead(
+    /// Steps over the instructions whose hints say so ([`hint_at`]) from offset `at` of code
+    /// range `r` on (`hint` is the hint there), as [`Walk::block`] would one at a time for the
+    /// procedure at `start`, up to the first that is not one. Returns the offset after the last
+    /// one stepped over with the hint there, and whether the run ends there (see [`mark`]).
+    fn step_over(
         &mut self,
         r: usize,
         start: u64,
         mut at: usize,
-        hints: &Hints,
-    ) -> (usize, bool) {
-        let Walk { code, visited, .. } = self;
+        mut hint: u8,
+    ) -> (usize, u8, bool) {
+        let Walk {
+            code,
+            visited,
+            quick,
+            ..
+        } = self;
         let range = &mut code[r];
+        let (hints, bytes) = (range.hints, range.bytes);
         let mut stepped = 0;
         let ends = loop {
-            let len = hints.step(at);
+            let len = step_len(hint);
             if len == 0 {
                 break false;
             }
@@ -624,9 +655,10 @@ impl<'a> Walk<'a> {
             }
             stepped += 1;
             at += len;
+            hint = hint_at(*quick, hints, bytes, at);
         };
         self.decoded += stepped;
-        (at, ends)
+        (at, hint, ends)
     }
 
     /// Forgets what the walk of the last procedure decoded.
@@ -900,14 +932,17 @@ impl<'a> Walk<'a> {
         let hints = self.code[r].hints;
         // Where the next instruction starts, and whether `d` stands there.
         let (mut pc, mut in_step) = (block, true);
+        // The hint where a run of steps stopped, read there already.
+        let mut read: Option<u8> = None;
         loop {
             let at = (pc - lo) as usize;
-            // Instructions decoded ahead that the walk only steps over are stepped over as a run;
-            // a return or direct branch decoded ahead is rebuilt from its bytes; any other
-            // instruction is decoded here.
-            let hint = hints.map_or(0, |h| h.get(at));
-            if let Some(h) = hints.filter(|_| step_len(hint) > 0) {
-                let (next, ends) = self.step_over_ahead(r, start, at, h);
+            // Instructions hinted as steps are stepped over as a run; a return or direct branch
+            // hinted is rebuilt from its bytes; any other instruction is decoded here.
+            let hint = read
+                .take()
+                .unwrap_or_else(|| hint_at(self.quick, hints, bytes, at));
+            if step_len(hint) > 0 {
+                let (next, next_hint, ends) = self.step_over(r, start, at, hint);
                 if next > at {
                     pc = lo + next as u64;
                     end = pc;
@@ -917,6 +952,7 @@ impl<'a> Walk<'a> {
                 if ends {
                     break;
                 }
+                read = Some(next_hint);
                 continue;
             }
             let i = if let Some(i) = hinted(self.isa, bytes, pc, at, hint) {
@@ -1219,11 +1255,11 @@ mod tests {
         })
     }
 
-    /// Decoding ahead changes nothing the walk finds (issue 30): on a megabyte of real
-    /// compiler output (this test program's own code, with the functions its symbol table
-    /// lists as the listed starts, none sized), the walk finds the same starts and extents
-    /// without what was decoded ahead, with all of it decoded first, and with the two threads
-    /// racing.
+    /// Neither decoding ahead nor the quick decoder changes what the walk finds (issue 30): on
+    /// a megabyte of real compiler output (this test program's own code, with the functions
+    /// its symbol table lists as the listed starts, none sized), the walk finds the same starts
+    /// and extents decoding every instruction with iced, reading what the quick decoder reads
+    /// first, with all of it decoded first, and with the two threads racing.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
     fn decoding_ahead_finds_what_the_walk_alone_finds_regression_30() {
@@ -1266,7 +1302,8 @@ mod tests {
             follow: true,
         };
         let ranges = code_ranges(&sections, &exe);
-        let alone = walk(&inputs, &ranges, &[]);
+        let alone = walk(&inputs, &ranges, &[], false);
+        let quick = walk(&inputs, &ranges, &[], true);
         let hints: Vec<Hints> = ranges.iter().map(|(_, b)| Hints::new(b.len())).collect();
         decode_ahead(
             Isa::X86_64,
@@ -1276,7 +1313,7 @@ mod tests {
             &AtomicBool::new(false),
         );
         let stepped = (0..ranges[0].1.len())
-            .filter(|&at| hints[0].step(at) > 0)
+            .filter(|&at| step_len(hints[0].get(at)) > 0)
             .count();
         // Most instructions are stepped over (about 7 in 10 in compiler output); most others
         // are direct branches and returns, kept whole.
@@ -1285,7 +1322,7 @@ mod tests {
             .filter(|&at| hints[0].get(at) & KIND != STEP)
             .count();
         assert!(branches > stepped / 8, "{branches} {stepped}");
-        let prepared = walk(&inputs, &ranges, &hints);
+        let prepared = walk(&inputs, &ranges, &hints, true);
         let raced = discover(Inputs {
             known: inputs.known.clone(),
             roots: Vec::new(),
@@ -1294,7 +1331,7 @@ mod tests {
             ..inputs
         });
         assert!(alone.sizes.len() > 1000, "{}", alone.sizes.len());
-        for other in [&prepared, &raced] {
+        for other in [&quick, &prepared, &raced] {
             assert_eq!(other.found, alone.found);
             assert_eq!(other.sizes, alone.sizes);
         }
