@@ -747,16 +747,41 @@ impl<'a> Walk<'a> {
         if self.seen(block) || self.range(block).is_none() {
             return false;
         }
-        let mut blocks = vec![block];
         self.clear_visited();
-        while let Some(b) = blocks.pop() {
-            if self.decoded >= MAX_INSTRUCTIONS {
-                return true;
-            }
-            self.block(start, b, &mut blocks, queue);
+        if self.walk_procedure(start, block, &mut Vec::new(), queue) {
+            self.drain(queue);
         }
-        self.drain(queue);
         true
+    }
+
+    /// Walks the run at `block`, and those it reaches, as code of the procedure at `start`
+    /// (`blocks` holds the runs to walk), then records how far they reached; false when the
+    /// budget ran out first.
+    fn walk_procedure(
+        &mut self,
+        start: u64,
+        block: u64,
+        blocks: &mut Vec<u64>,
+        queue: &mut Vec<u64>,
+    ) -> bool {
+        blocks.clear();
+        blocks.push(block);
+        let mut reach: Option<u64> = None;
+        let mut within = true;
+        while let Some(block) = blocks.pop() {
+            if self.decoded >= MAX_INSTRUCTIONS {
+                within = false;
+                break;
+            }
+            if let Some(end) = self.block(start, block, blocks, queue) {
+                reach = Some(reach.map_or(end, |r| r.max(end)));
+            }
+        }
+        if let Some(end) = reach {
+            let e = self.extent.entry(start).or_insert(end);
+            *e = (*e).max(end);
+        }
+        within
     }
 
     /// Whether code may start at `address`: inside code, not decoded already as part of
@@ -821,14 +846,9 @@ impl<'a> Walk<'a> {
         let mut blocks: Vec<u64> = Vec::new();
         loop {
             while let Some(start) = queue.pop() {
-                blocks.clear();
-                blocks.push(start);
                 self.clear_visited();
-                while let Some(block) = blocks.pop() {
-                    if self.decoded >= MAX_INSTRUCTIONS {
-                        return;
-                    }
-                    self.block(start, block, &mut blocks, queue);
+                if !self.walk_procedure(start, start, &mut blocks, queue) {
+                    return;
                 }
             }
             // Jumps out of their procedure are judged once every walk so far is done, when
@@ -900,9 +920,16 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Decodes one run of straight-line code of the procedure at `start` from `block`.
-    fn block(&mut self, start: u64, block: u64, blocks: &mut Vec<u64>, queue: &mut Vec<u64>) {
-        let Some(r) = self.range(block) else { return };
+    /// Decodes one run of straight-line code of the procedure at `start` from `block`; the end
+    /// of the last instruction it decoded (`block` when none), unless `block` is not code.
+    fn block(
+        &mut self,
+        start: u64,
+        block: u64,
+        blocks: &mut Vec<u64>,
+        queue: &mut Vec<u64>,
+    ) -> Option<u64> {
+        let r = self.range(block)?;
         let (lo, hi) = (self.code[r].lo, self.code[r].hi);
         let bytes = self.code[r].bytes;
         let mut d = self.code[r]
@@ -1077,8 +1104,7 @@ impl<'a> Walk<'a> {
         if d.seek(lo) {
             self.code[r].decoder = Some(d);
         }
-        let e = self.extent.entry(start).or_insert(end);
-        *e = (*e).max(end);
+        Some(end)
     }
 
     /// The destinations of the switch whose indirect jump at `jump` ends a run of the
