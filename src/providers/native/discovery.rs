@@ -544,6 +544,8 @@ struct Walk<'a> {
 struct Tables<'a> {
     start: u64,
     decoder: Disassembler<'a>,
+    /// Whether `decoder` stands at `pos` (not when the last instruction was read from a hint).
+    decoder_at_pos: bool,
     path: Path,
     /// The end of the last instruction decoded.
     pos: u64,
@@ -1196,13 +1198,15 @@ impl<'a> Walk<'a> {
         }
         let (sections, bytes, isa) = (self.sections, self.bytes, self.isa);
         let read = move |address: u64, len: usize| section_bytes(sections, bytes, address, len);
-        let code: &'a [u8] = self.code[r].bytes;
-        let offset = (start - self.code[r].lo) as usize;
+        let (code, lo, hints): (&'a [u8], u64, _) =
+            (self.code[r].bytes, self.code[r].lo, self.code[r].hints);
+        let offset = (start - lo) as usize;
         let tables = match &mut self.tables {
             Some(t) if t.start == start => t,
             slot => slot.insert(Tables {
                 start,
                 decoder: Disassembler::new(isa, &code[offset..], start, false),
+                decoder_at_pos: true,
                 path: Path::default(),
                 pos: start,
                 found: HashMap::new(),
@@ -1210,8 +1214,37 @@ impl<'a> Walk<'a> {
             }),
         };
         while tables.pos <= jump {
-            let Some(i) = tables.decoder.next(None) else {
-                break;
+            // A path keeps where each instruction is and how it passes control on, which a
+            // hint gives ([`hint_at`]); the decoder reads the rest.
+            let at = (tables.pos - lo) as usize;
+            let hint = hint_at(self.quick, hints, code, at);
+            let hinted = match step_len(hint) {
+                0 => hinted(isa, code, tables.pos, at, hint),
+                len => Some(disasm::Decoded {
+                    address: tables.pos,
+                    len,
+                    flow: Flow::Next,
+                    target: None,
+                    memory: None,
+                    slot: None,
+                    invalid: false,
+                }),
+            };
+            let i = match hinted {
+                Some(i) => {
+                    tables.decoder_at_pos = false;
+                    i
+                }
+                None => {
+                    if !tables.decoder_at_pos && !tables.decoder.seek(tables.pos) {
+                        break;
+                    }
+                    tables.decoder_at_pos = true;
+                    let Some(i) = tables.decoder.next(None) else {
+                        break;
+                    };
+                    i
+                }
             };
             self.decoded += 1;
             tables.pos = i.address + i.len as u64;
