@@ -132,7 +132,7 @@ const LISTED_EVERY: usize = 4096;
 /// on the bytes from there to the range's end, so whatever order fills it, the walk reads what
 /// it would decode, or 0 and decodes the instruction itself: the procedures found do not
 /// depend on the timing.
-struct Hints(Vec<AtomicU8>);
+struct Hints(Box<[AtomicU8]>);
 
 /// The high bits of a hint: the walk steps over the instruction.
 const STEP: u8 = 0;
@@ -147,15 +147,21 @@ const WIDE: u8 = 1 << 7;
 const KIND: u8 = 7 << 4;
 
 impl Hints {
+    /// Hints for `len` bytes, none kept yet. The memory is not touched here: the thread that
+    /// fills them writes each page first ([`Hints::touch`]), on its own core.
     fn new(len: usize) -> Hints {
-        let hints: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
-        // Each page written here, before the walk reads any: a page the walk reads first is the
-        // shared zero page until the other thread's first write replaces it, which makes the
-        // kernel interrupt the walk's core to drop its stale mapping, once a page.
-        for b in hints.iter().step_by(4096) {
+        // SAFETY: an `AtomicU8` whose byte is zero is `AtomicU8::new(0)`.
+        Hints(unsafe { Box::<[AtomicU8]>::new_zeroed_slice(len).assume_init() })
+    }
+
+    /// Writes each page of the hints once, lowest first, before any is filled: a page the walk
+    /// reads first is the shared zero page until a write replaces it, and a write by another
+    /// thread then makes the kernel interrupt the walk's core to drop the stale mapping. The
+    /// walk reads them in about the order this writes them, and far more slowly.
+    fn touch(&self) {
+        for b in self.0.iter().step_by(4096) {
             b.store(0, Ordering::Relaxed);
         }
-        Hints(hints)
     }
 
     /// The hint kept for the instruction at offset `at`, or 0.
@@ -290,6 +296,9 @@ fn decode_ahead(
     hints: &[Hints],
     done: &AtomicBool,
 ) {
+    for h in hints {
+        h.touch();
+    }
     for (&(lo, bytes), hints) in ranges.iter().zip(hints) {
         let hi = lo.saturating_add(bytes.len() as u64);
         let from = known.partition_point(|k| k.0 < lo);
@@ -325,6 +334,19 @@ fn decode_ahead(
             }
         }
     }
+}
+
+/// A bitmap of one bit per byte of `len` bytes, all clear, each of its pages written once: the
+/// walk reads a word before it writes it, and a page read first is the shared zero page, which
+/// the write then replaces at the cost of a second fault (and, while another thread runs, an
+/// interrupt of its core).
+fn bitmap(len: usize) -> Vec<u64> {
+    let mut bits = vec![0; len.div_ceil(64)];
+    for word in bits.iter_mut().step_by(4096 / 8) {
+        // Opaque to the compiler, which would otherwise drop the store of a known zero.
+        *word = std::hint::black_box(0);
+    }
+    bits
 }
 
 /// Sets the bit of byte `at` in a bitmap of one bit per byte.
@@ -563,9 +585,9 @@ impl<'a> Walk<'a> {
                 lo,
                 hi: lo.saturating_add(bytes.len() as u64),
                 bytes,
-                seen: vec![0; bytes.len().div_ceil(64)],
-                visiting: vec![0; bytes.len().div_ceil(64)],
-                starts: vec![0; bytes.len().div_ceil(64)],
+                seen: bitmap(bytes.len()),
+                visiting: bitmap(bytes.len()),
+                starts: bitmap(bytes.len()),
                 decoder: Some(Box::new(Disassembler::new(inputs.isa, bytes, lo, false))),
                 hints: hints.get(n),
             })
