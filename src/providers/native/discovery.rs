@@ -606,7 +606,8 @@ impl<'a> Walk<'a> {
             noreturn: &inputs.noreturn,
             found: BTreeMap::new(),
             data_refs: HashMap::default(),
-            extent: HashMap::default(),
+            // An extent for each listed start the walk reaches, which is most of them.
+            extent: HashMap::with_capacity_and_hasher(inputs.known.len(), Default::default()),
             pending: Vec::new(),
             code_refs: Vec::new(),
             after_traps: Vec::new(),

@@ -759,7 +759,9 @@ fn other_symbol_starts(file: &object::File<'_>, thumb: bool, starts: &mut Vec<St
 /// trusted size.
 fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
     starts.sort_unstable_by_key(|s| s.address);
-    let mut out = Vec::new();
+    // At most one procedure a start: grown by doubling, a large inventory was copied a dozen
+    // times, into memory faulted in page by page.
+    let mut out = Vec::with_capacity(starts.len());
     let mut i = 0;
     while i < starts.len() {
         let address = starts[i].address;
