@@ -9,7 +9,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+mod hint;
 mod quick;
+
+use hint::{CALL, COND_JUMP, JUMP, KIND, RETURN, STEP, WIDE};
 
 use super::disasm::{self, Disassembler, Flow, MemoryUse};
 use super::jumptable::{self, JumpTable, Path};
@@ -133,18 +136,6 @@ const LISTED_EVERY: usize = 4096;
 /// it would decode, or 0 and decodes the instruction itself: the procedures found do not
 /// depend on the timing.
 struct Hints(Box<[AtomicU8]>);
-
-/// The high bits of a hint: the walk steps over the instruction.
-const STEP: u8 = 0;
-/// ... it returns (or is `int3`).
-const RETURN: u8 = 1 << 4;
-/// ... it is a direct call, jump or conditional jump, to where its last byte (or, with
-/// [`WIDE`], its last four bytes) says, from its end.
-const CALL: u8 = 2 << 4;
-const JUMP: u8 = 3 << 4;
-const COND_JUMP: u8 = 4 << 4;
-const WIDE: u8 = 1 << 7;
-const KIND: u8 = 7 << 4;
 
 impl Hints {
     /// Hints for `len` bytes, none kept yet. The memory is not touched here: the thread that
@@ -1519,7 +1510,11 @@ mod tests {
         let noreturn = NoReturn::new(&sorted);
         let mut passed = 0;
         for a in (0x40_0000..0x48_0000u64).step_by(4) {
-            assert_eq!(noreturn.contains(a), sorted.binary_search(&a).is_ok(), "{a:#x}");
+            assert_eq!(
+                noreturn.contains(a),
+                sorted.binary_search(&a).is_ok(),
+                "{a:#x}"
+            );
             let line = NoReturn::line(a);
             passed += usize::from(noreturn.lines[line / 64] & (1 << (line % 64)) != 0);
         }

@@ -5,7 +5,7 @@
 //! and iced decodes the instruction. So a hint from here is always the one [`super::hint_of`]
 //! takes from iced's decoding; a test holds it to that at every byte offset of real code.
 
-use super::{CALL, COND_JUMP, JUMP, RETURN, STEP, WIDE};
+use super::hint::{CALL, COND_JUMP, JUMP, RETURN, STEP, WIDE};
 
 /// The longest instruction iced decodes; a longer one is invalid.
 const MAX_LEN: usize = 15;
