@@ -238,20 +238,21 @@ fn branch_target(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Op
     })
 }
 
-/// The instruction at `address` (offset `at` of `code`) as the walk would decode it, from a
-/// hint that is not a step; `None` for a step or no hint.
+/// The instruction at `address` (offset `at` of `code`) that `hint` describes, as far as the
+/// walk and a switch's path use it: its length, how it passes control on, and a branch's
+/// destination (a step's immediate, which neither uses, is left out); `None` for no hint.
 fn hinted(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Option<disasm::Decoded> {
     let flow = match hint & KIND {
+        STEP if step_len(hint) > 0 => Flow::Next,
         RETURN => Flow::Return,
         CALL => Flow::Call,
         JUMP => Flow::Jump,
         COND_JUMP => Flow::CondJump,
         _ => return None,
     };
-    let target = if flow == Flow::Return {
-        None
-    } else {
-        Some(branch_target(isa, code, address, at, hint)?)
+    let target = match flow {
+        Flow::Next | Flow::Return => None,
+        _ => Some(branch_target(isa, code, address, at, hint)?),
     };
     Some(disasm::Decoded {
         address,
@@ -1259,19 +1260,7 @@ impl<'a> Walk<'a> {
             // hint gives ([`hint_at`]); the decoder reads the rest.
             let at = (tables.pos - lo) as usize;
             let hint = hint_at(self.quick, hints, code, at);
-            let hinted = match step_len(hint) {
-                0 => hinted(isa, code, tables.pos, at, hint),
-                len => Some(disasm::Decoded {
-                    address: tables.pos,
-                    len,
-                    flow: Flow::Next,
-                    target: None,
-                    memory: None,
-                    slot: None,
-                    invalid: false,
-                }),
-            };
-            let i = match hinted {
+            let i = match hinted(isa, code, tables.pos, at, hint) {
                 Some(i) => {
                     tables.decoder_at_pos = false;
                     i
