@@ -310,10 +310,8 @@ fn decode_ahead(
             let mut at = (start - lo) as usize;
             while at < end {
                 // What the quick decoder reads is what iced would give; iced decodes the rest.
-                if let Some(hint) = (isa == Isa::X86_64)
-                    .then(|| quick::hint(&bytes[at..]))
-                    .flatten()
-                {
+                let hint = hint_at(isa == Isa::X86_64, None, bytes, at);
+                if hint != 0 {
                     hints.0[at].store(hint, Ordering::Relaxed);
                     at += usize::from(hint & 0xf);
                     continue;
@@ -449,8 +447,7 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
 /// [`discover`] over the code `ranges` of `inputs`, with what was decoded ahead in `hints`
 /// (one for each range, or none), and with `quick` what [`quick::hint`] reads.
 fn walk(inputs: &Inputs<'_>, ranges: &[(u64, &[u8])], hints: &[Hints], quick: bool) -> Discovered {
-    let mut walk = Walk::new(inputs, ranges, hints);
-    walk.quick = quick && inputs.isa == Isa::X86_64;
+    let mut walk = Walk::new(inputs, ranges, hints, quick);
     for &(address, how) in &inputs.roots {
         walk.add(address, how);
     }
@@ -598,7 +595,12 @@ struct Tables<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn new(inputs: &'a Inputs<'a>, ranges: &[(u64, &'a [u8])], hints: &'a [Hints]) -> Walk<'a> {
+    fn new(
+        inputs: &'a Inputs<'a>,
+        ranges: &[(u64, &'a [u8])],
+        hints: &'a [Hints],
+        quick: bool,
+    ) -> Walk<'a> {
         let mut code: Vec<CodeRange<'a>> = ranges
             .iter()
             .enumerate()
@@ -621,7 +623,7 @@ impl<'a> Walk<'a> {
         }
         Walk {
             isa: inputs.isa,
-            quick: false,
+            quick: quick && inputs.isa == Isa::X86_64,
             code,
             known: &inputs.known,
             noreturn: NoReturn::new(&inputs.noreturn),

@@ -240,11 +240,9 @@ pub(super) fn hint(code: &[u8]) -> Option<u8> {
     }
     at += 1;
     let mut desc = ONE_BYTE[usize::from(byte)];
-    let mut test_form = desc & TEST != 0;
     if desc & ESCAPE != 0 {
         desc = TWO_BYTE[usize::from(*code.get(at)?)];
         at += 1;
-        test_form = false;
         let mandatory = match prefixes & (P66 | PF3 | PF2) {
             0 => NP,
             // `66` with `f2` or `f3`: iced decides.
@@ -273,7 +271,8 @@ pub(super) fn hint(code: &[u8]) -> Option<u8> {
         if (desc >> 8) & (1 << reg) == 0 {
             return None;
         }
-        if test_form && reg != 0 {
+        // `test r/m, imm` is the one form of its group with an immediate.
+        if desc & TEST != 0 && reg != 0 {
             imm = 0;
         }
         let info = MODRM_INFO[usize::from(modrm)];
