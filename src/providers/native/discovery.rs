@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 mod hint;
 mod quick;
 
-use hint::{CALL, COND_JUMP, JUMP, KIND, RETURN, STEP, WIDE};
+use hint::{ACCESS, ADDRESS, CALL, COND_JUMP, JUMP, KIND, RETURN, STEP, WIDE};
 
 use super::disasm::{self, Disassembler, Flow, MemoryUse};
 use super::jumptable::{self, JumpTable, Path};
@@ -171,12 +171,22 @@ impl Hints {
 
 /// The hint for `i`, decoded at offset `at` of `code` (its range's bytes), when the hint is all
 /// the walk needs of it: an instruction it only steps over, or a return, or a direct branch
-/// whose destination its last bytes give ([`branch_target`]) as the decoder did.
+/// whose destination its last bytes give ([`branch_target`]) as the decoder did, or x86-64
+/// code that otherwise steps on and whose last four bytes give the address it uses likewise.
 fn hint_of(isa: Isa, code: &[u8], at: usize, i: &disasm::Decoded) -> Option<u8> {
     let len = u8::try_from(i.len).ok().filter(|l| (1..=15).contains(l))?;
     let plain = !i.invalid && i.memory.is_none() && i.slot.is_none();
     let kind = if steps_over(isa, i) {
         STEP
+    } else if let (Isa::X86_64, false, Flow::Next, None, Some((address, use_))) =
+        (isa, i.invalid, i.flow, i.slot, i.memory)
+    {
+        let kind = match use_ {
+            MemoryUse::Access => ACCESS | WIDE,
+            MemoryUse::Address => ADDRESS | WIDE,
+            MemoryUse::Immediate => return None,
+        };
+        (branch_target(isa, code, i.address, at, kind | len) == Some(address)).then_some(kind)?
     } else if !plain {
         return None;
     } else {
@@ -218,7 +228,8 @@ fn step_len(hint: u8) -> usize {
 }
 
 /// The destination of the direct branch at `address` (offset `at` of `code`) that `hint` (not
-/// a step) describes: its end plus the signed displacement in its last byte, or last four.
+/// a step) describes, or the address its memory operand uses: its end plus the signed
+/// displacement in its last byte, or with [`WIDE`] its last four.
 fn branch_target(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Option<u64> {
     let end = at + usize::from(hint & 0xf);
     let displacement = if hint & WIDE != 0 {
@@ -239,27 +250,34 @@ fn branch_target(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Op
 }
 
 /// The instruction at `address` (offset `at` of `code`) that `hint` describes, as far as the
-/// walk and a switch's path use it: its length, how it passes control on, and a branch's
-/// destination (a step's immediate, which neither uses, is left out); `None` for no hint.
+/// walk and a switch's path use it: its length, how it passes control on, a branch's
+/// destination and the address a memory operand uses (a step's immediate, which neither uses,
+/// is left out); `None` for no hint.
 fn hinted(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Option<disasm::Decoded> {
-    let flow = match hint & KIND {
-        STEP if step_len(hint) > 0 => Flow::Next,
-        RETURN => Flow::Return,
-        CALL => Flow::Call,
-        JUMP => Flow::Jump,
-        COND_JUMP => Flow::CondJump,
+    let (flow, use_) = match hint & KIND {
+        STEP if step_len(hint) > 0 => (Flow::Next, None),
+        ACCESS => (Flow::Next, Some(MemoryUse::Access)),
+        ADDRESS => (Flow::Next, Some(MemoryUse::Address)),
+        RETURN => (Flow::Return, None),
+        CALL => (Flow::Call, None),
+        JUMP => (Flow::Jump, None),
+        COND_JUMP => (Flow::CondJump, None),
         _ => return None,
     };
-    let target = match flow {
-        Flow::Next | Flow::Return => None,
-        _ => Some(branch_target(isa, code, address, at, hint)?),
+    let (target, memory) = match (flow, use_) {
+        (Flow::Next, None) | (Flow::Return, _) => (None, None),
+        (Flow::Next, Some(use_)) => (
+            None,
+            Some((branch_target(isa, code, address, at, hint)?, use_)),
+        ),
+        _ => (Some(branch_target(isa, code, address, at, hint)?), None),
     };
     Some(disasm::Decoded {
         address,
         len: usize::from(hint & 0xf),
         flow,
         target,
-        memory: None,
+        memory,
         slot: None,
         invalid: false,
     })

@@ -1,11 +1,12 @@
 //! The walk's hint for the x86-64 instructions compiled code is mostly made of, read from the
-//! bytes without iced: their length, and whether the walk steps over them, returns, or
-//! branches directly. Where this decoder is not sure (a prefix or opcode outside its tables, a
-//! memory operand whose address the walk keeps, bytes that may not decode), it gives nothing
-//! and iced decodes the instruction. So a hint from here is always the one [`super::hint_of`]
+//! bytes without iced: their length, and whether the walk steps over them, returns, branches
+//! directly, or uses a `rip`-relative address. Where this decoder is not sure (a prefix or
+//! opcode outside its tables, an address the walk keeps that is not `rip`-relative or whose
+//! displacement an immediate follows, bytes that may not decode), it gives nothing and iced
+//! decodes the instruction. So a hint from here is always the one [`super::hint_of`]
 //! takes from iced's decoding; a test holds it to that at every byte offset of real code.
 
-use super::hint::{CALL, COND_JUMP, JUMP, RETURN, STEP, WIDE};
+use super::hint::{ACCESS, ADDRESS, CALL, COND_JUMP, JUMP, RETURN, STEP, WIDE};
 
 /// The longest instruction iced decodes; a longer one is invalid.
 const MAX_LEN: usize = 15;
@@ -167,7 +168,7 @@ const fn two_byte(opcode: u8) -> Desc {
 /// What a ModRM byte adds in 64-bit mode: its displacement's size (the low three bits), and
 /// these flags.
 const SIB: u8 = 1 << 3;
-/// `[rip+disp32]`: an address the walk keeps.
+/// `[rip+disp32]`: an address the walk keeps ([`ACCESS`], [`ADDRESS`]).
 const RIP: u8 = 1 << 4;
 /// A register, not memory.
 const REGISTER: u8 = 1 << 5;
@@ -264,6 +265,7 @@ pub(super) fn hint(code: &[u8]) -> Option<u8> {
         return None;
     }
     let mut imm = desc & 3;
+    let mut kind = STEP;
     if desc & MODRM != 0 {
         let modrm = *code.get(at)?;
         at += 1;
@@ -282,7 +284,14 @@ pub(super) fn hint(code: &[u8]) -> Option<u8> {
             }
         } else {
             if info & RIP != 0 {
-                return None;
+                // The walk finds the address from the instruction's end and its last four
+                // bytes: the displacement, when no immediate follows it.
+                kind = if byte == 0x8d {
+                    ADDRESS | WIDE
+                } else {
+                    ACCESS | WIDE
+                };
+                at += 4;
             }
             if info & SIB != 0 {
                 let sib = *code.get(at)?;
@@ -312,7 +321,10 @@ pub(super) fn hint(code: &[u8]) -> Option<u8> {
         _ if operand16 => 2,
         _ => 4,
     };
-    (at <= MAX_LEN && at <= code.len()).then_some(STEP | at as u8)
+    if kind != STEP && imm != 0 {
+        return None;
+    }
+    (at <= MAX_LEN && at <= code.len()).then_some(kind | at as u8)
 }
 
 #[cfg(test)]
