@@ -132,7 +132,9 @@ impl<'a> Disassembler<'a> {
             decoder.set_ip(address);
         }
         self.pos = offset;
-        self.regs = [RegValue::Unknown; 32];
+        if self.isa == Isa::Arm64 {
+            self.regs = [RegValue::Unknown; 32];
+        }
         true
     }
 

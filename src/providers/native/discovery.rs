@@ -998,18 +998,21 @@ impl<'a> Walk<'a> {
         let r = self.range(block)?;
         let (lo, hi) = (self.code[r].lo, self.code[r].hi);
         let bytes = self.code[r].bytes;
-        let mut d = self.code[r]
-            .decoder
-            .take()
-            .and_then(|mut d| d.seek(block).then_some(d))
-            .unwrap_or_else(|| {
+        // The range's disassembler is moved to where it is first needed: most instructions
+        // are hinted. Only it goes back (one started inside the range cannot seek to its
+        // start).
+        let (mut d, whole) = match self.code[r].decoder.take() {
+            Some(d) => (d, true),
+            None => (
                 Box::new(Disassembler::new(
                     self.isa,
                     &bytes[(block - lo) as usize..],
                     block,
                     false,
-                ))
-            });
+                )),
+                false,
+            ),
+        };
         let mut end = block;
         // Addresses of code this run computes; kept as pointers unless the run ends in an
         // indirect jump, whose base they are (AArch64's `adr x1, base; add x0, x1, w0, sxtb
@@ -1024,7 +1027,7 @@ impl<'a> Walk<'a> {
         let mut next_start = self.next_start_of_walk(start);
         let hints = self.code[r].hints;
         // Where the next instruction starts, and whether `d` stands there.
-        let (mut pc, mut in_step) = (block, true);
+        let (mut pc, mut in_step) = (block, !whole);
         // The hint where a run of steps stopped, read there already.
         let mut read: Option<u8> = None;
         loop {
@@ -1163,9 +1166,7 @@ impl<'a> Walk<'a> {
         if !indirect {
             self.code_refs.append(&mut run_code_refs);
         }
-        // Only a disassembler over the whole range goes back (one started inside it cannot
-        // seek to its start).
-        if d.seek(lo) {
+        if whole {
             self.code[r].decoder = Some(d);
         }
         Some(end)
