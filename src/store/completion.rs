@@ -134,19 +134,57 @@ fn id_family(
     )
 }
 
-/// One pass over the matches of a scoped family (an equality scope plus the key range): counts
-/// every match and keeps the first `limit` values in code-point order. The statement carries no
-/// ORDER BY or LIMIT: with an equality constraint SQLite would re-prepare such a statement on
-/// every new binding, and the count needs the whole range anyway.
-fn scan_page(
+/// The first values offered, at most `limit` of them in code-point order, and how many were.
+struct Firsts {
+    limit: usize,
+    total: u64,
+    /// Max-heap of the smallest `limit` values offered so far.
+    first: std::collections::BinaryHeap<String>,
+}
+
+impl Firsts {
+    fn new(limit: usize) -> Firsts {
+        Firsts {
+            limit,
+            total: 0,
+            first: std::collections::BinaryHeap::with_capacity(limit + 1),
+        }
+    }
+
+    fn offer(&mut self, value: String) {
+        self.total += 1;
+        if self.first.len() < self.limit {
+            self.first.push(value);
+        } else if self.first.peek().is_some_and(|largest| value < *largest) {
+            self.first.pop();
+            self.first.push(value);
+        }
+    }
+
+    fn page(self) -> CompletionPage {
+        let values = self.first.into_sorted_vec();
+        CompletionPage {
+            has_more: self.total > values.len() as u64,
+            values,
+            total: self.total,
+        }
+    }
+}
+
+/// One pass over the matches of a scoped family (an equality scope plus the key range): runs
+/// `sql` (which holds `{upper}` where the upper bound goes, and names its parameters `:lower`,
+/// `:upper`, `:s1`, `:s2`; `scope` binds the last two) and hands `each` every row. The statement
+/// carries no ORDER BY or LIMIT: with an equality constraint SQLite would re-prepare such a
+/// statement on every new binding, and the count needs the whole range anyway.
+fn scan_rows(
     conn: &Connection,
     reprepares: &AtomicU64,
     sql: &str,
     scope: &[&dyn rusqlite::ToSql],
     lower: &str,
     upper: Option<&str>,
-    limit: usize,
-) -> Result<CompletionPage, StoreError> {
+    mut each: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
+) -> Result<(), StoreError> {
     let sql = sql.replace(
         "{upper}",
         if upper.is_some() {
@@ -164,28 +202,74 @@ fn scan_page(
     }
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(named.as_slice())?;
-    let mut total = 0u64;
-    // Max-heap of the smallest `limit` values seen so far.
-    let mut first: std::collections::BinaryHeap<String> =
-        std::collections::BinaryHeap::with_capacity(limit + 1);
     while let Some(row) = rows.next()? {
-        total += 1;
-        let value: String = row.get(0)?;
-        if first.len() < limit {
-            first.push(value);
-        } else if first.peek().is_some_and(|largest| value < *largest) {
-            first.pop();
-            first.push(value);
-        }
+        each(row)?;
     }
     drop(rows);
     tally_reprepares(reprepares, &mut stmt);
-    let values = first.into_sorted_vec();
-    Ok(CompletionPage {
-        has_more: total > values.len() as u64,
-        values,
-        total,
-    })
+    Ok(())
+}
+
+/// [`scan_rows`] of a statement whose first column is the value: counts every match and keeps
+/// the first `limit` values in code-point order.
+fn scan_page(
+    conn: &Connection,
+    reprepares: &AtomicU64,
+    sql: &str,
+    scope: &[&dyn rusqlite::ToSql],
+    lower: &str,
+    upper: Option<&str>,
+    limit: usize,
+) -> Result<CompletionPage, StoreError> {
+    let mut firsts = Firsts::new(limit);
+    scan_rows(conn, reprepares, sql, scope, lower, upper, |row| {
+        firsts.offer(row.get(0)?);
+        Ok(())
+    })?;
+    Ok(firsts.page())
+}
+
+/// The procedure completion values of scope `document` of `target` whose key has the prefix
+/// `lower` (`upper` its successor): the names `procedure_completions` keeps, and the addresses
+/// of `procedures` (schema version 12).
+fn scan_procedures(
+    conn: &Connection,
+    reprepares: &AtomicU64,
+    target: i64,
+    document: i64,
+    lower: &str,
+    upper: Option<&str>,
+    limit: usize,
+) -> Result<CompletionPage, StoreError> {
+    let mut firsts = Firsts::new(limit);
+    // A value kept here that is an address's text is that address's value, offered once: a
+    // name with that text, or an address a ledger written before version 12 kept here (one a
+    // reader opened before it was migrated).
+    let mut kept: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    scan_rows(
+        conn,
+        reprepares,
+        "select key, value from procedure_completions where target_id = :s1 and document_id = :s2 and key >= :lower {upper}",
+        &[&target, &document],
+        lower,
+        upper,
+        |row| {
+            let (key, value): (String, String) = (row.get(0)?, row.get(1)?);
+            if key == value
+                && let Some(address) = super::addresses::address_of_text(&value)
+            {
+                kept.insert(address);
+            }
+            firsts.offer(value);
+            Ok(())
+        },
+    )?;
+    super::addresses::each_in_scope(conn, target, document, lower, |address| {
+        if !kept.contains(&address) {
+            firsts.offer(crate::ids::Address(address).to_string());
+        }
+    })?;
+    Ok(firsts.page())
 }
 
 impl ReadOnlyStore {
@@ -372,21 +456,26 @@ impl ReadOnlyStore {
             return Ok(CompletionPage::default());
         };
         self.read(|conn| {
-            let Some(target) = active_target_id(conn)? else { return Ok(CompletionPage::default()) };
+            let Some(target) = active_target_id(conn)? else {
+                return Ok(CompletionPage::default());
+            };
             // The scope asked for (a document row, or 0 for the whole target), and the scope
             // whose completion values it has: a target of one document keeps them in the
             // document's scope alone (migration V11).
             let (asked, document): (i64, i64) = match scope {
                 ProcedureScope::Target => match conn
                     .prepare_cached("select min(id), count(*) from documents where target_id = ?1")?
-                    .query_row([target], |r| Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, i64>(1)?)))?
-                {
+                    .query_row([target], |r| {
+                        Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, i64>(1)?))
+                    })? {
                     (Some(only), 1) => (0, only),
                     _ => (0, 0),
                 },
                 ProcedureScope::Document(name) => {
                     match conn
-                        .prepare_cached("select id from documents where target_id = ?1 and name = ?2")?
+                        .prepare_cached(
+                            "select id from documents where target_id = ?1 and name = ?2",
+                        )?
                         .query_row(params![target, name], |r| r.get(0))
                         .optional()?
                     {
@@ -401,11 +490,11 @@ impl ReadOnlyStore {
                     values: counted.head,
                     total: counted.total,
                 },
-                None => scan_page(
+                None => scan_procedures(
                     conn,
                     &self.reprepares,
-                    "select value from procedure_completions where target_id = :s1 and document_id = :s2 and key >= :lower {upper}",
-                    &[&target, &document],
+                    target,
+                    document,
                     &lower,
                     upper.as_deref(),
                     limit,
@@ -413,7 +502,14 @@ impl ReadOnlyStore {
             };
             // Analyst names are live (annotating changes the next answer), so they are read
             // beside the inventory's fixed values, never written into them.
-            let analyst = super::annotations::analyst_completions(conn, target, asked, document, &lower, upper.as_deref())?;
+            let analyst = super::annotations::analyst_completions(
+                conn,
+                target,
+                asked,
+                document,
+                &lower,
+                upper.as_deref(),
+            )?;
             Ok(merged(page, analyst, limit))
         })
     }

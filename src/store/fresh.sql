@@ -1,4 +1,4 @@
--- Through migration V11: generated from the migrations by `fresh.rs`; do not edit.
+-- Through migration V12: generated from the migrations by `fresh.rs`; do not edit.
 CREATE TABLE refinery_schema_history(
              version int4 PRIMARY KEY,
              name VARCHAR(255),
@@ -270,5 +270,6 @@ insert into "refinery_schema_history" (version, name, applied_on, checksum) valu
 insert into "refinery_schema_history" (version, name, applied_on, checksum) values (9, 'longer_completion_prefixes', '', '5523146370590904077');
 insert into "refinery_schema_history" (version, name, applied_on, checksum) values (10, 'five_character_evidence_prefixes', '', '5597687455427049604');
 insert into "refinery_schema_history" (version, name, applied_on, checksum) values (11, 'one_completion_scope_for_one_document', '', '18132847303707628935');
+insert into "refinery_schema_history" (version, name, applied_on, checksum) values (12, 'address_completions_from_procedures', '', '14480031534824709300');
 insert into "meta" (name, value) values ('chain_unchained_evidence', '0');
 insert into "meta" (name, value) values ('key_algorithm', 'nfkd-fold-di-nfkd/icu4x-2.4');

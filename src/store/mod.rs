@@ -19,6 +19,7 @@
 //! `ANALYZE` and `PRAGMA optimize` are never run: with the bundled SQLite's STAT4 they would make
 //! every cached statement re-prepare.
 
+mod addresses;
 mod annotations;
 mod artifacts;
 mod chain;
@@ -965,10 +966,11 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
 /// Counts the procedure completion prefixes of targets stored before migration V6 added them.
 fn count_prefixes_if_needed(conn: &mut Connection) -> Result<(), StoreError> {
     let missing: bool = conn.query_row(
-        // Per target, not per completion row: both tables' keys start with the target id, so
-        // this is two index probes for each of the few targets a session opened.
+        // Per target, not per completion row: a few index probes for each of the few targets a
+        // session opened. A target with procedures has completion values (its addresses).
         "select exists (select 1 from targets t
-             where exists (select 1 from procedure_completions c where c.target_id = t.id)
+             where exists (select 1 from documents d join procedures p on p.document_id = d.id
+                           where d.target_id = t.id)
                and not exists (select 1 from procedure_completion_prefixes p where p.target_id = t.id))",
         [],
         |r| r.get(0),

@@ -147,33 +147,36 @@ pub(super) fn insert_scope_prefixes(
     )
 }
 
-/// Counts the completion values of every scope of `target_id` by prefix and stores the counts,
+/// Counts the completion values of every scope of `target_id` by prefix (its names kept in
+/// `procedure_completions` with its addresses read from `procedures`) and stores the counts,
 /// replacing any stored before. Runs in the caller's transaction.
 pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), StoreError> {
     conn.prepare_cached("delete from procedure_completion_prefixes where target_id = ?1")?
         .execute([target_id])?;
-    let store = |document: i64, entries: &[(String, String)]| {
-        insert_scope_prefixes(conn, target_id, document, &prefix_rows(entries))
-    };
-    // The primary key's order: scope by scope, each sorted by key.
-    let mut values = conn.prepare_cached(
-        "select document_id, key, value from procedure_completions where target_id = ?1
-         order by document_id, key, value",
-    )?;
-    let mut rows = values.query([target_id])?;
-    let mut scope: Option<i64> = None;
-    let mut entries: Vec<(String, String)> = Vec::new();
-    while let Some(row) = rows.next()? {
-        let document: i64 = row.get(0)?;
-        if scope.is_some_and(|s| s != document) {
-            store(scope.unwrap_or_default(), &entries)?;
-            entries.clear();
-        }
-        scope = Some(document);
-        entries.push((row.get(1)?, row.get(2)?));
+    // A target of one document keeps its document's scope alone (schema version 11).
+    let mut scopes: Vec<i64> = conn
+        .prepare_cached("select id from documents where target_id = ?1 order by id")?
+        .query_map([target_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if scopes.len() > 1 {
+        scopes.insert(0, 0);
     }
-    if let Some(document) = scope {
-        store(document, &entries)?;
+    let mut names = conn.prepare_cached(
+        "select key, value from procedure_completions where target_id = ?1 and document_id = ?2",
+    )?;
+    for document in scopes {
+        let mut entries: Vec<(String, String)> = names
+            .query_map(params![target_id, document], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        super::addresses::each_in_scope(conn, target_id, document, "", |address| {
+            let text = crate::ids::Address(address).to_string();
+            entries.push((text.clone(), text));
+        })?;
+        entries.sort_unstable();
+        entries.dedup();
+        if !entries.is_empty() {
+            insert_scope_prefixes(conn, target_id, document, &prefix_rows(&entries))?;
+        }
     }
     Ok(())
 }
@@ -182,7 +185,7 @@ pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), St
 /// whose targets were stored before migration V6 added the counts or V9 the longer ones).
 pub(super) fn rewrite_all_prefixes(conn: &Connection) -> Result<(), StoreError> {
     let targets: Vec<i64> = conn
-        .prepare("select distinct target_id from procedure_completions")?
+        .prepare("select id from targets")?
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     for target in targets {

@@ -230,14 +230,19 @@ fn insert_procedures(
     Ok(())
 }
 
-/// One completion scope of a target: its `(key, value)` pairs, sorted and unique as the
-/// primary key keeps them, and its prefix counts.
+/// One completion scope of a target: the `(key, value)` pairs `procedure_completions` keeps
+/// (its names: its addresses are read from `procedures`), sorted and unique as the primary key
+/// keeps them, and the prefix counts of its names and addresses together.
 struct CompletionScope {
     /// The document, or 0 for the target-wide scope.
     document: i64,
     entries: Vec<(String, String)>,
     prefixes: Vec<super::prefixes::PrefixRow>,
 }
+
+/// A completion scope's document (0 for the target's), its `(key, value)` pairs, and its
+/// addresses, sorted.
+type ScopeValues = (i64, Vec<(String, String)>, Vec<u64>);
 
 /// The completion scopes of `target` (`doc_ids` in document order), in the primary key's order.
 fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope> {
@@ -250,7 +255,7 @@ fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope
     // Each scope's pairs are written sorted, in the primary key's order, so each insert appends
     // to the index rather than splitting pages all over it, and the prefix counts are taken from
     // them rather than read back.
-    let mut scopes: Vec<(i64, Vec<(String, String)>)> = Vec::new();
+    let mut scopes: Vec<ScopeValues> = Vec::new();
     for (doc, &doc_id) in target.documents.iter().zip(doc_ids) {
         let mut names: HashMap<&str, Named> = HashMap::with_capacity(doc.procedures.len());
         let mut entries = Vec::with_capacity(doc.procedures.len() * 2);
@@ -271,26 +276,36 @@ fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope
             }
         }
         entries.extend(Named::unique(names));
-        scopes.push((doc_id, entries));
+        let mut addresses: Vec<u64> = doc.procedures.iter().map(|p| p.address).collect();
+        addresses.sort_unstable();
+        scopes.push((doc_id, entries, addresses));
     }
     if whole_scope {
-        let mut whole: Vec<(String, String)> = target_addresses
-            .into_iter()
-            .map(|address| {
+        let addresses: Vec<u64> = target_addresses.into_iter().collect();
+        let mut whole: Vec<(String, String)> = addresses
+            .iter()
+            .map(|&address| {
                 let text = Address(address).to_string();
                 (text.clone(), text)
             })
             .collect();
         whole.extend(Named::unique(target_names));
-        scopes.push((0, whole));
+        scopes.push((0, whole, addresses));
     }
-    scopes.sort_by_key(|(document, _)| *document);
+    scopes.sort_by_key(|(document, _, _)| *document);
     scopes
         .into_iter()
-        .map(|(document, mut entries)| {
+        .map(|(document, mut entries, addresses)| {
             entries.sort_unstable();
             entries.dedup();
             let prefixes = super::prefixes::prefix_rows(&entries);
+            // An address's value is its own text, the key too; a name with that same text is
+            // the same value.
+            entries.retain(|(key, value)| {
+                key != value
+                    || super::addresses::address_of_text(value)
+                        .is_none_or(|a| addresses.binary_search(&a).is_err())
+            });
             CompletionScope {
                 document,
                 entries,
