@@ -240,9 +240,9 @@ struct CompletionScope {
     prefixes: Vec<super::prefixes::PrefixRow>,
 }
 
-/// A completion scope's document (0 for the target's), its `(key, value)` pairs, and its
-/// addresses, sorted.
-type ScopeValues = (i64, Vec<(String, String)>, Vec<u64>);
+/// A completion scope's document (0 for the target's), its addresses, sorted, and the
+/// `(match key, name)` pairs of the names that identify one of them.
+type ScopeValues = (i64, Vec<u64>, Vec<(String, String)>);
 
 /// The completion scopes of `target` (`doc_ids` in document order), in the primary key's order.
 fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope> {
@@ -252,16 +252,12 @@ fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope
     let whole_scope = target.documents.len() > 1;
     let mut target_names: HashMap<&str, Named> = HashMap::new();
     let mut target_addresses: BTreeSet<u64> = BTreeSet::new();
-    // Each scope's pairs are written sorted, in the primary key's order, so each insert appends
-    // to the index rather than splitting pages all over it, and the prefix counts are taken from
-    // them rather than read back.
     let mut scopes: Vec<ScopeValues> = Vec::new();
     for (doc, &doc_id) in target.documents.iter().zip(doc_ids) {
         let mut names: HashMap<&str, Named> = HashMap::with_capacity(doc.procedures.len());
-        let mut entries = Vec::with_capacity(doc.procedures.len() * 2);
+        let mut addresses: Vec<u64> = Vec::with_capacity(doc.procedures.len());
         for p in &doc.procedures {
-            let text = Address(p.address).to_string();
-            entries.push((text.clone(), text));
+            addresses.push(p.address);
             if whole_scope {
                 target_addresses.insert(p.address);
             }
@@ -275,40 +271,46 @@ fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope
                 Named::add(&mut names, name, &key, p.address);
             }
         }
-        entries.extend(Named::unique(names));
-        let mut addresses: Vec<u64> = doc.procedures.iter().map(|p| p.address).collect();
         addresses.sort_unstable();
-        scopes.push((doc_id, entries, addresses));
+        scopes.push((doc_id, addresses, Named::unique(names).collect()));
     }
     if whole_scope {
-        let addresses: Vec<u64> = target_addresses.into_iter().collect();
-        let mut whole: Vec<(String, String)> = addresses
-            .iter()
-            .map(|&address| {
-                let text = Address(address).to_string();
-                (text.clone(), text)
-            })
-            .collect();
-        whole.extend(Named::unique(target_names));
-        scopes.push((0, whole, addresses));
+        scopes.push((
+            0,
+            target_addresses.into_iter().collect(),
+            Named::unique(target_names).collect(),
+        ));
     }
     scopes.sort_by_key(|(document, _, _)| *document);
     scopes
         .into_iter()
-        .map(|(document, mut entries, addresses)| {
-            entries.sort_unstable();
-            entries.dedup();
-            let prefixes = super::prefixes::prefix_rows(&entries);
-            // An address's value is its own text, the key too; a name with that same text is
-            // the same value.
-            entries.retain(|(key, value)| {
-                key != value
-                    || super::addresses::address_of_text(value)
+        .map(|(document, addresses, mut names)| {
+            // The prefix counts are taken from every value of the scope, its addresses (each
+            // its own text, the key too) and its names, sorted and unique.
+            let mut values: Vec<(String, String)> = addresses
+                .iter()
+                .map(|&address| {
+                    let text = Address(address).to_string();
+                    (text.clone(), text)
+                })
+                .chain(names.iter().cloned())
+                .collect();
+            values.sort_unstable();
+            values.dedup();
+            let prefixes = super::prefixes::prefix_rows(&values);
+            // The names are written sorted, in the primary key's order, so each insert appends
+            // to the index rather than splitting pages all over it. A name whose text is an
+            // address of the scope is that address's value, read from `procedures`.
+            names.sort_unstable();
+            names.dedup();
+            names.retain(|(key, name)| {
+                key != name
+                    || super::addresses::address_of_text(name)
                         .is_none_or(|a| addresses.binary_search(&a).is_err())
             });
             CompletionScope {
                 document,
-                entries,
+                entries: names,
                 prefixes,
             }
         })
