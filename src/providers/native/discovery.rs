@@ -264,13 +264,15 @@ fn hinted(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Option<di
         COND_JUMP => (Flow::CondJump, None),
         _ => return None,
     };
-    let (target, memory) = match (flow, use_) {
-        (Flow::Next, None) | (Flow::Return, _) => (None, None),
-        (Flow::Next, Some(use_)) => (
-            None,
-            Some((branch_target(isa, code, address, at, hint)?, use_)),
-        ),
-        _ => (Some(branch_target(isa, code, address, at, hint)?), None),
+    // Where a branch goes, or the address a memory operand uses.
+    let displaced = || branch_target(isa, code, address, at, hint);
+    let target = match flow {
+        Flow::Call | Flow::Jump | Flow::CondJump => Some(displaced()?),
+        _ => None,
+    };
+    let memory = match use_ {
+        Some(use_) => Some((displaced()?, use_)),
+        None => None,
     };
     Some(disasm::Decoded {
         address,
