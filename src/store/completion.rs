@@ -266,7 +266,7 @@ fn scan_procedures(
     )?;
     super::addresses::each_in_scope(conn, target, document, lower, |address| {
         if !kept.contains(&address) {
-            firsts.offer(crate::ids::Address(address).to_string());
+            firsts.offer(super::addresses::text_of_address(address));
         }
     })?;
     Ok(firsts.page())

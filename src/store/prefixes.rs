@@ -65,20 +65,21 @@ fn first_chars(key: &str, chars: usize) -> &str {
 
 /// The stored prefixes of one scope, from its `(key, value)` pairs sorted by key: each as
 /// `(prefix, rows, head)`.
-fn scope_prefixes(entries: &[(String, String)]) -> Vec<(String, u64, Vec<String>)> {
+fn scope_prefixes<S: AsRef<str>>(entries: &[(S, S)]) -> Vec<(String, u64, Vec<String>)> {
     let mut out = Vec::new();
-    let values = |from: usize, to: usize| entries[from..=to].iter().map(|(_, v)| v.as_str());
+    let values = |from: usize, to: usize| entries[from..=to].iter().map(|(_, v)| v.as_ref());
+    let key = |i: usize| entries[i].0.as_ref();
     // Short prefixes: the keys with a given first `length` characters are adjacent.
     for length in 0..=COUNTED_PROCEDURE_PREFIX_CHARS {
         let mut i = 0;
         while i < entries.len() {
-            if entries[i].0.chars().count() < length {
+            if key(i).chars().count() < length {
                 i += 1;
                 continue;
             }
-            let prefix = first_chars(&entries[i].0, length);
+            let prefix = first_chars(key(i), length);
             let mut j = i;
-            while j + 1 < entries.len() && entries[j + 1].0.starts_with(prefix) {
+            while j + 1 < entries.len() && key(j + 1).starts_with(prefix) {
                 j += 1;
             }
             out.push((prefix.to_owned(), (j - i + 1) as u64, head(values(i, j))));
@@ -91,7 +92,7 @@ fn scope_prefixes(entries: &[(String, String)]) -> Vec<(String, u64, Vec<String>
     let mut open: Vec<(usize, usize)> = vec![(0, 0)];
     for i in 1..=entries.len() {
         let shared = if i < entries.len() {
-            common_chars(&entries[i - 1].0, &entries[i].0)
+            common_chars(key(i - 1), key(i))
         } else {
             0
         };
@@ -101,7 +102,7 @@ fn scope_prefixes(entries: &[(String, String)]) -> Vec<(String, u64, Vec<String>
             first = from;
             let rows = i - from;
             if l > COUNTED_PROCEDURE_PREFIX_CHARS && rows > SCANNED_AT_MOST {
-                let prefix = first_chars(&entries[from].0, l).to_owned();
+                let prefix = first_chars(key(from), l).to_owned();
                 out.push((prefix, rows as u64, head(values(from, i - 1))));
             }
         }
@@ -118,7 +119,7 @@ pub(super) type PrefixRow = (String, u64, String);
 
 /// The prefix rows of one scope from its `(key, value)` pairs, sorted and unique as the primary
 /// key keeps them.
-pub(super) fn prefix_rows(entries: &[(String, String)]) -> Vec<PrefixRow> {
+pub(super) fn prefix_rows<S: AsRef<str>>(entries: &[(S, S)]) -> Vec<PrefixRow> {
     scope_prefixes(entries)
         .into_iter()
         .map(|(prefix, rows, head)| (prefix, rows, serde_json::Value::from(head).to_string()))
@@ -169,7 +170,7 @@ pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), St
             .query_map(params![target_id, document], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
         super::addresses::each_in_scope(conn, target_id, document, "", |address| {
-            let text = crate::ids::Address(address).to_string();
+            let text = super::addresses::text_of_address(address);
             entries.push((text.clone(), text));
         })?;
         entries.sort_unstable();
