@@ -89,18 +89,27 @@ fn section_bytes<'a>(
     bytes.get(at..at.checked_add(len)?)
 }
 
+/// What the walk keeps of 64 bytes of a code range: three words of one bit per byte, [`SEEN`],
+/// [`VISITING`] and [`STARTS`]. They sit side by side: the walk reads all three for every
+/// instruction it reaches, and as three bitmaps of their own they were three cache lines. (An
+/// array, not a struct, so that a vector of them is allocated zeroed, untouched.)
+type Bits = [u64; 3];
+
+/// Whether an instruction was decoded starting there.
+const SEEN: usize = 0;
+/// Whether the walk of the current procedure decoded an instruction there (its words are
+/// listed in [`Walk::visited`], which clears them).
+const VISITING: usize = 1;
+/// Whether a procedure starts there (listed or found so far).
+const STARTS: usize = 2;
+
 /// One executable range with the bytes the file holds for it.
 struct CodeRange<'a> {
     lo: u64,
     hi: u64,
     bytes: &'a [u8],
-    /// One bit per byte: whether an instruction was decoded starting there.
-    seen: Vec<u64>,
-    /// One bit per byte: whether the walk of the current procedure decoded an instruction
-    /// there (its bits are listed in [`Walk::visited`], which clears them).
-    visiting: Vec<u64>,
-    /// One bit per byte: whether a procedure starts there (listed or found so far).
-    starts: Vec<u64>,
+    /// Three bits per byte, kept together for each 64 bytes (see [`Bits`]).
+    bits: Vec<Bits>,
     /// A disassembler over the whole range, moved to each run the walk decodes (`None` while a
     /// run uses it).
     decoder: Option<Box<Disassembler<'a>>>,
@@ -346,27 +355,34 @@ fn decode_ahead(
     }
 }
 
-/// A bitmap of one bit per byte of `len` bytes, all clear, each of its pages written once: the
+/// The [`Bits`] of `len` bytes of code, all clear, each of their pages written once: the
 /// walk reads a word before it writes it, and a page read first is the shared zero page, which
 /// the write then replaces at the cost of a second fault (and, while another thread runs, an
 /// interrupt of its core).
-fn bitmap(len: usize) -> Vec<u64> {
-    let mut bits = vec![0; len.div_ceil(64)];
-    for word in bits.iter_mut().step_by(4096 / 8) {
+fn bitmap(len: usize) -> Vec<Bits> {
+    let mut bits: Vec<Bits> = vec![[0; 3]; len.div_ceil(64)];
+    for word in bits.iter_mut().step_by(4096 / std::mem::size_of::<Bits>()) {
         // Opaque to the compiler, which would otherwise drop the store of a known zero.
-        *word = std::hint::black_box(0);
+        word[SEEN] = std::hint::black_box(0);
     }
     bits
 }
 
-/// Sets the bit of byte `at` in a bitmap of one bit per byte.
-fn set_bit(bits: &mut [u64], at: usize) {
-    bits[at / 64] |= 1 << (at % 64);
-}
+impl CodeRange<'_> {
+    /// Whether an instruction was decoded starting at offset `at`.
+    fn seen_at(&self, at: usize) -> bool {
+        self.bits[at / 64][SEEN] & (1 << (at % 64)) != 0
+    }
 
-/// Whether the bit of byte `at` is set.
-fn bit(bits: &[u64], at: usize) -> bool {
-    bits[at / 64] & (1 << (at % 64)) != 0
+    /// Whether a procedure starts at offset `at`.
+    fn starts_at(&self, at: usize) -> bool {
+        self.bits[at / 64][STARTS] & (1 << (at % 64)) != 0
+    }
+
+    /// Notes that a procedure starts at offset `at`.
+    fn set_start(&mut self, at: usize) {
+        self.bits[at / 64][STARTS] |= 1 << (at % 64);
+    }
 }
 
 /// Marks the instruction at offset `at` of code range `range` (number `r`) as decoded, and as
@@ -385,18 +401,19 @@ fn mark(
     start: u64,
 ) -> bool {
     let (word, bit) = (at / 64, 1u64 << (at % 64));
-    let visiting = &mut range.visiting[word];
-    if *visiting & bit != 0 {
+    let lo = range.lo;
+    let bits = &mut range.bits[word];
+    if bits[VISITING] & bit != 0 {
         return false;
     }
-    if *visiting == 0 {
+    if bits[VISITING] == 0 {
         visited.push((r, word));
     }
-    *visiting |= bit;
-    if range.starts[word] & bit != 0 && range.lo + at as u64 != start {
+    bits[VISITING] |= bit;
+    if bits[STARTS] & bit != 0 && lo + at as u64 != start {
         return false;
     }
-    range.seen[word] |= bit;
+    bits[SEEN] |= bit;
     true
 }
 
@@ -628,17 +645,16 @@ impl<'a> Walk<'a> {
                 lo,
                 hi: lo.saturating_add(bytes.len() as u64),
                 bytes,
-                seen: bitmap(bytes.len()),
-                visiting: bitmap(bytes.len()),
-                starts: bitmap(bytes.len()),
+                bits: bitmap(bytes.len()),
                 decoder: Some(Box::new(Disassembler::new(inputs.isa, bytes, lo, false))),
                 hints: hints.get(n),
             })
             .collect();
         for range in &mut code {
             let from = inputs.known.partition_point(|k| k.0 < range.lo);
-            for &(start, _) in inputs.known[from..].iter().take_while(|k| k.0 < range.hi) {
-                set_bit(&mut range.starts, (start - range.lo) as usize);
+            let (lo, hi) = (range.lo, range.hi);
+            for &(start, _) in inputs.known[from..].iter().take_while(|k| k.0 < hi) {
+                range.set_start((start - lo) as usize);
             }
         }
         Walk {
@@ -676,7 +692,7 @@ impl<'a> Walk<'a> {
 
     fn is_known_start(&self, address: u64) -> bool {
         match self.range(address) {
-            Some(r) => bit(&self.code[r].starts, (address - self.code[r].lo) as usize),
+            Some(r) => self.code[r].starts_at((address - self.code[r].lo) as usize),
             None => {
                 self.known.binary_search_by_key(&address, |k| k.0).is_ok()
                     || self.found.contains_key(&address)
@@ -732,7 +748,7 @@ impl<'a> Walk<'a> {
     /// Forgets what the walk of the last procedure decoded.
     fn clear_visited(&mut self) {
         for (r, word) in self.visited.drain(..) {
-            self.code[r].visiting[word] = 0;
+            self.code[r].bits[word][VISITING] = 0;
         }
     }
 
@@ -740,7 +756,7 @@ impl<'a> Walk<'a> {
     fn seen(&self, address: u64) -> bool {
         self.range(address).is_some_and(|r| {
             let at = (address - self.code[r].lo) as usize;
-            bit(&self.code[r].seen, at)
+            self.code[r].seen_at(at)
         })
     }
 
@@ -763,7 +779,7 @@ impl<'a> Walk<'a> {
         }
         if let Some(r) = self.range(address) {
             let lo = self.code[r].lo;
-            set_bit(&mut self.code[r].starts, (address - lo) as usize);
+            self.code[r].set_start((address - lo) as usize);
         }
         true
     }
@@ -860,7 +876,7 @@ impl<'a> Walk<'a> {
         };
         let range = &self.code[r];
         let offset = (address - range.lo) as usize;
-        if bit(&range.seen, offset) {
+        if range.seen_at(offset) {
             return false;
         }
         let mut d = Disassembler::new(self.isa, &range.bytes[offset..], address, false);
