@@ -22,11 +22,16 @@ pub(super) fn address_of_text(text: &str) -> Option<u64> {
         .flatten()
 }
 
+/// How many hex digits the text of `address` has (one for 0).
+fn hex_digits(address: u64) -> u32 {
+    (64 - address.leading_zeros()).div_ceil(4).max(1)
+}
+
 /// The completion text of `address` (what `Address`'s `Display` writes), without the formatting
 /// machinery: an open builds one for every procedure of its inventory.
 pub(super) fn text_of_address(address: u64) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digits = (64 - address.leading_zeros()).div_ceil(4).max(1);
+    let digits = hex_digits(address);
     let mut text = String::with_capacity(2 + digits as usize);
     text.push_str("0x");
     for d in (0..digits).rev() {
@@ -38,7 +43,7 @@ pub(super) fn text_of_address(address: u64) -> String {
 /// A key that sorts addresses as their texts sort: the texts' digits compare left-aligned, and
 /// of two texts whose digits agree so far the shorter comes first.
 pub(super) fn text_order(address: u64) -> (u64, u32) {
-    let digits = (64 - address.leading_zeros()).div_ceil(4).max(1);
+    let digits = hex_digits(address);
     (address << (64 - 4 * digits), digits)
 }
 

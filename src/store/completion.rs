@@ -134,16 +134,16 @@ fn id_family(
     )
 }
 
-/// The first values offered, at most `limit` of them in code-point order, and how many were.
-struct Firsts {
+/// The first values offered, at most `limit` of them in order, and how many were.
+pub(super) struct Firsts<T> {
     limit: usize,
     total: u64,
     /// Max-heap of the smallest `limit` values offered so far.
-    first: std::collections::BinaryHeap<String>,
+    first: std::collections::BinaryHeap<T>,
 }
 
-impl Firsts {
-    fn new(limit: usize) -> Firsts {
+impl<T: Ord> Firsts<T> {
+    pub(super) fn new(limit: usize) -> Firsts<T> {
         Firsts {
             limit,
             total: 0,
@@ -151,7 +151,7 @@ impl Firsts {
         }
     }
 
-    fn offer(&mut self, value: String) {
+    pub(super) fn offer(&mut self, value: T) {
         self.total += 1;
         if self.first.len() < self.limit {
             self.first.push(value);
@@ -161,12 +161,20 @@ impl Firsts {
         }
     }
 
+    /// The values kept, in order.
+    pub(super) fn into_sorted(self) -> Vec<T> {
+        self.first.into_sorted_vec()
+    }
+}
+
+impl Firsts<String> {
     fn page(self) -> CompletionPage {
-        let values = self.first.into_sorted_vec();
+        let total = self.total;
+        let values = self.into_sorted();
         CompletionPage {
-            has_more: self.total > values.len() as u64,
+            has_more: total > values.len() as u64,
             values,
-            total: self.total,
+            total,
         }
     }
 }

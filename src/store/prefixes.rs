@@ -11,8 +11,6 @@
 //! after `p` matches, when that one starts with `p`: the keys below `p` run on together to it.
 //! When none does, `p` matches at most [`SCANNED_AT_MOST`] values, and the caller scans them.
 
-use std::collections::BinaryHeap;
-
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::StoreError;
@@ -34,21 +32,11 @@ pub(super) struct Counted {
 
 /// The first [`HEAD_VALUES`] of `values`, in code-point order.
 fn head<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
-    // Max-heap of the smallest values seen so far.
-    let mut first: BinaryHeap<&str> = BinaryHeap::with_capacity(HEAD_VALUES + 1);
+    let mut first = super::completion::Firsts::new(HEAD_VALUES);
     for value in values {
-        if first.len() < HEAD_VALUES {
-            first.push(value);
-        } else if first.peek().is_some_and(|largest| value < *largest) {
-            first.pop();
-            first.push(value);
-        }
+        first.offer(value);
     }
-    first
-        .into_sorted_vec()
-        .into_iter()
-        .map(str::to_owned)
-        .collect()
+    first.into_sorted().into_iter().map(str::to_owned).collect()
 }
 
 /// How many characters two keys share at their start.
@@ -126,6 +114,44 @@ pub(super) fn prefix_rows<S: AsRef<str>>(entries: &[(S, S)]) -> Vec<PrefixRow> {
         .collect()
 }
 
+/// The prefix rows of one scope from its addresses (each its own text, as key and value) and
+/// its `(key, value)` names, which are left sorted and unique. The addresses are put in their
+/// texts' order as numbers, each text made once, and merged with the names.
+pub(super) fn scope_prefix_rows(
+    addresses: &[u64],
+    names: &mut Vec<(String, String)>,
+) -> Vec<PrefixRow> {
+    let mut in_text_order = addresses.to_vec();
+    in_text_order.sort_unstable_by_key(|&a| super::addresses::text_order(a));
+    let texts: Vec<String> = in_text_order
+        .into_iter()
+        .map(super::addresses::text_of_address)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    prefix_rows(&merged(&texts, names))
+}
+
+/// The `(key, value)` pairs of a scope's address texts (each its own key) and its names, both
+/// sorted, merged in order without repeats.
+fn merged<'a>(texts: &'a [String], names: &'a [(String, String)]) -> Vec<(&'a str, &'a str)> {
+    let mut values: Vec<(&str, &str)> = Vec::with_capacity(texts.len() + names.len());
+    let mut names = names
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .peekable();
+    for text in texts {
+        let text = (text.as_str(), text.as_str());
+        while let Some(name) = names.next_if(|&name| name < text) {
+            values.push(name);
+        }
+        values.push(text);
+    }
+    values.extend(names);
+    values.dedup();
+    values
+}
+
 /// Stores the prefix rows of one scope of `target_id`. Runs in the caller's transaction.
 pub(super) fn insert_scope_prefixes(
     conn: &Connection,
@@ -162,21 +188,20 @@ pub(super) fn write_prefixes(conn: &Connection, target_id: i64) -> Result<(), St
     if scopes.len() > 1 {
         scopes.insert(0, 0);
     }
-    let mut names = conn.prepare_cached(
+    let mut named = conn.prepare_cached(
         "select key, value from procedure_completions where target_id = ?1 and document_id = ?2",
     )?;
     for document in scopes {
-        let mut entries: Vec<(String, String)> = names
+        let mut names: Vec<(String, String)> = named
             .query_map(params![target_id, document], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
+        let mut addresses: Vec<u64> = Vec::new();
         super::addresses::each_in_scope(conn, target_id, document, "", |address| {
-            let text = super::addresses::text_of_address(address);
-            entries.push((text.clone(), text));
+            addresses.push(address);
         })?;
-        entries.sort_unstable();
-        entries.dedup();
-        if !entries.is_empty() {
-            insert_scope_prefixes(conn, target_id, document, &prefix_rows(&entries))?;
+        let rows = scope_prefix_rows(&addresses, &mut names);
+        if !rows.is_empty() {
+            insert_scope_prefixes(conn, target_id, document, &rows)?;
         }
     }
     Ok(())
@@ -271,7 +296,61 @@ pub(super) fn counted_page(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
+    use crate::ids::Address;
+
+    /// The completion values of a scope, merged from its addresses in their texts' order and
+    /// its sorted names, are the pairs sorted as text and without repeats (issue 30): at every
+    /// count of digits, with names sorting before, among and after the addresses, a name that
+    /// is the text of its own address and one that is another address's text.
+    #[test]
+    fn merged_values_are_the_sorted_pairs_regression_30() {
+        let addresses: Vec<u64> = (0..64)
+            .flat_map(|b| [1u64 << b, (1u64 << b) - 1, (3u64 << b) / 2])
+            .chain([u64::MAX, 0x10, 0x1f, 0x100, 0xabc, 0x1000_0000])
+            .collect::<BTreeSet<u64>>()
+            .into_iter()
+            .collect();
+        let names: Vec<(String, String)> = [
+            ("!", "!"),
+            ("0x10", "0x10"),
+            ("0x100", "0x100"),
+            ("0x01", "0x01"),
+            ("0x1g", "0x1G"),
+            ("0xab", "0xAB"),
+            ("0xabc0", "0xABC0"),
+            ("main", "main"),
+            ("main", "Main"),
+            ("~", "~"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+        let mut in_text_order = addresses.clone();
+        in_text_order.sort_unstable_by_key(|&a| super::super::addresses::text_order(a));
+        let texts: Vec<String> = in_text_order
+            .into_iter()
+            .map(super::super::addresses::text_of_address)
+            .collect();
+        let mut expected: Vec<(String, String)> = addresses
+            .iter()
+            .map(|&a| (Address(a).to_string(), Address(a).to_string()))
+            .chain(names.iter().cloned())
+            .collect();
+        expected.sort_unstable();
+        expected.dedup();
+        let got: Vec<(String, String)> = merged(&texts, &names)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        assert_eq!(got, expected);
+        // Two pairs were the same value: `0x10` and `0x100`, named as their own texts.
+        assert_eq!(got.len(), addresses.len() + names.len() - 2);
+    }
 
     /// Every prefix of every key, answered from the stored rows as `counted_page` does, against
     /// counting the keys that start with it.

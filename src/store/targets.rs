@@ -285,18 +285,7 @@ fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope
     scopes
         .into_iter()
         .map(|(document, addresses, mut names)| {
-            // The prefix counts are taken from every value of the scope, its addresses (each
-            // its own text, the key too) and its names, sorted and unique. The addresses are
-            // put in their texts' order as numbers, and merged with the names.
-            let mut in_text_order = addresses.clone();
-            in_text_order.sort_unstable_by_key(|&a| super::addresses::text_order(a));
-            let texts: Vec<String> = in_text_order
-                .into_iter()
-                .map(super::addresses::text_of_address)
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            let prefixes = super::prefixes::prefix_rows(&merged(&texts, &names));
+            let prefixes = super::prefixes::scope_prefix_rows(&addresses, &mut names);
             // The names are written sorted, in the primary key's order, so each insert appends
             // to the index rather than splitting pages all over it. A name whose text is an
             // address of the scope is that address's value, read from `procedures`.
@@ -312,26 +301,6 @@ fn completion_scopes(target: &NewTarget, doc_ids: &[i64]) -> Vec<CompletionScope
             }
         })
         .collect()
-}
-
-/// The `(key, value)` pairs of a scope's address texts (each its own key) and its names, both
-/// sorted, merged in order without repeats.
-fn merged<'a>(texts: &'a [String], names: &'a [(String, String)]) -> Vec<(&'a str, &'a str)> {
-    let mut values: Vec<(&str, &str)> = Vec::with_capacity(texts.len() + names.len());
-    let mut names = names
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .peekable();
-    for text in texts {
-        let text = (text.as_str(), text.as_str());
-        while let Some(name) = names.next_if(|&name| name < text) {
-            values.push(name);
-        }
-        values.push(text);
-    }
-    values.extend(names);
-    values.dedup();
-    values
 }
 
 /// Inserts (or re-activates) a target with its documents, procedures and procedure completion
@@ -619,61 +588,5 @@ impl ReadOnlyStore {
     ) -> Result<Vec<ProcedureRow>, StoreError> {
         self.procedures(target_id, Some(document), 0, u64::MAX >> 1)
             .map(|(rows, _)| rows)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The completion values of a scope, merged from its addresses in their texts' order and
-    /// its sorted names, are the pairs sorted as text and without repeats (issue 30): at every
-    /// count of digits, with names sorting before, among and after the addresses, a name that
-    /// is the text of its own address and one that is another address's text.
-    #[test]
-    fn merged_values_are_the_sorted_pairs_regression_30() {
-        let addresses: Vec<u64> = (0..64)
-            .flat_map(|b| [1u64 << b, (1u64 << b) - 1, (3u64 << b) / 2])
-            .chain([u64::MAX, 0x10, 0x1f, 0x100, 0xabc, 0x1000_0000])
-            .collect::<BTreeSet<u64>>()
-            .into_iter()
-            .collect();
-        let names: Vec<(String, String)> = [
-            ("!", "!"),
-            ("0x10", "0x10"),
-            ("0x100", "0x100"),
-            ("0x01", "0x01"),
-            ("0x1g", "0x1G"),
-            ("0xab", "0xAB"),
-            ("0xabc0", "0xABC0"),
-            ("main", "main"),
-            ("main", "Main"),
-            ("~", "~"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-        let mut in_text_order = addresses.clone();
-        in_text_order.sort_unstable_by_key(|&a| super::super::addresses::text_order(a));
-        let texts: Vec<String> = in_text_order
-            .into_iter()
-            .map(super::super::addresses::text_of_address)
-            .collect();
-        let mut expected: Vec<(String, String)> = addresses
-            .iter()
-            .map(|&a| (Address(a).to_string(), Address(a).to_string()))
-            .chain(names.iter().cloned())
-            .collect();
-        expected.sort_unstable();
-        expected.dedup();
-        let got: Vec<(String, String)> = merged(&texts, &names)
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        assert_eq!(got, expected);
-        // Two pairs were the same value: `0x10` and `0x100`, named as their own texts.
-        assert_eq!(got.len(), addresses.len() + names.len() - 2);
     }
 }
