@@ -7,7 +7,6 @@
 //! tables give; where no table does, the walk is what finds the functions.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 mod hint;
 mod quick;
@@ -113,8 +112,6 @@ struct CodeRange<'a> {
     /// A disassembler over the whole range, moved to each run the walk decodes (`None` while a
     /// run uses it).
     decoder: Option<Box<Disassembler<'a>>>,
-    /// What a second thread decoded ahead of the walk, when one does.
-    hints: Option<&'a Hints>,
 }
 
 /// One executable range of a file's sections, with the bytes the file holds for it: its
@@ -131,57 +128,18 @@ fn code_ranges<'a>(sections: &[SectionInfo], bytes: &'a [u8]) -> Vec<(u64, &'a [
         .collect()
 }
 
-/// x86 code of at least this many bytes is decoded ahead of the walk on a second core.
-const DECODE_AHEAD_AT: usize = 512 * 1024;
+/// x86 code of at least this many bytes is walked by two walkers ([`Walk::drain_beside`]).
+const BESIDE_AT: usize = 512 * 1024;
 
 /// ... and only where the tables list a start every this many bytes of code on average.
 const LISTED_EVERY: usize = 4096;
-
-/// For each byte of a code range, what a thread decoding ahead of the walk kept of the
-/// instruction that starts there, in one byte: 0 for nothing (the walk decodes it itself), else
-/// its length (the low four bits) and what the walk does with it (the high ones: see
-/// [`Hints::keep`]). Read by the walk, written by that thread alone. What is kept depends only
-/// on the bytes from there to the range's end, so whatever order fills it, the walk reads what
-/// it would decode, or 0 and decodes the instruction itself: the procedures found do not
-/// depend on the timing.
-struct Hints(Box<[AtomicU8]>);
-
-impl Hints {
-    /// Hints for `len` bytes, none kept yet. The memory is not touched here: the thread that
-    /// fills them writes each page first ([`Hints::touch`]), on its own core.
-    fn new(len: usize) -> Hints {
-        // SAFETY: an `AtomicU8` whose byte is zero is `AtomicU8::new(0)`.
-        Hints(unsafe { Box::<[AtomicU8]>::new_zeroed_slice(len).assume_init() })
-    }
-
-    /// Writes each page of the hints once, lowest first, before any is filled: a page the walk
-    /// reads first is the shared zero page until a write replaces it, and a write by another
-    /// thread then makes the kernel interrupt the walk's core to drop the stale mapping. The
-    /// walk reads them in about the order this writes them, and far more slowly.
-    fn touch(&self) {
-        for b in self.0.iter().step_by(4096) {
-            b.store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// The hint kept for the instruction at offset `at`, or 0.
-    fn get(&self, at: usize) -> u8 {
-        self.0.get(at).map_or(0, |b| b.load(Ordering::Relaxed))
-    }
-
-    /// Keeps what the walk needs of `i`, decoded at offset `at` of `code` (the range's bytes),
-    /// when that is all of it ([`hint_of`]).
-    fn keep(&self, isa: Isa, code: &[u8], at: usize, i: &disasm::Decoded) {
-        if let (Some(hint), Some(b)) = (hint_of(isa, code, at, i), self.0.get(at)) {
-            b.store(hint, Ordering::Relaxed);
-        }
-    }
-}
 
 /// The hint for `i`, decoded at offset `at` of `code` (its range's bytes), when the hint is all
 /// the walk needs of it: an instruction it only steps over, or a return, or a direct branch
 /// whose destination its last bytes give ([`branch_target`]) as the decoder did, or x86-64
 /// code that otherwise steps on and whose last four bytes give the address it uses likewise.
+/// Where [`quick::hint`] gives a hint, a test holds it to this one.
+#[cfg(test)]
 fn hint_of(isa: Isa, code: &[u8], at: usize, i: &disasm::Decoded) -> Option<u8> {
     let len = u8::try_from(i.len).ok().filter(|l| (1..=15).contains(l))?;
     let plain = !i.invalid && i.memory.is_none() && i.slot.is_none();
@@ -217,13 +175,14 @@ fn hint_of(isa: Isa, code: &[u8], at: usize, i: &disasm::Decoded) -> Option<u8> 
     Some(kind | len)
 }
 
-/// The hint for the instruction at offset `at` of a range's `bytes`: what was decoded ahead
-/// (`hints`), else, with `quick` (x86-64 code), what [`quick::hint`] reads from the bytes; 0
-/// when the walk decodes the instruction itself.
-fn hint_at(quick: bool, hints: Option<&Hints>, bytes: &[u8], at: usize) -> u8 {
-    match hints.map_or(0, |h| h.get(at)) {
-        0 if quick => bytes.get(at..).and_then(quick::hint).unwrap_or(0),
-        hint => hint,
+/// The hint for the instruction at offset `at` of a range's `bytes`: with `quick` (x86-64
+/// code), what [`quick::hint`] reads from the bytes; 0 when the walk decodes the instruction
+/// itself.
+fn hint_at(quick: bool, bytes: &[u8], at: usize) -> u8 {
+    if quick {
+        bytes.get(at..).and_then(quick::hint).unwrap_or(0)
+    } else {
+        0
     }
 }
 
@@ -297,6 +256,7 @@ fn hinted(isa: Isa, code: &[u8], address: u64, at: usize, hint: u8) -> Option<di
 /// Whether the walk does nothing with `i` but step over it: valid, not a transfer of control,
 /// and with no address it keeps (32-bit code's immediates may be addresses; 64-bit code's are
 /// not taken as any).
+#[cfg(test)]
 fn steps_over(isa: Isa, i: &disasm::Decoded) -> bool {
     !i.invalid
         && i.flow == Flow::Next
@@ -305,54 +265,6 @@ fn steps_over(isa: Isa, i: &disasm::Decoded) -> bool {
             Some((_, MemoryUse::Immediate)) => isa == Isa::X86_64,
             Some(_) => false,
         }
-}
-
-/// Decodes each range linearly from every listed start to the next, lowest first (the order
-/// the walk takes them), keeping in `hints` what the walk needs of each instruction where that
-/// is all of it ([`Hints::keep`]), until `done`.
-fn decode_ahead(
-    isa: Isa,
-    ranges: &[(u64, &[u8])],
-    known: &[(u64, Option<u64>)],
-    hints: &[Hints],
-    done: &AtomicBool,
-) {
-    for h in hints {
-        h.touch();
-    }
-    for (&(lo, bytes), hints) in ranges.iter().zip(hints) {
-        let hi = lo.saturating_add(bytes.len() as u64);
-        let from = known.partition_point(|k| k.0 < lo);
-        let starts: Vec<u64> = known[from..]
-            .iter()
-            .map(|k| k.0)
-            .take_while(|&a| a < hi)
-            .collect();
-        let mut d = Disassembler::new(isa, bytes, lo, false);
-        for (n, &start) in starts.iter().enumerate() {
-            if done.load(Ordering::Relaxed) {
-                return;
-            }
-            let end = starts
-                .get(n + 1)
-                .map_or(bytes.len(), |&e| (e - lo) as usize);
-            let mut at = (start - lo) as usize;
-            while at < end {
-                // What the quick decoder reads is what iced would give; iced decodes the rest.
-                let hint = hint_at(isa == Isa::X86_64, None, bytes, at);
-                if hint != 0 {
-                    hints.0[at].store(hint, Ordering::Relaxed);
-                    at += usize::from(hint & 0xf);
-                    continue;
-                }
-                let Some(i) = d.seek(lo + at as u64).then(|| d.next(None)).flatten() else {
-                    break;
-                };
-                hints.keep(isa, bytes, at, &i);
-                at += i.len;
-            }
-        }
-    }
 }
 
 /// The [`Bits`] of `len` bytes of code, all clear, each of their pages written once: the
@@ -452,44 +364,48 @@ pub(crate) struct Discovered {
 pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
     let ranges = code_ranges(inputs.sections, inputs.bytes);
     let code: usize = ranges.iter().map(|(_, b)| b.len()).sum();
-    // Decoding ahead pays where the walk goes through the code about as the other thread
-    // does: lowest listed start first, with starts listed all through it (unwind entries).
-    // Where few are listed, the walk jumps from call to call, mostly where the other thread
-    // has not been yet.
-    let ahead = inputs.follow
+    // Two walkers pay where starts are listed all through the code (unwind entries): each
+    // takes its own end of them, and little of what they find changes what the other did.
+    // Where few are listed, the walk goes from call to call and finds most starts itself.
+    // x86 only: the AArch64 decoder carries what registers held from one instruction to the
+    // next, so a run decoded by the other walker may not read as this one's would.
+    let beside = inputs.follow
         && matches!(inputs.isa, Isa::X86 | Isa::X86_64)
-        && code >= DECODE_AHEAD_AT
+        && code >= BESIDE_AT
         && inputs.known.len() >= code / LISTED_EVERY
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    if !ahead {
-        return walk(&inputs, &ranges, &[], true);
-    }
-    // The walk decodes each instruction it reaches one at a time; most it only steps over, and
-    // most others are returns and direct branches. Another core decodes those ahead of it.
-    let hints: Vec<Hints> = ranges.iter().map(|(_, b)| Hints::new(b.len())).collect();
-    let done = AtomicBool::new(false);
-    std::thread::scope(|threads| {
-        // Without that thread (the process is at its limit), the walk decodes everything.
-        let _ahead = std::thread::Builder::new()
-            .name("rea-decode-ahead".into())
-            .spawn_scoped(threads, || {
-                decode_ahead(inputs.isa, &ranges, &inputs.known, &hints, &done);
-            });
-        let found = walk(&inputs, &ranges, &hints, true);
-        done.store(true, Ordering::Relaxed);
-        found
-    })
+    let beside = if beside { Beside::Thread } else { Beside::None };
+    walk(&inputs, &ranges, true, beside).0
 }
 
-/// [`discover`] over the code `ranges` of `inputs`, with what was decoded ahead in `hints`
-/// (one for each range, or none), and with `quick` what [`quick::hint`] reads.
-fn walk(inputs: &Inputs<'_>, ranges: &[(u64, &[u8])], hints: &[Hints], quick: bool) -> Discovered {
-    let mut walk = Walk::new(inputs, ranges, hints, quick);
+/// How the walk of the starts given is shared with a second walker ([`Walk::drain_beside`]).
+#[derive(Clone, Copy)]
+enum Beside {
+    /// Not shared.
+    None,
+    /// A thread walks the highest starts while this one walks the lowest, until they meet.
+    Thread,
+    /// (Tests) the starts from this one on (in address order) are walked aside first, then the
+    /// rest here.
+    #[cfg(test)]
+    From(usize),
+}
+
+/// [`discover`] over the code `ranges` of `inputs`, with `quick` what [`quick::hint`] reads,
+/// shared with a second walker as `beside` says; with the number of starts whose walk by the
+/// other walker was taken as it was.
+fn walk(
+    inputs: &Inputs<'_>,
+    ranges: &[(u64, &[u8])],
+    quick: bool,
+    beside: Beside,
+) -> (Discovered, usize) {
+    let mut walk = Walk::new(inputs, ranges, quick);
     for &(address, how) in &inputs.roots {
         walk.add(address, how);
     }
     if !inputs.follow || !disasm::supported(inputs.isa) {
-        return walk.finish();
+        return (walk.finish(), 0);
     }
     // Listed starts first, then the roots, then what their calls reach.
     let mut queue: Vec<u64> = inputs.known.iter().map(|&(a, _)| a).collect();
@@ -497,7 +413,19 @@ fn walk(inputs: &Inputs<'_>, ranges: &[(u64, &[u8])], hints: &[Hints], quick: bo
     queue.sort_unstable();
     queue.dedup();
     queue.reverse();
-    walk.drain(&mut queue);
+    let taken = match beside {
+        Beside::None => {
+            walk.drain(&mut queue);
+            0
+        }
+        Beside::Thread => walk.drain_beside(inputs, ranges, &mut queue, None),
+        #[cfg(test)]
+        Beside::From(k) => walk.drain_beside(inputs, ranges, &mut queue, Some(k)),
+    };
+    // The jump tables of the procedure walked last are decoded again when asked for later,
+    // whichever walker decoded it: what is counted against the budget then does not depend
+    // on where the two walkers met.
+    walk.tables = None;
     // Code pointers (in data, and computed by code: `lea rsi, [rip+f_parser]`), once every
     // start direct flow reaches is known, lowest first so that a procedure is walked before
     // the pointers into it are judged: a pointer into a procedure's extent, or into its own
@@ -537,7 +465,7 @@ fn walk(inputs: &Inputs<'_>, ranges: &[(u64, &[u8])], hints: &[Hints], quick: bo
             break;
         }
     }
-    walk.finish()
+    (walk.finish(), taken)
 }
 
 /// A table's distinct destinations, sorted, when every one lies in its procedure's section after
@@ -555,9 +483,77 @@ fn inside(table: Option<JumpTable>, start: u64, hi: u64) -> Vec<u64> {
     targets
 }
 
+/// What the walk of one start did, as a second walker saw it: it walked the start alone, with
+/// the starts the file gives and none found by the walk ([`Walk::speculate`]). The walk
+/// takes it as its own when no start found since lies where it decides what that walk does
+/// ([`Walk::replay`]).
+struct Trace {
+    start: u64,
+    /// Whether the walk stayed within the budget.
+    within: bool,
+    decoded: usize,
+    /// The end of the furthest instruction decoded.
+    reach: Option<u64>,
+    /// The words of [`SEEN`] bits it set, in [`Traces::seen`].
+    seen: std::ops::Range<usize>,
+    /// Where its lists begin and end in [`Traces::values`]: the starts its calls added, the
+    /// jumps that left it, the addresses of code and the `int3` padding ends it kept, and the
+    /// addresses of data its code used.
+    lists: [usize; 6],
+}
+
+/// The [`Trace`]s of a second walker, highest start first, with what they list.
+#[derive(Default)]
+struct Traces {
+    traces: Vec<Trace>,
+    /// `(range, word, bits)`.
+    seen: Vec<(usize, usize, u64)>,
+    values: Vec<u64>,
+}
+
+impl Traces {
+    /// The lists of `trace` ([`Trace::lists`]), in that order.
+    fn lists(&self, trace: &Trace) -> [&[u64]; 5] {
+        let l = &trace.lists;
+        std::array::from_fn(|n| &self.values[l[n]..l[n + 1]])
+    }
+}
+
+/// Which walker walks which of the starts given: this one takes them lowest first up to
+/// `.0`, the other highest first down to `.1`.
+type Claims = std::sync::Mutex<(usize, usize)>;
+
+/// The second walker: walks the starts of `order` highest first ([`Walk::speculate`]) while
+/// `claims` leaves any to it.
+fn walk_aside(
+    inputs: &Inputs<'_>,
+    ranges: &[(u64, &[u8])],
+    order: &[u64],
+    claims: &Claims,
+) -> Traces {
+    let mut walk = Walk::new(inputs, ranges, true);
+    for &(address, how) in &inputs.roots {
+        walk.add(address, how);
+    }
+    let mut traces = Traces::default();
+    let mut blocks = Vec::new();
+    loop {
+        let next = {
+            let mut c = claims.lock().unwrap_or_else(|e| e.into_inner());
+            if c.1 <= c.0 {
+                break;
+            }
+            c.1 -= 1;
+            c.1
+        };
+        walk.speculate(order[next], &mut blocks, &mut traces);
+    }
+    traces
+}
+
 struct Walk<'a> {
     isa: Isa,
-    /// Whether [`quick::hint`] reads the instructions nothing decoded ahead.
+    /// Whether [`quick::hint`] reads the instructions it can.
     quick: bool,
     code: Vec<CodeRange<'a>>,
     known: &'a [(u64, Option<u64>)],
@@ -632,22 +628,15 @@ struct Tables<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn new(
-        inputs: &'a Inputs<'a>,
-        ranges: &[(u64, &'a [u8])],
-        hints: &'a [Hints],
-        quick: bool,
-    ) -> Walk<'a> {
+    fn new(inputs: &'a Inputs<'a>, ranges: &[(u64, &'a [u8])], quick: bool) -> Walk<'a> {
         let mut code: Vec<CodeRange<'a>> = ranges
             .iter()
-            .enumerate()
-            .map(|(n, &(lo, bytes))| CodeRange {
+            .map(|&(lo, bytes)| CodeRange {
                 lo,
                 hi: lo.saturating_add(bytes.len() as u64),
                 bytes,
                 bits: bitmap(bytes.len()),
                 decoder: Some(Box::new(Disassembler::new(inputs.isa, bytes, lo, false))),
-                hints: hints.get(n),
             })
             .collect();
         for range in &mut code {
@@ -727,7 +716,7 @@ impl<'a> Walk<'a> {
             ..
         } = self;
         let range = &mut code[r];
-        let (hints, bytes) = (range.hints, range.bytes);
+        let bytes = range.bytes;
         let mut stepped = 0;
         let ends = loop {
             let len = step_len(hint);
@@ -739,7 +728,7 @@ impl<'a> Walk<'a> {
             }
             stepped += 1;
             at += len;
-            hint = hint_at(*quick, hints, bytes, at);
+            hint = hint_at(*quick, bytes, at);
         };
         self.decoded += stepped;
         (at, hint, ends)
@@ -924,6 +913,187 @@ impl<'a> Walk<'a> {
         added
     }
 
+    /// Walks the start at `start` as [`Walk::drain`] would with no start found yet, keeps what
+    /// that walk did in `out`, and forgets it.
+    fn speculate(&mut self, start: u64, blocks: &mut Vec<u64>, out: &mut Traces) {
+        self.decoded = 0;
+        self.tables = None;
+        let mut added = Vec::new();
+        let within = self.walk_procedure(start, start, blocks, &mut added);
+        let seen = out.seen.len();
+        for &(r, word) in &self.visited {
+            let bits = &mut self.code[r].bits[word];
+            out.seen.push((r, word, bits[SEEN]));
+            bits[SEEN] = 0;
+        }
+        self.clear_visited();
+        for &address in &added {
+            self.found.remove(&address);
+            if let Some(r) = self.range(address) {
+                let at = (address - self.code[r].lo) as usize;
+                self.code[r].bits[at / 64][STARTS] &= !(1 << (at % 64));
+            }
+        }
+        self.next_after = None;
+        let mut lists = [out.values.len(); 6];
+        out.values.append(&mut added);
+        lists[1] = out.values.len();
+        out.values.append(&mut self.pending);
+        lists[2] = out.values.len();
+        out.values.append(&mut self.code_refs);
+        lists[3] = out.values.len();
+        out.values.append(&mut self.after_traps);
+        lists[4] = out.values.len();
+        out.values
+            .extend(self.data_refs.drain().map(|(address, _)| address));
+        lists[5] = out.values.len();
+        out.traces.push(Trace {
+            start,
+            within,
+            decoded: self.decoded,
+            reach: self.extent.remove(&start),
+            seen: seen..out.seen.len(),
+            lists,
+        });
+    }
+
+    /// Takes `trace` as this walk's own walk of its start, when that walk would have done the
+    /// same here: no start found since the file's (`rooted` are the roots) lies between the
+    /// start and the end of what it decoded or the next listed start, where a start ends a
+    /// run or makes a jump leave; and the budgets hold. Its calls' new starts go on `queue` as
+    /// that walk would have put them. False (nothing done) otherwise.
+    fn replay(
+        &mut self,
+        trace: &Trace,
+        traces: &Traces,
+        rooted: &[u64],
+        queue: &mut Vec<u64>,
+    ) -> bool {
+        let [added, pending, code_refs, after_traps, data_refs] = traces.lists(trace);
+        if !trace.within
+            || self.decoded + trace.decoded >= MAX_INSTRUCTIONS
+            || self.found.len() + added.len() >= MAX_NEW_STARTS
+        {
+            return false;
+        }
+        let start = trace.start;
+        if let Some(r) = self.range(start) {
+            let next = self.known.partition_point(|k| k.0 <= start);
+            let bound = self
+                .known
+                .get(next)
+                .map_or(u64::MAX, |k| k.0)
+                .min(self.code[r].hi)
+                .max(trace.reach.unwrap_or(0));
+            if bound > start + 1
+                && self
+                    .found
+                    .range(start + 1..bound)
+                    .any(|(a, _)| rooted.binary_search(a).is_err())
+            {
+                return false;
+            }
+        }
+        for &(r, word, bits) in &traces.seen[trace.seen.clone()] {
+            self.code[r].bits[word][SEEN] |= bits;
+        }
+        self.decoded += trace.decoded;
+        if let Some(end) = trace.reach {
+            let e = self.extent.entry(start).or_insert(end);
+            *e = (*e).max(end);
+        }
+        for &address in data_refs {
+            self.data_refs.entry(address).or_insert(start);
+        }
+        self.pending.extend_from_slice(pending);
+        self.code_refs.extend_from_slice(code_refs);
+        self.after_traps.extend_from_slice(after_traps);
+        for &address in added {
+            if self.add(address, FoundBy::Call) {
+                queue.push(address);
+            }
+        }
+        self.tables = None;
+        true
+    }
+
+    /// [`Walk::drain`], with a second walker taking the starts on `queue` highest first
+    /// ([`walk_aside`]) while this one takes them lowest first; past where they met, this one
+    /// takes the other's walks as its own where they hold ([`Walk::replay`]), else walks
+    /// them again, so what is found does not depend on where they met. With `first` (tests),
+    /// the other walker walks the starts from that one on (in address order) before this one
+    /// begins. Returns how many walks were taken from the other walker.
+    fn drain_beside(
+        &mut self,
+        inputs: &Inputs<'_>,
+        ranges: &[(u64, &[u8])],
+        queue: &mut Vec<u64>,
+        first: Option<usize>,
+    ) -> usize {
+        let order: Vec<u64> = queue.iter().rev().copied().collect();
+        let rooted: Vec<u64> = self.found.keys().copied().collect();
+        let claims: Claims = std::sync::Mutex::new((0, order.len()));
+        let claims_now = || claims.lock().unwrap_or_else(|e| e.into_inner());
+        std::thread::scope(|threads| {
+            // The other walker's walks: its thread until they are needed.
+            let mut aside = match first {
+                Some(k) => {
+                    *claims_now() = (k, order.len());
+                    let traces = walk_aside(inputs, ranges, &order, &claims);
+                    *claims_now() = (0, k);
+                    Err(traces)
+                }
+                // Without that thread (the process is at its limit), this walker takes all.
+                None => Ok(std::thread::Builder::new()
+                    .name("rea-walk-aside".into())
+                    .spawn_scoped(threads, || walk_aside(inputs, ranges, &order, &claims))
+                    .ok()),
+            };
+            let (mut next, mut taken) = (0, 0);
+            let mut blocks: Vec<u64> = Vec::new();
+            loop {
+                while let Some(start) = queue.pop() {
+                    self.clear_visited();
+                    // The starts given come off the queue in address order, between the starts
+                    // their walks add.
+                    if order.get(next) == Some(&start) {
+                        next += 1;
+                        let mine = {
+                            let mut c = claims_now();
+                            let mine = next - 1 < c.1;
+                            if mine {
+                                c.0 = next;
+                            }
+                            mine
+                        };
+                        if !mine {
+                            if let Ok(thread) = &mut aside {
+                                let traces = thread.take().and_then(|t| t.join().ok());
+                                aside = Err(traces.unwrap_or_default());
+                            }
+                            if let Err(traces) = &aside
+                                && let Some(trace) = traces.traces.get(order.len() - next)
+                                && trace.start == start
+                                && self.replay(trace, traces, &rooted, queue)
+                            {
+                                taken += 1;
+                                continue;
+                            }
+                        }
+                    }
+                    if !self.walk_procedure(start, start, &mut blocks, queue) {
+                        claims_now().1 = 0;
+                        return taken;
+                    }
+                }
+                self.judge_pending(queue);
+                if queue.is_empty() {
+                    return taken;
+                }
+            }
+        })
+    }
+
     /// Walks every start on `queue` (and what they reach) until none is left or the budget
     /// is spent.
     fn drain(&mut self, queue: &mut Vec<u64>) {
@@ -935,18 +1105,22 @@ impl<'a> Walk<'a> {
                     return;
                 }
             }
-            // Jumps out of their procedure are judged once every walk so far is done, when
-            // the extents they may land in are known.
-            let mut pending = std::mem::take(&mut self.pending);
-            pending.sort_unstable();
-            pending.dedup();
-            for t in pending {
-                if !self.seen(t) && !self.interior(t) && self.add(t, FoundBy::TailJump) {
-                    queue.push(t);
-                }
-            }
+            self.judge_pending(queue);
             if queue.is_empty() {
                 return;
+            }
+        }
+    }
+
+    /// Judges the jumps out of their procedure once every walk so far is done, when the
+    /// extents they may land in are known; new starts go on `queue`.
+    fn judge_pending(&mut self, queue: &mut Vec<u64>) {
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort_unstable();
+        pending.dedup();
+        for t in pending {
+            if !self.seen(t) && !self.interior(t) && self.add(t, FoundBy::TailJump) {
+                queue.push(t);
             }
         }
     }
@@ -1043,7 +1217,6 @@ impl<'a> Walk<'a> {
         let mut table: Option<u64> = None;
         // Read once a run rather than at every jump; a call found in the run may lower it.
         let mut next_start = self.next_start_of_walk(start);
-        let hints = self.code[r].hints;
         // Where the next instruction starts, and whether `d` stands there.
         let (mut pc, mut in_step) = (block, !whole);
         // The hint where a run of steps stopped, read there already.
@@ -1054,7 +1227,7 @@ impl<'a> Walk<'a> {
             // hinted is rebuilt from its bytes; any other instruction is decoded here.
             let hint = read
                 .take()
-                .unwrap_or_else(|| hint_at(self.quick, hints, bytes, at));
+                .unwrap_or_else(|| hint_at(self.quick, bytes, at));
             if step_len(hint) > 0 {
                 let (next, next_hint, ends) = self.step_over(r, start, at, hint);
                 if next > at {
@@ -1279,8 +1452,7 @@ impl<'a> Walk<'a> {
         }
         let (sections, bytes, isa) = (self.sections, self.bytes, self.isa);
         let read = move |address: u64, len: usize| section_bytes(sections, bytes, address, len);
-        let (code, lo, hints): (&'a [u8], u64, _) =
-            (self.code[r].bytes, self.code[r].lo, self.code[r].hints);
+        let (code, lo): (&'a [u8], u64) = (self.code[r].bytes, self.code[r].lo);
         let offset = (start - lo) as usize;
         let tables = match &mut self.tables {
             Some(t) if t.start == start => t,
@@ -1298,7 +1470,7 @@ impl<'a> Walk<'a> {
             // A path keeps where each instruction is and how it passes control on, which a
             // hint gives ([`hint_at`]); the decoder reads the rest.
             let at = (tables.pos - lo) as usize;
-            let hint = hint_at(self.quick, hints, code, at);
+            let hint = hint_at(self.quick, code, at);
             let i = match hinted(isa, code, tables.pos, at, hint) {
                 Some(i) => {
                     tables.decoder_at_pos = false;
@@ -1383,14 +1555,15 @@ mod tests {
         })
     }
 
-    /// Neither decoding ahead nor the quick decoder changes what the walk finds (issue 30): on
+    /// Neither the quick decoder nor a second walker changes what the walk finds (issue 30): on
     /// a megabyte of real compiler output (this test program's own code, with the functions
     /// its symbol table lists as the listed starts, none sized), the walk finds the same starts
     /// and extents decoding every instruction with iced, reading what the quick decoder reads
-    /// first, with all of it decoded first, and with the two threads racing.
+    /// first, and with the other walker taking none, a third, half or all of the starts first,
+    /// or racing this one; most of the other walker's walks are taken as they were.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
-    fn decoding_ahead_finds_what_the_walk_alone_finds_regression_30() {
+    fn walking_beside_finds_what_the_walk_alone_finds_regression_30() {
         use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
         let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
         let file = object::File::parse(&*exe).unwrap();
@@ -1419,6 +1592,7 @@ mod tests {
             "{}",
             known.len()
         );
+        let n = known.len();
         let inputs = Inputs {
             isa: Isa::X86_64,
             bytes: &exe,
@@ -1430,38 +1604,62 @@ mod tests {
             follow: true,
         };
         let ranges = code_ranges(&sections, &exe);
-        let alone = walk(&inputs, &ranges, &[], false);
-        let quick = walk(&inputs, &ranges, &[], true);
-        let hints: Vec<Hints> = ranges.iter().map(|(_, b)| Hints::new(b.len())).collect();
-        decode_ahead(
-            Isa::X86_64,
-            &ranges,
-            &inputs.known,
-            &hints,
-            &AtomicBool::new(false),
-        );
-        let stepped = (0..ranges[0].1.len())
-            .filter(|&at| step_len(hints[0].get(at)) > 0)
-            .count();
-        // Most instructions are stepped over (about 7 in 10 in compiler output); most others
-        // are direct branches and returns, kept whole.
-        assert!(stepped > ranges[0].1.len() / 8, "{stepped}");
-        let branches = (0..ranges[0].1.len())
-            .filter(|&at| hints[0].get(at) & KIND != STEP)
-            .count();
-        assert!(branches > stepped / 8, "{branches} {stepped}");
-        let prepared = walk(&inputs, &ranges, &hints, true);
-        let raced = discover(Inputs {
-            known: inputs.known.clone(),
+        let (alone, _) = walk(&inputs, &ranges, false, Beside::None);
+        assert!(alone.sizes.len() > 1000, "{}", alone.sizes.len());
+        let (quick, _) = walk(&inputs, &ranges, true, Beside::None);
+        assert_eq!(quick.found, alone.found);
+        assert_eq!(quick.sizes, alone.sizes);
+        for k in [n, 2 * n / 3, n / 2, 0] {
+            let (beside, taken) = walk(&inputs, &ranges, true, Beside::From(k));
+            assert_eq!(beside.found, alone.found, "from {k}");
+            assert_eq!(beside.sizes, alone.sizes, "from {k}");
+            // Where the walk found a start inside the procedure the other walker walked (a
+            // call into code no symbol names), that walk is walked again.
+            assert!(taken <= n - k, "{taken} from {k}");
+            assert!(taken * 10 >= (n - k) * 9, "{taken} of {}", n - k);
+        }
+        let (raced, _) = walk(&inputs, &ranges, true, Beside::Thread);
+        assert_eq!(raced.found, alone.found);
+        assert_eq!(raced.sizes, alone.sizes);
+        let discovered = discover(inputs);
+        assert_eq!(discovered.found, alone.found);
+        assert_eq!(discovered.sizes, alone.sizes);
+    }
+
+    /// The other walker walks each start as if the walk had found no start yet; where the walk
+    /// has found one inside that start's code since, its walk is not taken but walked again.
+    /// 0x1000 calls 0x1030, found there; the code listed at 0x1020 runs on into 0x1030, and
+    /// ends there, where the walk alone stops it.
+    #[test]
+    fn a_walk_aside_that_a_found_start_would_cut_is_walked_again_regression_30() {
+        let mut code = vec![0xcc; 0x40];
+        // 0x1000: call 0x1030; ret
+        code[0..5].copy_from_slice(&[0xe8, 0x2b, 0, 0, 0]);
+        code[5] = 0xc3;
+        // 0x1020: 16 × nop, then 0x1030: ret
+        code[0x20..0x30].fill(0x90);
+        code[0x30] = 0xc3;
+        let sections = [section(&code)];
+        let inputs = Inputs {
+            isa: Isa::X86_64,
+            bytes: &code,
+            sections: &sections,
+            known: vec![(0x1000, None), (0x1020, None)],
             roots: Vec::new(),
             pointers: Vec::new(),
             noreturn: Vec::new(),
-            ..inputs
-        });
-        assert!(alone.sizes.len() > 1000, "{}", alone.sizes.len());
-        for other in [&quick, &prepared, &raced] {
-            assert_eq!(other.found, alone.found);
-            assert_eq!(other.sizes, alone.sizes);
+            follow: true,
+        };
+        let ranges = code_ranges(&sections, &code);
+        let (alone, _) = walk(&inputs, &ranges, true, Beside::None);
+        assert_eq!(alone.found, vec![(0x1030, FoundBy::Call, Some(1))]);
+        assert_eq!(alone.sizes, vec![(0x1000, 6), (0x1020, 0x10)]);
+        // Taken: 0x1000's walk (none found yet when it is replayed); refused: 0x1020's.
+        for (k, expect) in [(0, 1), (1, 0), (2, 0)] {
+            let (beside, taken) = walk(&inputs, &ranges, true, Beside::From(k));
+            assert_eq!(beside.found, alone.found, "from {k}");
+            assert_eq!(beside.sizes, alone.sizes, "from {k}");
+            assert_eq!(taken, expect, "from {k}");
         }
     }
 

@@ -1,6 +1,5 @@
 //! The one-byte hint the walk keeps for an instruction: its length in the low four bits, and
-//! in the high ones what the walk does with it. The thread decoding ahead of the walk and the
-//! quick decoder both write it; the walk reads it.
+//! in the high ones what the walk does with it. The quick decoder gives it; the walk reads it.
 
 /// The high bits of a hint: the walk steps over the instruction.
 pub(super) const STEP: u8 = 0;
