@@ -506,9 +506,56 @@ impl RegularFile {
         }
     }
 
-    /// SHA-256 of the file as opened (exactly [`len`](Self::len) bytes, read in chunks with the
-    /// deadline checked between them), with its first `head` bytes.
+    /// SHA-256 of the file as opened (exactly [`len`](Self::len) bytes, in chunks with the
+    /// deadline checked between them), with its first `head` bytes: hashed from a map of the
+    /// file, which copies nothing, else read.
     pub fn digest(&self, head: usize, deadline: &Deadline) -> Result<FileDigest, FsError> {
+        match self.digest_mapped(head, deadline)? {
+            Some(digest) => Ok(digest),
+            None => self.digest_read(head, deadline),
+        }
+    }
+
+    /// [`digest`](Self::digest) from a map of the file, each chunk's pages given back once
+    /// hashed (a large file's pages do not stay in memory); `None` when no map is made (an
+    /// empty file, one cut since it was opened, or no map to be had).
+    fn digest_mapped(
+        &self,
+        head: usize,
+        deadline: &Deadline,
+    ) -> Result<Option<FileDigest>, FsError> {
+        let Ok(len) = usize::try_from(self.0.len) else {
+            return Ok(None);
+        };
+        let now = self
+            .current_len()
+            .map_err(|e| FsError::io(&self.0.path, e))?;
+        if len == 0 || now < self.0.len {
+            return Ok(None);
+        }
+        let Ok(map) = Mapped::new(&self.0.file, 0, len) else {
+            return Ok(None);
+        };
+        let bytes = Bytes::Mapped(map);
+        let first = bytes[..head.min(len)].to_vec();
+        let mut hasher = Sha256::new();
+        for at in (0..len).step_by(DIGEST_CHUNK) {
+            deadline.check(|| format!("hashing {}", self.0.path.display()))?;
+            let chunk = at..(at + DIGEST_CHUNK).min(len);
+            hasher.update(&bytes[chunk.clone()]);
+            bytes.release(chunk);
+        }
+        if bytes.changed() {
+            return Err(self.changed("it was cut while it was hashed".into()));
+        }
+        Ok(Some(FileDigest {
+            sha256: hex::encode(hasher.finalize()),
+            head: first,
+        }))
+    }
+
+    /// [`digest`](Self::digest) read in chunks.
+    fn digest_read(&self, head: usize, deadline: &Deadline) -> Result<FileDigest, FsError> {
         let mut hasher = Sha256::new();
         let mut first = Vec::with_capacity(head.min(self.0.len as usize));
         let mut buffer = vec![0u8; DIGEST_CHUNK.min(self.0.len.max(1) as usize)];

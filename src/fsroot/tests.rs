@@ -280,6 +280,39 @@ fn a_map_of_a_file_cut_while_mapped_reads_zeros_instead_of_faulting() {
     ));
 }
 
+/// A file of several chunks hashes the same from its map as read, and as `sha256sum` says;
+/// bytes written past the size it was opened with are not hashed, and a file cut since it
+/// was opened is refused as changed (issue 30).
+#[cfg(unix)]
+#[test]
+fn digests_from_a_map_are_the_digests_read_regression_30() {
+    let t = scratch();
+    let path = t.path().join("f");
+    let len = 2 * DIGEST_CHUNK + 12_345;
+    let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &bytes).unwrap();
+    let out = std::process::Command::new("sha256sum")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let expect = String::from_utf8(out.stdout).unwrap()[..64].to_string();
+    let f = RegularFile::open(&path).unwrap();
+    let mapped = f.digest_mapped(100, &Deadline::analysis()).unwrap().unwrap();
+    let read = f.digest_read(100, &Deadline::analysis()).unwrap();
+    assert_eq!(mapped.sha256, expect);
+    assert_eq!(read.sha256, expect);
+    assert_eq!(mapped.head, &bytes[..100]);
+    assert_eq!(read.head, &bytes[..100]);
+    // Grown since it was opened: the size opened is what is hashed.
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut file, b"more").unwrap();
+    assert_eq!(f.digest(0, &Deadline::analysis()).unwrap().sha256, expect);
+    // Cut since it was opened: refused.
+    file.set_len(DIGEST_CHUNK as u64).unwrap();
+    let e = f.digest(0, &Deadline::analysis()).unwrap_err();
+    assert!(matches!(e, FsError::Changed { .. }), "{e}");
+}
+
 #[test]
 fn digests_read_exactly_the_size_opened_and_stop_at_the_deadline() {
     let t = scratch();
