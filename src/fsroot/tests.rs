@@ -297,14 +297,20 @@ fn digests_from_a_map_are_the_digests_read_regression_30() {
         .unwrap();
     let expect = String::from_utf8(out.stdout).unwrap()[..64].to_string();
     let f = RegularFile::open(&path).unwrap();
-    let mapped = f.digest_mapped(100, &Deadline::analysis()).unwrap().unwrap();
+    let mapped = f
+        .digest_mapped(100, &Deadline::analysis())
+        .unwrap()
+        .unwrap();
     let read = f.digest_read(100, &Deadline::analysis()).unwrap();
     assert_eq!(mapped.sha256, expect);
     assert_eq!(read.sha256, expect);
     assert_eq!(mapped.head, &bytes[..100]);
     assert_eq!(read.head, &bytes[..100]);
     // Grown since it was opened: the size opened is what is hashed.
-    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     std::io::Write::write_all(&mut file, b"more").unwrap();
     assert_eq!(f.digest(0, &Deadline::analysis()).unwrap().sha256, expect);
     // Cut since it was opened: refused.

@@ -128,7 +128,7 @@ fn code_ranges<'a>(sections: &[SectionInfo], bytes: &'a [u8]) -> Vec<(u64, &'a [
         .collect()
 }
 
-/// x86 code of at least this many bytes is walked by two walkers ([`Walk::drain_beside`]).
+/// Code of at least this many bytes is walked by two walkers ([`Walk::drain_beside`]).
 const BESIDE_AT: usize = 512 * 1024;
 
 /// ... and only where the tables list a start every this many bytes of code on average.
@@ -367,10 +367,9 @@ pub(crate) fn discover(inputs: Inputs<'_>) -> Discovered {
     // Two walkers pay where starts are listed all through the code (unwind entries): each
     // takes its own end of them, and little of what they find changes what the other did.
     // Where few are listed, the walk goes from call to call and finds most starts itself.
-    // x86 only: the AArch64 decoder carries what registers held from one instruction to the
-    // next, so a run decoded by the other walker may not read as this one's would.
+    // Each run is decoded from its first instruction on (the AArch64 decoder forgets what
+    // registers held when it is moved there), so a run reads the same in either walker.
     let beside = inputs.follow
-        && matches!(inputs.isa, Isa::X86 | Isa::X86_64)
         && code >= BESIDE_AT
         && inputs.known.len() >= code / LISTED_EVERY
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
@@ -741,6 +740,14 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// Whether the walk of the current procedure decoded an instruction at `address`.
+    fn visiting(&self, address: u64) -> bool {
+        self.range(address).is_some_and(|r| {
+            let at = (address - self.code[r].lo) as usize;
+            self.code[r].bits[at / 64][VISITING] & (1 << (at % 64)) != 0
+        })
+    }
+
     /// Whether an instruction was decoded at `address` already.
     fn seen(&self, address: u64) -> bool {
         self.range(address).is_some_and(|r| {
@@ -845,6 +852,11 @@ impl<'a> Walk<'a> {
             if self.decoded >= MAX_INSTRUCTIONS {
                 within = false;
                 break;
+            }
+            // A run from an instruction this walk decoded already ends there, adding nothing
+            // (and its end lies below the reach): half the runs on a branch's far side.
+            if self.visiting(block) {
+                continue;
             }
             if let Some(end) = self.block(start, block, blocks, queue) {
                 reach = Some(reach.map_or(end, |r| r.max(end)));
@@ -1555,24 +1567,21 @@ mod tests {
         })
     }
 
-    /// Neither the quick decoder nor a second walker changes what the walk finds (issue 30): on
-    /// a megabyte of real compiler output (this test program's own code, with the functions
-    /// its symbol table lists as the listed starts, none sized), the walk finds the same starts
-    /// and extents decoding every instruction with iced, reading what the quick decoder reads
-    /// first, and with the other walker taking none, a third, half or all of the starts first,
-    /// or racing this one; most of the other walker's walks are taken as they were.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    #[test]
-    fn walking_beside_finds_what_the_walk_alone_finds_regression_30() {
+    /// What the walk finds in the first megabyte of the code section `section` of the file
+    /// `bytes` of instruction set `isa`, with the functions its symbol tables list there as
+    /// the listed starts, none sized: the same decoding every instruction with iced, reading
+    /// what the quick decoder reads first, and with a second walker taking none, a third, half
+    /// or all of the starts first, or racing the walk; most of its walks are taken as they
+    /// were.
+    fn assert_walks_agree(bytes: &[u8], section: &str, isa: Isa) {
         use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
-        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let file = object::File::parse(&*exe).unwrap();
-        let text = file.section_by_name(".text").unwrap();
+        let file = object::File::parse(bytes).unwrap();
+        let text = file.section_by_name(section).unwrap();
         let (offset, _) = text.file_range().unwrap();
         let window = text.size().min(1 << 20);
         let lo = text.address();
         let sections = [SectionInfo {
-            name: ".text".into(),
+            name: section.into(),
             address: lo,
             size: window,
             executable: true,
@@ -1581,6 +1590,7 @@ mod tests {
         }];
         let mut known: Vec<(u64, Option<u64>)> = file
             .symbols()
+            .chain(file.dynamic_symbols())
             .filter(|s| s.kind() == object::SymbolKind::Text)
             .map(|s| (s.address(), None))
             .filter(|&(a, _)| a >= lo && a < lo + window)
@@ -1594,8 +1604,8 @@ mod tests {
         );
         let n = known.len();
         let inputs = Inputs {
-            isa: Isa::X86_64,
-            bytes: &exe,
+            isa,
+            bytes,
             sections: &sections,
             known,
             roots: Vec::new(),
@@ -1603,7 +1613,7 @@ mod tests {
             noreturn: Vec::new(),
             follow: true,
         };
-        let ranges = code_ranges(&sections, &exe);
+        let ranges = code_ranges(&sections, bytes);
         let (alone, _) = walk(&inputs, &ranges, false, Beside::None);
         assert!(alone.sizes.len() > 1000, "{}", alone.sizes.len());
         let (quick, _) = walk(&inputs, &ranges, true, Beside::None);
@@ -1624,6 +1634,27 @@ mod tests {
         let discovered = discover(inputs);
         assert_eq!(discovered.found, alone.found);
         assert_eq!(discovered.sizes, alone.sizes);
+    }
+
+    /// Neither the quick decoder nor a second walker changes what the walk finds (issue 30),
+    /// on a megabyte of real compiler output: this test program's own code.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn walking_beside_finds_what_the_walk_alone_finds_regression_30() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert_walks_agree(&exe, ".text", Isa::X86_64);
+    }
+
+    /// The same on AArch64 code: the C library the cross compiler links against.
+    #[test]
+    fn walking_beside_finds_what_the_walk_alone_finds_on_arm64_regression_30() {
+        let out = std::process::Command::new("aarch64-linux-gnu-gcc")
+            .arg("-print-file-name=libc.so.6")
+            .output()
+            .expect("aarch64-linux-gnu-gcc is required (.ci/run installs it)");
+        let path = String::from_utf8(out.stdout).unwrap();
+        let libc = std::fs::read(path.trim()).unwrap();
+        assert_walks_agree(&libc, ".text", Isa::Arm64);
     }
 
     /// The other walker walks each start as if the walk had found no start yet; where the walk
