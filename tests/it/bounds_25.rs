@@ -531,6 +531,15 @@ fn the_worker_s_temporary_directory_outlives_no_server_regression_25() {
             .env("REA_STATE_DIR", state.path())
             .env("REA_ANGR_PYTHON", &python)
             .env("TMPDIR", tmp.path());
+        // A suite started in the background of a shell runs with SIGINT ignored, and a server
+        // inherits that: this one takes the signal's default action, as from a terminal.
+        // SAFETY: only `signal`, async-signal-safe, runs between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut server = StdioServer::start_command(command);
         server.tool("open_binary", json!({"path": program}));
         let code = server.tool("procedure_pseudo_code", json!({"procedure": "caller"}));
