@@ -291,9 +291,19 @@ impl CodeRange<'_> {
         self.bits[at / 64][STARTS] & (1 << (at % 64)) != 0
     }
 
+    /// Whether the walk of the current procedure decoded an instruction at offset `at`.
+    fn visiting_at(&self, at: usize) -> bool {
+        self.bits[at / 64][VISITING] & (1 << (at % 64)) != 0
+    }
+
     /// Notes that a procedure starts at offset `at`.
     fn set_start(&mut self, at: usize) {
         self.bits[at / 64][STARTS] |= 1 << (at % 64);
+    }
+
+    /// Forgets that a procedure starts at offset `at`.
+    fn clear_start(&mut self, at: usize) {
+        self.bits[at / 64][STARTS] &= !(1 << (at % 64));
     }
 }
 
@@ -742,10 +752,8 @@ impl<'a> Walk<'a> {
 
     /// Whether the walk of the current procedure decoded an instruction at `address`.
     fn visiting(&self, address: u64) -> bool {
-        self.range(address).is_some_and(|r| {
-            let at = (address - self.code[r].lo) as usize;
-            self.code[r].bits[at / 64][VISITING] & (1 << (at % 64)) != 0
-        })
+        self.range(address)
+            .is_some_and(|r| self.code[r].visiting_at((address - self.code[r].lo) as usize))
     }
 
     /// Whether an instruction was decoded at `address` already.
@@ -942,8 +950,8 @@ impl<'a> Walk<'a> {
         for &address in &added {
             self.found.remove(&address);
             if let Some(r) = self.range(address) {
-                let at = (address - self.code[r].lo) as usize;
-                self.code[r].bits[at / 64][STARTS] &= !(1 << (at % 64));
+                let lo = self.code[r].lo;
+                self.code[r].clear_start((address - lo) as usize);
             }
         }
         self.next_after = None;
@@ -1046,7 +1054,7 @@ impl<'a> Walk<'a> {
         let rooted: Vec<u64> = self.found.keys().copied().collect();
         let claims: Claims = std::sync::Mutex::new((0, order.len()));
         let claims_now = || claims.lock().unwrap_or_else(|e| e.into_inner());
-        std::thread::scope(|threads| {
+        let (taken, within) = std::thread::scope(|threads| {
             // The other walker's walks: its thread until they are needed.
             let mut aside = match first {
                 Some(k) => {
@@ -1063,47 +1071,47 @@ impl<'a> Walk<'a> {
             };
             let (mut next, mut taken) = (0, 0);
             let mut blocks: Vec<u64> = Vec::new();
-            loop {
-                while let Some(start) = queue.pop() {
-                    self.clear_visited();
-                    // The starts given come off the queue in address order, between the starts
-                    // their walks add.
-                    if order.get(next) == Some(&start) {
-                        next += 1;
-                        let mine = {
-                            let mut c = claims_now();
-                            let mine = next - 1 < c.1;
-                            if mine {
-                                c.0 = next;
-                            }
-                            mine
-                        };
-                        if !mine {
-                            if let Ok(thread) = &mut aside {
-                                let traces = thread.take().and_then(|t| t.join().ok());
-                                aside = Err(traces.unwrap_or_default());
-                            }
-                            if let Err(traces) = &aside
-                                && let Some(trace) = traces.traces.get(order.len() - next)
-                                && trace.start == start
-                                && self.replay(trace, traces, &rooted, queue)
-                            {
-                                taken += 1;
-                                continue;
-                            }
+            while let Some(start) = queue.pop() {
+                self.clear_visited();
+                // The starts given come off the queue in address order, between the starts
+                // their walks add.
+                if order.get(next) == Some(&start) {
+                    next += 1;
+                    let mine = {
+                        let mut c = claims_now();
+                        let mine = next - 1 < c.1;
+                        if mine {
+                            c.0 = next;
+                        }
+                        mine
+                    };
+                    if !mine {
+                        if let Ok(thread) = &mut aside {
+                            let traces = thread.take().and_then(|t| t.join().ok());
+                            aside = Err(traces.unwrap_or_default());
+                        }
+                        if let Err(traces) = &aside
+                            && let Some(trace) = traces.traces.get(order.len() - next)
+                            && trace.start == start
+                            && self.replay(trace, traces, &rooted, queue)
+                        {
+                            taken += 1;
+                            continue;
                         }
                     }
-                    if !self.walk_procedure(start, start, &mut blocks, queue) {
-                        claims_now().1 = 0;
-                        return taken;
-                    }
                 }
-                self.judge_pending(queue);
-                if queue.is_empty() {
-                    return taken;
+                if !self.walk_procedure(start, start, &mut blocks, queue) {
+                    claims_now().1 = 0;
+                    return (taken, false);
                 }
             }
-        })
+            (taken, true)
+        });
+        // Every start given is walked: what their jumps out reach is walked as usual.
+        if within {
+            self.drain(queue);
+        }
+        taken
     }
 
     /// Walks every start on `queue` (and what they reach) until none is left or the budget
