@@ -439,7 +439,7 @@ fn walk(
     // start direct flow reaches is known, lowest first so that a procedure is walked before
     // the pointers into it are judged: a pointer into a procedure's extent, or into its own
     // table of labels (a computed `goto`), is not a start; the labels are walked as its code.
-    let mut judged: HashSet<u64> = HashSet::new();
+    let mut judged = Judged::default();
     loop {
         let mut progress = false;
         for (value, owner) in walk.label_tables(&inputs.pointers, &mut judged) {
@@ -531,6 +531,9 @@ impl Traces {
 /// Which walker walks which of the starts given: this one takes them lowest first up to
 /// `.0`, the other highest first down to `.1`.
 type Claims = std::sync::Mutex<(usize, usize)>;
+
+/// Places of pointers in data, each judged once.
+type Judged = HashSet<u64, foldhash::fast::RandomState>;
 
 /// The second walker: walks the starts of `order` highest first ([`Walk::speculate`]) while
 /// `claims` leaves any to it.
@@ -788,42 +791,37 @@ impl<'a> Walk<'a> {
         true
     }
 
-    /// The start of the procedure `address` belongs to, among every start known so far.
-    fn enclosing(&self, address: u64, starts: &[u64]) -> Option<u64> {
-        let i = starts.partition_point(|&s| s <= address);
-        (i > 0).then(|| starts[i - 1])
-    }
-
     /// Pointers that belong to a table of labels, as `(value, owner)`: a run of pointers that
     /// code of one procedure refers to, whose values point back into that same procedure.
     /// Each place is judged once (`judged`).
-    fn label_tables(&self, pointers: &[(u64, u64)], judged: &mut HashSet<u64>) -> Vec<(u64, u64)> {
-        let mut starts: Vec<u64> = self.known.iter().map(|k| k.0).collect();
-        starts.extend(self.found.keys().copied());
-        starts.sort_unstable();
-        starts.dedup();
+    fn label_tables(&self, pointers: &[(u64, u64)], judged: &mut Judged) -> Vec<(u64, u64)> {
         let mut by_place: Vec<(u64, u64)> = pointers.iter().map(|&(v, p)| (p, v)).collect();
         by_place.sort_unstable();
-        let mut labels = Vec::new();
-        let mut tables: Vec<(u64, u64)> = self.data_refs.iter().map(|(&t, &o)| (t, o)).collect();
+        // Only an address code refers to that holds a pointer may start a table: the few
+        // such among the many addresses of data code refers to are picked out before sorting.
+        let places: Judged = by_place.iter().map(|&(p, _)| p).collect();
+        let mut tables: Vec<(u64, u64)> = self
+            .data_refs
+            .iter()
+            .filter(|(t, _)| places.contains(*t))
+            .map(|(&t, &o)| (t, o))
+            .collect();
         tables.sort_unstable();
+        let mut labels = Vec::new();
+        // The tables ascend, so each one's first place lies at or after the one before's.
+        let mut first = 0;
         for (table, owner) in tables {
-            let mut i = by_place.partition_point(|&(p, _)| p < table);
+            first += by_place[first..].partition_point(|&(p, _)| p < table);
             let mut expect = table;
             // A run of consecutive words from the referenced address on.
-            while let Some(&(place, value)) = by_place.get(i) {
+            for &(place, value) in &by_place[first..] {
                 if place != expect {
                     break;
                 }
-                if value != owner
-                    && self.enclosing(value, &starts) == Some(owner)
-                    && !judged.contains(&place)
-                {
-                    judged.insert(place);
+                if value != owner && self.owner(value) == Some(owner) && judged.insert(place) {
                     labels.push((value, owner));
                 }
                 expect = place + self.pointer_width();
-                i += 1;
             }
         }
         labels

@@ -822,10 +822,15 @@ fn arm_exidx_starts(file: &object::File<'_>, starts: &mut Vec<Start>) {
 /// stub, which are listed one by one from the import relocations instead.
 fn elf_unwind_starts(file: &object::File<'_>, sections: &[SectionInfo], starts: &mut Vec<Start>) {
     arm_exidx_starts(file, starts);
+    // Asked of every entry (tens of thousands): the few PLT sections are picked out once.
+    let plt: Vec<(u64, u64)> = sections
+        .iter()
+        .filter(|s| is_plt_section(&s.name))
+        .map(|s| (s.address, s.size))
+        .collect();
     let in_plt = |address: u64| {
-        sections.iter().any(|s| {
-            is_plt_section(&s.name) && address >= s.address && address - s.address < s.size
-        })
+        plt.iter()
+            .any(|&(lo, size)| address >= lo && address - lo < size)
     };
     let Some(section) = file.section_by_name(".eh_frame") else {
         return;
