@@ -5,7 +5,8 @@
 //! truth) is a procedure, none is invented, and each says how it was found. A stripped ELF keeps
 //! the procedures its init/fini arrays and `DT_INIT`/`DT_FINI` point at; a stripped PE names
 //! `main` from mingw-w64's `__tmainCRTStartup` and lists its import thunks as `Name@thunk`. A
-//! stripped Mach-O keeps the constructor only `__mod_init_func` points at.
+//! stripped Mach-O keeps the constructor only `__mod_init_func` points at. A table of labels
+//! (`labels.c`, computed `goto`) is code of its procedure, not starts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -611,6 +612,60 @@ async fn strings_reached_through_pointers_have_their_users_regression_27() {
     assert_eq!(via.len(), 1, "{refs}");
     assert_eq!(via[0]["procedure"], nm("prompt"), "{refs}");
     assert_eq!(via[0]["kind"], "access", "{refs}");
+}
+
+/// A table of labels (`labels.c`, GCC's computed `goto`) is code of the procedure whose labels
+/// it holds: built without unwind tables and stripped, `run` is found by its call with the size
+/// its symbol states in the unstripped twin (the labels walked as its code), and no start lies
+/// inside it. The truth is `objdump -t` (the symbol's extent) and `readelf -r` (the eight
+/// relocated words of the table, each pointing into `run`).
+async fn check_label_tables(toolchain: Toolchain) {
+    let dir = tempfile::tempdir().unwrap();
+    let (unstripped, stripped) = build_no_unwind(toolchain, dir.path(), "labels.c");
+    let symbols = run(objdump(toolchain), &["-t", unstripped.to_str().unwrap()]);
+    let (at, size) = symbols
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some("run"))
+        .map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let hex = |f: &str| u64::from_str_radix(f, 16).unwrap();
+            (hex(fields[0]), hex(fields[fields.len() - 2]))
+        })
+        .unwrap_or_else(|| panic!("{toolchain:?}: no `run` in {symbols}"));
+    let relocations = run("readelf", &["-rW", unstripped.to_str().unwrap()]);
+    let labels = relocations
+        .lines()
+        .filter(|l| l.contains("_RELATIVE"))
+        .filter_map(|l| u64::from_str_radix(l.split_whitespace().last()?, 16).ok())
+        .filter(|&a| a > at && a < at + size)
+        .count();
+    assert_eq!(labels, 8, "{toolchain:?}: {relocations}");
+
+    let h = start().await;
+    h.call("open_binary", json!({ "path": &stripped })).await;
+    let inside: Vec<String> = all_procedures(&h)
+        .await
+        .iter()
+        .map(address)
+        .filter(|&a| a > at && a < at + size)
+        .map(|a| format!("{a:#x}"))
+        .collect();
+    assert_eq!(inside, Vec::<String>::new(), "{toolchain:?}");
+    let info = h
+        .call("procedure_info", json!({ "procedure": format!("{at:#x}") }))
+        .await;
+    assert_eq!(info["found_by"], "call", "{toolchain:?}: {info}");
+    assert_eq!(info["size"], size, "{toolchain:?}: {info}");
+}
+
+#[tokio::test]
+async fn a_table_of_labels_is_code_of_its_procedure_regression_30() {
+    check_label_tables(Toolchain::ElfX64).await;
+}
+
+#[tokio::test]
+async fn a_table_of_labels_is_code_of_its_procedure_on_arm64_regression_30() {
+    check_label_tables(Toolchain::ElfA64).await;
 }
 
 #[allow(dead_code)]
