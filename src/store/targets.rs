@@ -218,12 +218,24 @@ fn insert_procedures(
             |insert, n, p| {
                 insert.raw_bind_parameter(n, doc_id)?;
                 insert.raw_bind_parameter(n + 1, to_i64(p.address))?;
-                insert.raw_bind_parameter(n + 2, &p.name)?;
-                insert.raw_bind_parameter(n + 3, &p.raw_name)?;
-                insert.raw_bind_parameter(n + 4, p.name.as_deref().map(match_key))?;
-                insert.raw_bind_parameter(n + 5, p.size.map(to_i64))?;
-                insert.raw_bind_parameter(n + 6, aliases_column(&p.aliases))?;
-                insert.raw_bind_parameter(n + 7, other_keys(p))
+                // The columns a row has no value for are left null ([`insert_rows`]).
+                if let Some(name) = &p.name {
+                    insert.raw_bind_parameter(n + 2, name)?;
+                    insert.raw_bind_parameter(n + 4, match_key(name))?;
+                }
+                if let Some(raw_name) = &p.raw_name {
+                    insert.raw_bind_parameter(n + 3, raw_name)?;
+                }
+                if let Some(size) = p.size {
+                    insert.raw_bind_parameter(n + 5, to_i64(size))?;
+                }
+                if let Some(aliases) = aliases_column(&p.aliases) {
+                    insert.raw_bind_parameter(n + 6, aliases)?;
+                }
+                if let Some(keys) = other_keys(p) {
+                    insert.raw_bind_parameter(n + 7, keys)?;
+                }
+                Ok(())
             },
         )?;
     }

@@ -1166,3 +1166,85 @@ fn addresses_are_completed_from_the_procedures_exactly_regression_30() {
     old(&raw);
     check(&s, "read before the migration");
 }
+
+/// Procedure rows are stored a many-row statement at a time, binding only the values a row has
+/// (issue 30): 200 rows (three statements of 64 and eight of one) whose names, raw names, sizes
+/// and aliases come and go at different periods, so a slot that held a value in one statement
+/// holds a null in the next. Every column reads back as that row's own value or null.
+#[test]
+fn procedure_rows_keep_their_own_nulls_across_statements_regression_30() {
+    let (dir, s) = store();
+    let procedures: Vec<NewProcedure> = (0..200u64)
+        .map(|i| NewProcedure {
+            address: 0x1000 + 16 * i,
+            name: (i % 3 == 0).then(|| format!("F{i}")),
+            raw_name: (i % 3 == 0 && i % 5 == 0).then(|| format!("_Z1F{i}v")),
+            size: (i % 2 == 0).then_some(16),
+            aliases: if i % 7 == 0 {
+                vec![format!("alias_{i}")]
+            } else {
+                vec![]
+            },
+        })
+        .collect();
+    let mut t = target("nulls", &[("d", &[])]);
+    t.documents[0].procedures = procedures.clone();
+    s.open_target_blocking(t).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+    type Row = (
+        i64,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = conn
+        .prepare(
+            "select address, name, raw_name, name_key, size, aliases, other_keys
+             from procedures order by address",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let expected: Vec<Row> = procedures
+        .iter()
+        .map(|p| {
+            let mut other: Vec<String> = p
+                .raw_name
+                .iter()
+                .chain(&p.aliases)
+                .map(|n| rea::completion::key::match_key(n))
+                .collect();
+            other.sort();
+            (
+                p.address as i64,
+                p.name.clone(),
+                p.raw_name.clone(),
+                p.name.as_deref().map(rea::completion::key::match_key),
+                p.size.map(|s| s as i64),
+                (!p.aliases.is_empty()).then(|| p.aliases.join("\n")),
+                (!other.is_empty()).then(|| other.join("\n")),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 200);
+    assert_eq!(rows, expected);
+    // The values vary as the periods say: nulls and values both land in every slot.
+    assert_eq!(rows.iter().filter(|r| r.1.is_some()).count(), 67);
+    assert_eq!(rows.iter().filter(|r| r.4.is_some()).count(), 100);
+    assert_eq!(rows.iter().filter(|r| r.6.is_some()).count(), 41);
+}
