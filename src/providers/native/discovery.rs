@@ -439,7 +439,7 @@ fn walk(
     // start direct flow reaches is known, lowest first so that a procedure is walked before
     // the pointers into it are judged: a pointer into a procedure's extent, or into its own
     // table of labels (a computed `goto`), is not a start; the labels are walked as its code.
-    let mut judged = Judged::default();
+    let mut judged = Places::default();
     loop {
         let mut progress = false;
         for (value, owner) in walk.label_tables(&inputs.pointers, &mut judged) {
@@ -532,8 +532,8 @@ impl Traces {
 /// `.0`, the other highest first down to `.1`.
 type Claims = std::sync::Mutex<(usize, usize)>;
 
-/// Places of pointers in data, each judged once.
-type Judged = HashSet<u64, foldhash::fast::RandomState>;
+/// Places of pointers in data (those judged, those holding one).
+type Places = HashSet<u64, foldhash::fast::RandomState>;
 
 /// The second walker: walks the starts of `order` highest first ([`Walk::speculate`]) while
 /// `claims` leaves any to it.
@@ -794,12 +794,12 @@ impl<'a> Walk<'a> {
     /// Pointers that belong to a table of labels, as `(value, owner)`: a run of pointers that
     /// code of one procedure refers to, whose values point back into that same procedure.
     /// Each place is judged once (`judged`).
-    fn label_tables(&self, pointers: &[(u64, u64)], judged: &mut Judged) -> Vec<(u64, u64)> {
+    fn label_tables(&self, pointers: &[(u64, u64)], judged: &mut Places) -> Vec<(u64, u64)> {
         let mut by_place: Vec<(u64, u64)> = pointers.iter().map(|&(v, p)| (p, v)).collect();
         by_place.sort_unstable();
         // Only an address code refers to that holds a pointer may start a table: the few
         // such among the many addresses of data code refers to are picked out before sorting.
-        let places: Judged = by_place.iter().map(|&(p, _)| p).collect();
+        let places: Places = by_place.iter().map(|&(p, _)| p).collect();
         let mut tables: Vec<(u64, u64)> = self
             .data_refs
             .iter()
