@@ -758,26 +758,34 @@ fn other_symbol_starts(file: &object::File<'_>, thumb: bool, starts: &mut Vec<St
 /// Merges observations to one procedure per address: the best name and its aliases, the most
 /// trusted size.
 fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
-    starts.sort_unstable_by_key(|s| s.address);
+    // Sorted as (address, index) pairs, less than a third of a start's size; the starts of one
+    // address keep the order their sources gave.
+    let mut order: Vec<(u64, usize)> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.address, i))
+        .collect();
+    order.sort_unstable();
     // At most one procedure a start: grown by doubling, a large inventory was copied a dozen
     // times, into memory faulted in page by page.
-    let mut out = Vec::with_capacity(starts.len());
+    let mut out = Vec::with_capacity(order.len());
     let mut i = 0;
-    while i < starts.len() {
-        let address = starts[i].address;
-        let mut j = i;
+    while let Some(&(address, _)) = order.get(i) {
         let mut names = Vec::new();
         let mut size: Option<(SizeSource, u64)> = None;
-        while j < starts.len() && starts[j].address == address {
-            if let Some(name) = starts[j].name.take() {
+        while let Some(&(at, k)) = order.get(i)
+            && at == address
+        {
+            let start = &mut starts[k];
+            if let Some(name) = start.name.take() {
                 names.push(name);
             }
-            if let Some(candidate) = starts[j].size
+            if let Some(candidate) = start.size
                 && size.is_none_or(|current| candidate.0 < current.0)
             {
                 size = Some(candidate);
             }
-            j += 1;
+            i += 1;
         }
         let names = symbols::resolve(&names);
         out.push(Procedure {
@@ -789,7 +797,6 @@ fn merge(mut starts: Vec<Start>) -> Vec<Procedure> {
             size: size.map(|(_, s)| s),
             aliases: names.aliases,
         });
-        i = j;
     }
     out
 }
