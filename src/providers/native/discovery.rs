@@ -9,9 +9,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod hint;
+mod pages;
 mod quick;
 
 use hint::{ACCESS, ADDRESS, CALL, COND_JUMP, JUMP, KIND, RETURN, STEP, WIDE};
+use pages::BitPages;
 
 use super::disasm::{self, Disassembler, Flow, MemoryUse};
 use super::jumptable::{self, JumpTable, Path};
@@ -108,7 +110,7 @@ struct CodeRange<'a> {
     hi: u64,
     bytes: &'a [u8],
     /// Three bits per byte, kept together for each 64 bytes (see [`Bits`]).
-    bits: Vec<Bits>,
+    bits: BitPages,
     /// A disassembler over the whole range, moved to each run the walk decodes (`None` while a
     /// run uses it).
     decoder: Option<Box<Disassembler<'a>>>,
@@ -265,19 +267,6 @@ fn steps_over(isa: Isa, i: &disasm::Decoded) -> bool {
             Some((_, MemoryUse::Immediate)) => isa == Isa::X86_64,
             Some(_) => false,
         }
-}
-
-/// The [`Bits`] of `len` bytes of code, all clear, each of their pages written once: the
-/// walk reads a word before it writes it, and a page read first is the shared zero page, which
-/// the write then replaces at the cost of a second fault (and, while another thread runs, an
-/// interrupt of its core).
-fn bitmap(len: usize) -> Vec<Bits> {
-    let mut bits: Vec<Bits> = vec![[0; 3]; len.div_ceil(64)];
-    for word in bits.iter_mut().step_by(4096 / std::mem::size_of::<Bits>()) {
-        // Opaque to the compiler, which would otherwise drop the store of a known zero.
-        word[SEEN] = std::hint::black_box(0);
-    }
-    bits
 }
 
 impl CodeRange<'_> {
@@ -647,7 +636,7 @@ impl<'a> Walk<'a> {
                 lo,
                 hi: lo.saturating_add(bytes.len() as u64),
                 bytes,
-                bits: bitmap(bytes.len()),
+                bits: BitPages::new(bytes.len().div_ceil(64)),
                 decoder: Some(Box::new(Disassembler::new(inputs.isa, bytes, lo, false))),
             })
             .collect();
