@@ -538,23 +538,27 @@ pub(super) fn check_annotation_rows(conn: &Connection) -> Vec<String> {
 /// are written by hand), read through the partial index on live names.
 pub(super) fn analyst_completions(
     conn: &Connection,
+    reprepares: &std::sync::atomic::AtomicU64,
     target: i64,
     document: i64,
     values: i64,
     lower: &str,
     upper: Option<&str>,
 ) -> Result<Vec<String>, StoreError> {
-    let names: Vec<String> = conn
-        .prepare_cached(
+    let mut select = conn.prepare_cached(
             "select a.text from annotations a join targets t on t.id = ?1 and a.target_sha256 = t.sha256
              where a.kind = 'name' and a.withdrawn = 0 and a.scope = 'procedure' and a.key >= ?3 and (?4 is null or a.key < ?4)
                and (?2 = 0 or a.document = (select name from documents where id = ?2))
                and not exists (select 1 from procedure_completions c
                    where c.target_id = ?1 and c.document_id = ?5 and c.key = a.key and c.value = a.text)
              group by a.text having count(*) = 1 order by a.text",
-        )?
-        .query_map(params![target, document, lower, upper, values], |r| r.get(0))?
+    )?;
+    let names: Vec<String> = select
+        .query_map(params![target, document, lower, upper, values], |r| {
+            r.get(0)
+        })?
         .collect::<Result<_, _>>()?;
+    super::completion::tally_reprepares(reprepares, &mut select);
     Ok(names)
 }
 

@@ -40,7 +40,7 @@ pub const COUNTED_PREFIX_CHARS: usize = 5;
 
 /// Adds the re-prepares SQLite counted on `stmt` since the last call to the store's tally (see
 /// [`ReadOnlyStore::completion_reprepares`]).
-fn tally_reprepares(reprepares: &AtomicU64, stmt: &mut rusqlite::Statement<'_>) {
+pub(super) fn tally_reprepares(reprepares: &AtomicU64, stmt: &mut rusqlite::Statement<'_>) {
     let n = stmt.reset_status(StatementStatus::RePrepare);
     if n > 0 {
         reprepares.fetch_add(n as u64, Ordering::Relaxed);
@@ -512,6 +512,7 @@ impl ReadOnlyStore {
             // beside the inventory's fixed values, never written into them.
             let analyst = super::annotations::analyst_completions(
                 conn,
+                &self.reprepares,
                 target,
                 asked,
                 document,

@@ -42,6 +42,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 pub use annotations::{
@@ -319,6 +320,12 @@ fn configure(conn: &Connection, role: Role) -> Result<(), StoreError> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // The cached-statement capacity must hold every hot statement so none is ever re-prepared.
     conn.set_prepared_statement_cache_capacity(64);
+    // Plans never depend on the values bound. Without this, a statement whose bound parameter
+    // SQLite compares with a partial index's condition (the analyst names of procedure
+    // completion, against `annotations_names`) is marked to re-plan at every new binding, and
+    // the statement cache clears a statement's bindings when it takes it back: such a statement
+    // was parsed and planned again at every call (~0.2 ms of each completion round trip).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     match role {
         Role::Writer => {
             conn.pragma_update(None, "journal_mode", "WAL")?;
