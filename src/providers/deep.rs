@@ -239,15 +239,15 @@ fn platform_note(c: &Candidate) -> Option<&'static str> {
     None
 }
 
-/// The names in directory `dir`, read again only when the directory has changed since they were
-/// last read (its modification time or size differ). Provider completion looks for the deep
+/// The names of directory `dir` that are versioned LLVM objdumps (`llvm-objdump-14`), read again
+/// only when the directory has changed since they were last read (its modification time or size differ). Provider completion looks for the deep
 /// candidates at every keystroke, and reading each PATH directory (about 1,200 names in
 /// `/usr/bin`) cost about a millisecond each time. A listing is kept only when the directory was
 /// last modified more than two seconds before it was read, so a change made within the file
 /// system's timestamp granularity of that read is never missed; the candidates themselves are
 /// still checked on every call.
-fn names_in(dir: &Path) -> Option<Arc<[OsString]>> {
-    type Listing = (std::time::SystemTime, u64, Arc<[OsString]>);
+fn objdumps_in(dir: &Path) -> Option<Arc<[String]>> {
+    type Listing = (std::time::SystemTime, u64, Arc<[String]>);
     static LISTINGS: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, Listing>>> =
         std::sync::Mutex::new(None);
     let meta = std::fs::metadata(dir).ok()?;
@@ -260,10 +260,15 @@ fn names_in(dir: &Path) -> Option<Arc<[OsString]>> {
     {
         return Some(names.clone());
     }
-    let names: Arc<[OsString]> = std::fs::read_dir(dir)
+    // Only the versioned objdumps are kept: picking them out of every name at each call cost
+    // more than the cached read saved.
+    let names: Arc<[String]> = std::fs::read_dir(dir)
         .ok()?
         .flatten()
-        .map(|e| e.file_name())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            llvm_version_suffix(&name).is_some().then_some(name)
+        })
         .collect();
     let settled = std::time::SystemTime::now()
         .duration_since(modified)
@@ -304,16 +309,11 @@ pub fn candidates_with(
             }
         }
         if Formats::ElfPeMacho.accepts(format)
-            && let Some(names) = names_in(&dir)
+            && let Some(names) = objdumps_in(&dir)
         {
             let mut versioned: Vec<(String, PathBuf)> = names
                 .iter()
-                .filter_map(|name| {
-                    let name = name.to_string_lossy().into_owned();
-                    llvm_version_suffix(&name)?;
-                    let path = dir.join(&name);
-                    Some((name, path))
-                })
+                .map(|name| (name.clone(), dir.join(name)))
                 .filter(|(_, p)| is_executable(p))
                 .collect();
             versioned.sort();
