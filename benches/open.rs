@@ -16,7 +16,10 @@
 //! the session's database. A third floor, measured in the same runs, is that storing alone:
 //! `sqlite3` copying the rows the open stored (procedures, completion values and their prefix
 //! counts) into a new database with the same tables and keys, in one transaction, with nothing
-//! parsed, formatted or checked. The least rea can take is an inventory floor plus it.
+//! parsed, formatted or checked. The least rea can take is an inventory floor plus it. The table
+//! also gives the reference plus that storing as a multiple of the reference alone: where it is
+//! above 1.2×, storing what the open must keep is enough to miss the goal, whatever the rest
+//! costs.
 //!
 //! Files: the largest Mach-O under the fixture directory (`REA_BENCH_MACHO` overrides: the
 //! issue's figure is biome's, `npm pack @biomejs/cli-darwin-arm64@2.6.8`, `package/biome`),
@@ -33,7 +36,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use common::stdio::Server;
-use common::{Table, fmt_duration, fmt_ratio, meets};
+use common::{Table, fmt_duration, meets};
 
 /// The floor: the file hashed, then its inventory listed by the reference tool.
 fn floor(path: &Path, macho: bool) -> Duration {
@@ -153,6 +156,11 @@ fn store_floor(database: &Path, copy: &Path) -> (Duration, u64) {
     (start.elapsed(), rows)
 }
 
+/// `a / b` with two decimals: the goal's 1.2× is too near for one.
+fn ratio2(a: Duration, b: Duration) -> String {
+    format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64().max(1e-12))
+}
+
 /// One `open_binary` round trip to a fresh server on an empty state directory (its start is
 /// not timed), then the store floor of what it stored.
 fn open(path: &Path, state: &Path, copy: &Path) -> (Duration, Duration, u64) {
@@ -204,6 +212,7 @@ fn main() {
         "sha256sum + llvm-objdump (median)",
         "ratio",
         "≤ 1.2×",
+        "reference + storing, × the reference",
         "sha256sum + linear decode of the code, iced-x86 (median)",
         "ratio to it",
         "sqlite3 storing the same rows (median)",
@@ -241,12 +250,13 @@ fn main() {
             format!("{:.1} MB", meta.len() as f64 / 1e6),
             fmt_duration(own),
             fmt_duration(anchor),
-            fmt_ratio(own, anchor),
+            ratio2(own, anchor),
             meets(own.as_secs_f64() <= 1.2 * anchor.as_secs_f64()).to_string(),
+            ratio2(anchor + stored, anchor),
             decoded.map_or_else(|| "–".into(), fmt_duration),
-            decoded.map_or_else(|| "–".into(), |d| fmt_ratio(own, d)),
+            decoded.map_or_else(|| "–".into(), |d| ratio2(own, d)),
             format!("{} ({rows} rows)", fmt_duration(stored)),
-            fmt_ratio(own, least),
+            ratio2(own, least),
         ]);
     }
     let markdown = format!(
