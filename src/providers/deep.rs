@@ -239,10 +239,11 @@ fn platform_note(c: &Candidate) -> Option<&'static str> {
     None
 }
 
-/// The names of directory `dir` that are versioned LLVM objdumps (`llvm-objdump-14`), read again
-/// only when the directory has changed since they were last read (its modification time or size differ). Provider completion looks for the deep
-/// candidates at every keystroke, and reading each PATH directory (about 1,200 names in
-/// `/usr/bin`) cost about a millisecond each time. A listing is kept only when the directory was
+/// The names of directory `dir` that are versioned LLVM objdumps (`llvm-objdump-14`), read
+/// again only when the directory has changed since they were last read (its modification time
+/// or size differ). Provider completion looks for the deep candidates at every keystroke, and
+/// reading each PATH directory (about 1,200 names in `/usr/bin`) cost about a millisecond each
+/// time. A listing is kept only when the directory was
 /// last modified more than two seconds before it was read, so a change made within the file
 /// system's timestamp granularity of that read is never missed; the candidates themselves are
 /// still checked on every call.
