@@ -163,6 +163,9 @@ const FIXED: [(&str, &str, Formats); 6] = [
     ("rizin", "rizin", Formats::All),
 ];
 
+/// Ghidra's headless analyzer, on PATH or under `$GHIDRA_INSTALL_DIR/support`.
+const HEADLESS: &str = "analyzeHeadless";
+
 fn is_executable(path: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
@@ -239,15 +242,16 @@ fn platform_note(c: &Candidate) -> Option<&'static str> {
     None
 }
 
-/// The names of directory `dir` that are versioned LLVM objdumps (`llvm-objdump-14`), read
-/// again only when the directory has changed since they were last read (its modification time
-/// or size differ). Provider completion looks for the deep candidates at every keystroke, and
-/// reading each PATH directory (about 1,200 names in `/usr/bin`) cost about a millisecond each
-/// time. A listing is kept only when the directory was
-/// last modified more than two seconds before it was read, so a change made within the file
-/// system's timestamp granularity of that read is never missed; the candidates themselves are
-/// still checked on every call.
-fn objdumps_in(dir: &Path) -> Option<Arc<[String]>> {
+/// The names of directory `dir` a deep candidate may have (those of [`FIXED`], `analyzeHeadless`
+/// and versioned LLVM objdumps such as `llvm-objdump-14`), read again only when the directory
+/// has changed since they were last read (its modification time or size differ). Provider
+/// completion looks for the deep candidates at every keystroke: reading each PATH directory
+/// (about 1,200 names in `/usr/bin`) cost about a millisecond each time, and looking each
+/// candidate up in each directory about sixty `stat` calls. A listing is kept only when the
+/// directory was last modified more than two seconds before it was read, so a change made within
+/// the file system's timestamp granularity of that read is never missed; whether a candidate
+/// listed there is an executable file is still checked on every call.
+fn candidate_names_in(dir: &Path) -> Option<Arc<[String]>> {
     type Listing = (std::time::SystemTime, u64, Arc<[String]>);
     static LISTINGS: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, Listing>>> =
         std::sync::Mutex::new(None);
@@ -261,14 +265,17 @@ fn objdumps_in(dir: &Path) -> Option<Arc<[String]>> {
     {
         return Some(names.clone());
     }
-    // Only the versioned objdumps are kept: picking them out of every name at each call cost
-    // more than the cached read saved.
+    // Only the names a candidate may have are kept: picking them out of every name at each
+    // call cost more than the cached read saved.
     let names: Arc<[String]> = std::fs::read_dir(dir)
         .ok()?
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
-            llvm_version_suffix(&name).is_some().then_some(name)
+            (FIXED.iter().any(|(id, _, _)| *id == name)
+                || name == HEADLESS
+                || llvm_version_suffix(&name).is_some())
+            .then_some(name)
         })
         .collect();
     let settled = std::time::SystemTime::now()
@@ -303,17 +310,28 @@ pub fn candidates_with(
             // A relative PATH entry would make the result depend on the working directory.
             continue;
         }
+        // Only the names the directory holds are looked at; a directory that cannot be listed
+        // (searchable, not readable) is asked for each fixed name.
+        let listed = candidate_names_in(&dir);
+        let present = |name: &str| {
+            listed
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|n| n == name))
+        };
         for (id, name, formats) in FIXED {
-            let path = dir.join(id);
-            if formats.accepts(format) && is_executable(&path) {
-                push(&mut found, id.to_string(), name.to_string(), path);
+            if formats.accepts(format) && present(id) {
+                let path = dir.join(id);
+                if is_executable(&path) {
+                    push(&mut found, id.to_string(), name.to_string(), path);
+                }
             }
         }
         if Formats::ElfPeMacho.accepts(format)
-            && let Some(names) = objdumps_in(&dir)
+            && let Some(names) = &listed
         {
             let mut versioned: Vec<(String, PathBuf)> = names
                 .iter()
+                .filter(|name| llvm_version_suffix(name).is_some())
                 .map(|name| (name.clone(), dir.join(name)))
                 .filter(|(_, p)| is_executable(p))
                 .collect();
@@ -328,8 +346,8 @@ pub fn candidates_with(
                 );
             }
         }
-        let headless = dir.join("analyzeHeadless");
-        if is_executable(&headless) {
+        let headless = dir.join(HEADLESS);
+        if present(HEADLESS) && is_executable(&headless) {
             push(
                 &mut found,
                 "ghidra".to_string(),
@@ -339,7 +357,7 @@ pub fn candidates_with(
         }
     }
     if let Some(ghidra) = ghidra_dir {
-        let headless = Path::new(ghidra).join("support").join("analyzeHeadless");
+        let headless = Path::new(ghidra).join("support").join(HEADLESS);
         if headless.is_absolute() && is_executable(&headless) {
             push(
                 &mut found,
@@ -1030,6 +1048,32 @@ mod tests {
         assert_eq!(elf(&path), "llvm-objdump-14 llvm-objdump-15");
         std::fs::remove_file(dir.join("llvm-objdump-14")).unwrap();
         assert_eq!(elf(&path), "llvm-objdump-15");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The fixed candidates and Ghidra's headless analyzer are looked up in the same kept
+    /// listing: one installed or removed while rea runs is offered or withdrawn at the next
+    /// completion, and one whose file stops being executable is withdrawn though the listing
+    /// is unchanged (a mode change leaves the directory's time as it was).
+    #[test]
+    fn fixed_candidates_come_from_the_kept_listing_and_are_checked_each_call_regression_30() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("fixed-listing");
+        script(&dir, "gdb", "exit 0");
+        age(&dir, Duration::from_secs(3600));
+        let path = dir.clone().into_os_string();
+        let elf = |path: &OsString| ids(&candidates_with("elf", Some(path), None)).join(" ");
+        assert_eq!(elf(&path), "gdb");
+        assert_eq!(elf(&path), "gdb");
+        script(&dir, "objdump", "exit 0");
+        script(&dir, HEADLESS, "exit 0");
+        assert_eq!(elf(&path), "gdb ghidra objdump");
+        age(&dir, Duration::from_secs(3600));
+        assert_eq!(elf(&path), "gdb ghidra objdump");
+        std::fs::set_permissions(dir.join("gdb"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(elf(&path), "ghidra objdump");
+        std::fs::remove_file(dir.join("objdump")).unwrap();
+        assert_eq!(elf(&path), "ghidra");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
