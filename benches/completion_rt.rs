@@ -141,6 +141,9 @@ fn typing(value: &str) -> Vec<String> {
 }
 
 fn main() {
+    // The ledgers of `REA_BENCH_LEDGER_ROWS` are built by this binary started again
+    // (`common::ensure_ledger`).
+    common::child_entry();
     let calls: usize = std::env::var("REA_BENCH_CALLS")
         .ok()
         .and_then(|v| v.parse().ok())
