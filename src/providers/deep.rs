@@ -1031,6 +1031,11 @@ mod tests {
             .unwrap();
     }
 
+    /// The ids of the candidates for an ELF file on `path`, space-separated.
+    fn elf(path: &OsString) -> String {
+        ids(&candidates_with("elf", Some(path), None)).join(" ")
+    }
+
     /// A directory's names are read again once it changes, so an LLVM installed or removed
     /// while rea runs is offered or withdrawn at the next completion, also when its listing was
     /// kept (the directory unchanged for an hour).
@@ -1040,7 +1045,6 @@ mod tests {
         script(&dir, "llvm-objdump-14", "exit 0");
         age(&dir, Duration::from_secs(3600));
         let path = dir.clone().into_os_string();
-        let elf = |path: &OsString| ids(&candidates_with("elf", Some(path), None)).join(" ");
         assert_eq!(elf(&path), "llvm-objdump-14");
         script(&dir, "llvm-objdump-15", "exit 0");
         assert_eq!(elf(&path), "llvm-objdump-14 llvm-objdump-15");
@@ -1062,7 +1066,6 @@ mod tests {
         script(&dir, "gdb", "exit 0");
         age(&dir, Duration::from_secs(3600));
         let path = dir.clone().into_os_string();
-        let elf = |path: &OsString| ids(&candidates_with("elf", Some(path), None)).join(" ");
         assert_eq!(elf(&path), "gdb");
         assert_eq!(elf(&path), "gdb");
         script(&dir, "objdump", "exit 0");

@@ -26,12 +26,10 @@ impl BitPages {
     /// the cost of a second fault (and, while another thread runs, an interrupt of its core).
     pub(super) fn new(len: usize) -> BitPages {
         #[cfg(target_os = "linux")]
-        if let Some(map) = linux::Map::new(len) {
-            let mut pages = BitPages(Inner::Map(map));
-            pages.touch();
-            return pages;
-        }
-        let mut pages = BitPages(Inner::Vec(vec![[0; 3]; len]));
+        let map = linux::Map::new(len).map(Inner::Map);
+        #[cfg(not(target_os = "linux"))]
+        let map = None;
+        let mut pages = BitPages(map.unwrap_or_else(|| Inner::Vec(vec![[0; 3]; len])));
         pages.touch();
         pages
     }
